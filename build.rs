@@ -1,0 +1,61 @@
+//! Finds SimGrid with pkg-config and generates the FFI bindings that src/sim wraps.
+//!
+//! Override: set MPICAST_SIMGRID_PREFIX to a SimGrid install prefix (it must hold include/ and lib/)
+//! to bypass pkg-config.
+
+use std::env;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/sim/wrapper.h");
+    println!("cargo:rerun-if-env-changed=MPICAST_SIMGRID_PREFIX");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+
+    let include_paths = match env::var("MPICAST_SIMGRID_PREFIX") {
+        Ok(prefix) => {
+            let prefix = PathBuf::from(prefix);
+            println!("cargo:rustc-link-search=native={}", prefix.join("lib").display());
+            println!("cargo:rustc-link-lib=simgrid");
+            vec![prefix.join("include")]
+        }
+        Err(_) => match pkg_config::Config::new().atleast_version("3.30").probe("simgrid") {
+            Ok(lib) => lib.include_paths,
+            Err(e) => {
+                eprintln!(
+                    "mpicast build: SimGrid not found through pkg-config ({e}).\n\
+                     Install it with `apt-get install libsimgrid-dev` (run scripts/setup.sh), \
+                     or set MPICAST_SIMGRID_PREFIX to a SimGrid install prefix."
+                );
+                std::process::exit(1);
+            }
+        },
+    };
+
+    let mut builder = bindgen::Builder::default()
+        .header("src/sim/wrapper.h")
+        .clang_arg("-xc")
+        // SimGrid kills actors by unwinding a C++ exception through actor frames: every function
+        // that can reach an actor switch must allow unwinding.
+        .override_abi(bindgen::Abi::CUnwind, ".*")
+        .allowlist_function("sg_.*|simgrid_.*|xbt_log_control_set")
+        .allowlist_type("sg_.*|s4u_.*|xbt_main_func_t")
+        .layout_tests(false)
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
+    for path in &include_paths {
+        builder = builder.clang_arg(format!("-I{}", path.display()));
+    }
+    let bindings = match builder.generate() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!(
+                "mpicast build: bindgen could not read the SimGrid headers ({e}).\n\
+                 bindgen needs libclang: `apt-get install libclang-dev` (run scripts/setup.sh)."
+            );
+            std::process::exit(1);
+        }
+    };
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    bindings
+        .write_to_file(out.join("simgrid_bindings.rs"))
+        .expect("writing bindings into OUT_DIR");
+}

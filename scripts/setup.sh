@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what mpicast needs on Debian 12: SimGrid (headers + pkg-config), libclang for bindgen,
+# OpenMPI (mpicc, mpirun). Does nothing when everything is already there.
+set -euo pipefail
+
+pkgs=(pkg-config libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present (${pkgs[*]})"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  echo "setup: need root or sudo to install: ${missing[*]}" >&2
+  exit 2
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -q
+"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,83 @@
+//! The command line: clap definitions and one function per subcommand. The work lives in the
+//! library modules; this file only wires arguments to them.
+
+mod simulate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status for usage and input errors.
+pub const EXIT_INPUT: u8 = 2;
+/// Exit status when a prediction or validation misses its threshold.
+pub const EXIT_THRESHOLD: u8 = 1;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mpicast",
+    version,
+    about = "Predicts the run time of C/MPI programs from their source, a machine benchmark and a network benchmark",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one simulation job in this process (used internally: one SimGrid engine per process).
+    #[command(hide = true)]
+    Simulate(simulate::Args),
+}
+
+/// Parses the command line, runs the subcommand, prints errors as one line, returns the status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    ExitCode::SUCCESS
+                }
+                _ => {
+                    // clap's message is several lines (usage, tips); keep the first, the one that
+                    // says what was wrong, and point at --help.
+                    let text = e.render().to_string();
+                    let first = text.lines().next().unwrap_or("invalid command line");
+                    let first = first.trim_start_matches("error: ");
+                    let tips: Vec<&str> =
+                        text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+                    let tips = if tips.is_empty() { String::new() } else { format!("; {}", tips.join("; ")) };
+                    eprintln!("mpicast: {first}{tips} (see mpicast --help)");
+                    ExitCode::from(EXIT_INPUT)
+                }
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Simulate(args) => simulate::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mpicast: {}", one_line(&e));
+            ExitCode::from(EXIT_INPUT)
+        }
+    }
+}
+
+/// An error and its causes on one line: `outer: inner: root`.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        // Contexts often repeat their cause verbatim; keep each piece once.
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}

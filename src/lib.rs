@@ -1,0 +1,7 @@
+//! mpicast: predicts the run time of C/MPI programs. See docs/ARCHITECTURE.md for the map.
+
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod model;
+pub mod sim;

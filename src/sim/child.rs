@@ -1,0 +1,53 @@
+//! Runs simulations in child processes: SimGrid's engine lives once per process, aborts the
+//! process on some errors, and separate processes let sweeps run in parallel.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::simjob::{SimJob, SimOutcome};
+use crate::model::{read_artifact, write_artifact};
+
+/// The mpicast binary to launch children from: `MPICAST_EXE` when set, this executable when it
+/// is mpicast, else an `mpicast` next to (or one directory above) this executable, which is where
+/// cargo puts it for tests.
+pub fn mpicast_exe() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("MPICAST_EXE") {
+        return Ok(PathBuf::from(p));
+    }
+    let me = std::env::current_exe().context("cannot locate the running executable")?;
+    if me.file_stem().is_some_and(|s| s == "mpicast") {
+        return Ok(me);
+    }
+    let dir = me.parent().unwrap_or(Path::new("."));
+    for cand in [dir.join("mpicast"), dir.join("..").join("mpicast")] {
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    bail!("cannot find the mpicast executable next to {} (set MPICAST_EXE)", me.display())
+}
+
+/// Runs `job` in a child `mpicast simulate` process and returns its outcome.
+pub fn simulate(job: &SimJob) -> Result<SimOutcome> {
+    let dir = tempfile::Builder::new().prefix("mpicast-sim").tempdir().context("cannot create a temporary directory")?;
+    let job_path = dir.path().join("job.json");
+    let out_path = dir.path().join("outcome.json");
+    write_artifact(&job_path, job)?;
+    let exe = mpicast_exe()?;
+    let output = Command::new(&exe)
+        .arg("simulate")
+        .arg("--job")
+        .arg(&job_path)
+        .arg("--out")
+        .arg(&out_path)
+        .output()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("(no message)");
+        bail!("simulation failed ({}): {}", output.status, last.trim_start_matches("mpicast: "));
+    }
+    Ok(read_artifact(&out_path)?)
+}
