@@ -37,7 +37,7 @@ fn main() {
         // SimGrid kills actors by unwinding a C++ exception through actor frames: every function
         // that can reach an actor switch must allow unwinding.
         .override_abi(bindgen::Abi::CUnwind, ".*")
-        .allowlist_function("sg_.*|simgrid_.*|xbt_log_control_set")
+        .allowlist_function("sg_.*|simgrid_.*|xbt_log_control_set|xbt_dynar_new|xbt_dynar_free|xbt_dynar_length|xbt_dynar_get_ptr")
         .allowlist_type("sg_.*|s4u_.*|xbt_main_func_t")
         .layout_tests(false)
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));

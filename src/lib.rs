@@ -3,5 +3,9 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod frontend;
+pub mod machine;
+pub mod network;
 pub mod model;
 pub mod sim;
+pub mod trace;

@@ -1,6 +1,12 @@
 //! The command line: clap definitions and one function per subcommand. The work lives in the
 //! library modules; this file only wires arguments to them.
 
+mod analyze;
+mod bench;
+mod bench_machine;
+mod bench_network;
+mod platform;
+mod replay;
 mod simulate;
 
 use std::process::ExitCode;
@@ -26,6 +32,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Split C/C++ MPI sources into blocks; count ops and loop iterations statically.
+    Analyze(analyze::Args),
+    /// Benchmark a machine (MTC) or a network (CTC).
+    Bench(bench::Args),
+    /// Generate a SimGrid platform file from a template.
+    Platform(platform::Args),
+    /// Replay per-rank traces through SimGrid with MPI semantics.
+    Replay(replay::Args),
     /// Run one simulation job in this process (used internally: one SimGrid engine per process).
     #[command(hide = true)]
     Simulate(simulate::Args),
@@ -58,6 +72,10 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Analyze(args) => analyze::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Platform(args) => platform::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Simulate(args) => simulate::run(args),
     };
     match result {

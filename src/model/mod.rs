@@ -3,8 +3,13 @@
 //! Every JSON artifact starts with `{"schema": "mpicast/<name>", "version": N, ...}`;
 //! [`read_artifact`] checks both before decoding the rest.
 
+pub mod analysis;
+pub mod expr;
+pub mod machine;
+pub mod network;
 pub mod ops;
 pub mod simjob;
+pub mod trace;
 
 use std::path::Path;
 

@@ -7,6 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::model::simjob::{SimJob, SimOutcome};
+use crate::model::trace::{ReplayJob, ReplayResult};
 use crate::model::{read_artifact, write_artifact};
 
 /// The mpicast binary to launch children from: `MPICAST_EXE` when set, this executable when it
@@ -31,6 +32,15 @@ pub fn mpicast_exe() -> Result<PathBuf> {
 
 /// Runs `job` in a child `mpicast simulate` process and returns its outcome.
 pub fn simulate(job: &SimJob) -> Result<SimOutcome> {
+    run_child(job, "--job")
+}
+
+/// Runs a replay job in a child `mpicast simulate --replay` process.
+pub fn replay(job: &ReplayJob) -> Result<ReplayResult> {
+    run_child(job, "--replay")
+}
+
+fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(job: &J, flag: &str) -> Result<O> {
     let dir = tempfile::Builder::new().prefix("mpicast-sim").tempdir().context("cannot create a temporary directory")?;
     let job_path = dir.path().join("job.json");
     let out_path = dir.path().join("outcome.json");
@@ -38,7 +48,7 @@ pub fn simulate(job: &SimJob) -> Result<SimOutcome> {
     let exe = mpicast_exe()?;
     let output = Command::new(&exe)
         .arg("simulate")
-        .arg("--job")
+        .arg(flag)
         .arg(&job_path)
         .arg("--out")
         .arg(&out_path)

@@ -178,7 +178,7 @@ fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<(), SimError> 
 }
 
 /// A host of the loaded platform.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Host(ffi::sg_host_t);
 
 impl Host {
@@ -205,6 +205,19 @@ impl Host {
         // SAFETY: live hosts.
         unsafe { ffi::sg_host_get_route_latency(self.0, other.0) }
     }
+    /// The links a message to `other` crosses, in order.
+    pub fn route_links(&self, other: Host) -> Vec<Link> {
+        // SAFETY: live hosts; the dynar holds sg_link_t values, is filled by SimGrid and freed
+        // here (the links themselves belong to the platform).
+        unsafe {
+            let mut d = ffi::xbt_dynar_new(std::mem::size_of::<ffi::sg_link_t>() as _, None);
+            ffi::sg_host_get_route(self.0, other.0, d);
+            let n = ffi::xbt_dynar_length(d);
+            let links = (0..n).map(|i| Link(*(ffi::xbt_dynar_get_ptr(d, i) as *const ffi::sg_link_t))).collect();
+            ffi::xbt_dynar_free(&mut d);
+            links
+        }
+    }
     /// Bottleneck bandwidth of the route to `other`, bytes/s.
     pub fn route_bandwidth_bytes_per_s(&self, other: Host) -> f64 {
         // SAFETY: live hosts.
@@ -213,7 +226,7 @@ impl Host {
 }
 
 /// A link of the loaded platform.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Link(ffi::sg_link_t);
 
 impl Link {
@@ -297,7 +310,36 @@ impl Mailbox {
         let raw = Box::into_raw(Box::new(payload)) as *mut c_void;
         // SAFETY: as for put.
         let c = unsafe { ffi::sg_mailbox_put_async(self.0, raw, bytes as i64) };
-        Comm { raw: c, slot: None, done: false }
+        Comm { raw: c, slot: None, done: false, bare: false }
+    }
+
+    /// Starts a send that carries no payload, only `bytes` of simulated size (replay traffic).
+    pub fn put_bare_async(&self, bytes: u64) -> Comm {
+        // SAFETY: the payload is a pointer to a static byte that nobody dereferences (receivers
+        // of bare sends use get_bare_async, which never reads it).
+        let c = unsafe { ffi::sg_mailbox_put_async(self.0, bare_payload(), bytes as i64) };
+        Comm { raw: c, slot: None, done: false, bare: true }
+    }
+
+    /// Sends `bytes` of simulated size without payload and without waiting: SimGrid completes
+    /// the transfer once a receiver matches it (an eager, detached MPI send).
+    pub fn put_bare_detached(&self, bytes: u64) {
+        // SAFETY: as for put_bare_async; a detached comm is released by SimGrid on completion and
+        // has no payload to clean.
+        unsafe {
+            // detach() starts an initialised comm detached; it refuses a started one.
+            let c = ffi::sg_mailbox_put_init(self.0, bare_payload(), bytes as i64);
+            ffi::sg_comm_detach(c, None);
+        }
+    }
+
+    /// Starts a receive of a bare send (see [`Mailbox::put_bare_async`]).
+    pub fn get_bare_async(&self) -> Comm {
+        let mut slot: Box<*mut c_void> = Box::new(ptr::null_mut());
+        // SAFETY: the slot is heap-allocated and owned by the returned Comm (leaked if the Comm is
+        // dropped before completion).
+        let c = unsafe { ffi::sg_mailbox_get_async(self.0, &mut *slot as *mut *mut c_void) };
+        Comm { raw: c, slot: Some(slot), done: false, bare: true }
     }
 
     /// Receives one payload; blocks until a matching send arrives.
@@ -312,8 +354,14 @@ impl Mailbox {
         // SAFETY: the slot is heap-allocated and owned by the returned Comm, so it outlives the
         // communication as long as the Comm is waited before being dropped.
         let c = unsafe { ffi::sg_mailbox_get_async(self.0, &mut *slot as *mut *mut c_void) };
-        Comm { raw: c, slot: Some(slot), done: false }
+        Comm { raw: c, slot: Some(slot), done: false, bare: false }
     }
+}
+
+static BARE_BYTE: u8 = 0;
+
+fn bare_payload() -> *mut c_void {
+    &BARE_BYTE as *const u8 as *mut c_void
 }
 
 /// An asynchronous communication in flight.
@@ -321,6 +369,8 @@ pub struct Comm {
     raw: ffi::sg_comm_t,
     slot: Option<Box<*mut c_void>>,
     done: bool,
+    /// No payload (replay traffic): the slot holds a pointer to a static byte.
+    bare: bool,
 }
 
 impl Comm {
@@ -344,7 +394,7 @@ impl Comm {
 
     /// The received payload of a completed receive (None for sends or when already taken).
     pub fn take_payload(&mut self) -> Option<Payload> {
-        if !self.done {
+        if !self.done || self.bare {
             return None;
         }
         let slot = self.slot.as_mut()?;

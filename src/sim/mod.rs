@@ -1,10 +1,60 @@
 //! Simulation through SimGrid: the bindings (ffi), their safe wrappers (engine), the in-process
-//! job runner (job) and the child-process driver (child). The only module with unsafe code.
+//! job runner (job), the trace replay with MPI semantics (replay, coll) and the child-process
+//! driver (child). The only module with unsafe code.
 
 #![allow(unsafe_code)]
 
 mod ffi;
 
 pub mod child;
+mod coll;
 pub mod engine;
 pub mod job;
+pub mod replay;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::model::trace::{Mapping, ReplayJob, ReplayOptions, ReplayResult, TraceAction};
+
+/// Where a replay's per-rank actions come from.
+pub enum TraceSource {
+    /// A directory of `rank-<R>.trace` files (traces/FORMAT.md).
+    Dir(PathBuf),
+    /// Actions in memory, one list per rank (written to a temporary directory for the child).
+    Actions(Vec<Vec<TraceAction>>),
+}
+
+/// Replays traces on a platform in a child `mpicast simulate --replay` process: the predictor's
+/// entry point. The traces are validated first (an error names file:line); a trace that
+/// deadlocks fails with the ranks and the operations they wait for.
+pub fn replay(
+    source: &TraceSource,
+    platform: &Path,
+    mapping: Mapping,
+    cfg: Vec<String>,
+    options: ReplayOptions,
+) -> Result<ReplayResult> {
+    let tmp;
+    let dir = match source {
+        TraceSource::Dir(d) => d.clone(),
+        TraceSource::Actions(ranks) => {
+            tmp = tempfile::Builder::new().prefix("mpicast-trace").tempdir().context("cannot create a temporary directory")?;
+            let n = ranks.len() as u32;
+            for (r, actions) in ranks.iter().enumerate() {
+                let mut w = crate::trace::TraceWriter::create(tmp.path(), r as u32, n)
+                    .with_context(|| format!("{}: cannot write", tmp.path().display()))?;
+                for a in actions {
+                    w.action(a)?;
+                }
+                w.finish()?;
+            }
+            tmp.path().to_path_buf()
+        }
+    };
+    let ranks = crate::trace::discover(&dir)?;
+    crate::trace::validate_dir(&dir, ranks)?;
+    let job = ReplayJob { trace_dir: std::path::absolute(&dir)?, ranks, platform: std::path::absolute(platform)?, mapping, cfg, options };
+    child::replay(&job)
+}

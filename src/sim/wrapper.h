@@ -10,3 +10,4 @@
 #include <simgrid/plugins/load.h>
 #include <xbt/config.h>
 #include <xbt/log.h>
+#include <xbt/dynar.h>

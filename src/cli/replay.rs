@@ -1,0 +1,237 @@
+//! `mpicast replay TRACE_DIR --platform FILE [--mapping FILE] [--json FILE]`: replays per-rank
+//! traces through SimGrid with MPI semantics (in a child process) and prints the prediction.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::trace::{Mapping, ReplayOptions, ReplayResult, TraceAction};
+use crate::sim::TraceSource;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Placement {
+    /// Rank r on host r mod H (hosts in natural name order).
+    RoundRobin,
+    /// Ranks split into H consecutive blocks.
+    Block,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Directory of per-rank traces (rank-0.trace, rank-1.trace, ...; see traces/FORMAT.md).
+    #[arg(required_unless_present = "bench")]
+    trace_dir: Option<PathBuf>,
+    /// SimGrid platform file.
+    #[arg(long, required_unless_present = "bench")]
+    platform: Option<PathBuf>,
+    /// One host name per rank, in rank order (overrides --placement).
+    #[arg(long)]
+    mapping: Option<PathBuf>,
+    /// How ranks go onto hosts when there is no --mapping.
+    #[arg(long, value_enum, default_value = "round-robin")]
+    placement: Placement,
+    /// Write the result (mpicast/replay JSON) here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// SimGrid configuration item `name:value` (repeatable), e.g. smpi/bw-factor:0:1.
+    #[arg(long = "cfg")]
+    cfg: Vec<String>,
+    /// Messages from this size on use rendezvous; smaller ones are eager.
+    #[arg(long, default_value_t = 65536)]
+    eager_threshold: u64,
+    /// Flops charged per byte of reduction arithmetic.
+    #[arg(long, default_value_t = 0.125)]
+    reduce_flops_per_byte: f64,
+    /// Record the per-rank event timeline in the JSON result.
+    #[arg(long)]
+    timeline: bool,
+    /// Also write the traces in SimGrid's time-independent format into this directory (for
+    /// `smpirun -replay`).
+    #[arg(long, hide = true)]
+    export_smpi: Option<PathBuf>,
+    /// Throughput benchmark: replay RANKSxITERS 2D halo exchanges on a generated cluster.
+    #[arg(long, hide = true, value_name = "RANKSxITERS")]
+    bench: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(spec) = &args.bench {
+        return bench(spec);
+    }
+    let dir = args.trace_dir.clone().expect("clap requires TRACE_DIR");
+    let platform = args.platform.clone().expect("clap requires --platform");
+    if !platform.is_file() {
+        bail!("{}: no such platform file", platform.display());
+    }
+    let mapping = match &args.mapping {
+        Some(p) => Mapping::Hosts { hosts: crate::sim::replay::read_mapping_file(p)? },
+        None => match args.placement {
+            Placement::RoundRobin => Mapping::RoundRobin,
+            Placement::Block => Mapping::Block,
+        },
+    };
+    if let Some(out) = &args.export_smpi {
+        let n = crate::trace::discover(&dir)?;
+        crate::trace::validate_dir(&dir, n)?;
+        crate::trace::smpi::export_dir(&dir, n, out)?;
+    }
+    let options = ReplayOptions {
+        eager_threshold_bytes: args.eager_threshold,
+        reduce_flops_per_byte: args.reduce_flops_per_byte,
+        timeline: args.timeline,
+        ..ReplayOptions::default()
+    };
+    let result = crate::sim::replay(&TraceSource::Dir(dir.clone()), &platform, mapping, args.cfg.clone(), options)
+        .with_context(|| dir.display().to_string())?;
+    print!("{}", render(&result));
+    if let Some(j) = &args.json {
+        crate::model::write_artifact(j, &result)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// The terminal report.
+pub fn render(r: &ReplayResult) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("makespan        {:.6} s\n", r.makespan_s));
+    s.push_str(&format!(
+        "messages        {} ({:.3e} B), simulated in {:.2} s of wall time\n",
+        r.messages, r.bytes, r.wall_s
+    ));
+    if r.ranks.len() <= 16 {
+        s.push_str("\nrank  host              finish_s     compute_s    comm_s       wait_s\n");
+        for k in &r.ranks {
+            s.push_str(&format!(
+                "{:<5} {:<17} {:<12.6} {:<12.6} {:<12.6} {:.6}\n",
+                k.rank, k.host, k.finish_s, k.compute_s, k.comm_s, k.wait_s
+            ));
+        }
+    } else {
+        s.push_str(&format!("\n{} ranks      min          median       max\n", r.ranks.len()));
+        type Getter = fn(&crate::model::trace::RankStats) -> f64;
+        let cols: [(&str, Getter); 4] =
+            [("finish_s", |k| k.finish_s), ("compute_s", |k| k.compute_s), ("comm_s", |k| k.comm_s), ("wait_s", |k| k.wait_s)];
+        for (name, f) in cols {
+            let mut v: Vec<f64> = r.ranks.iter().map(f).collect();
+            let med = median(&mut v);
+            s.push_str(&format!("{:<15} {:<12.6} {:<12.6} {:.6}\n", name, v[0], med, v[v.len() - 1]));
+        }
+    }
+    let mut hosts: Vec<_> = r.hosts.iter().filter(|h| h.ranks > 0).collect();
+    hosts.sort_by(|a, b| b.cpu_use.total_cmp(&a.cpu_use));
+    s.push_str("\nhost              ranks cores cpu_use\n");
+    for h in hosts.iter().take(8) {
+        s.push_str(&format!("{:<17} {:<5} {:<5} {:.1}%\n", h.name, h.ranks, h.cores, 100.0 * h.cpu_use));
+    }
+    if hosts.len() > 8 {
+        s.push_str(&format!("... {} more hosts (--json has them all)\n", hosts.len() - 8));
+    }
+    let mut links: Vec<_> = r.links.iter().filter(|l| l.bytes > 0.0).collect();
+    links.sort_by(|a, b| b.utilisation.total_cmp(&a.utilisation));
+    if !links.is_empty() {
+        s.push_str("\nlink                        bytes        utilisation\n");
+        for l in links.iter().take(8) {
+            s.push_str(&format!("{:<27} {:<12.4e} {:.1}%\n", l.name, l.bytes, 100.0 * l.utilisation));
+        }
+        if links.len() > 8 {
+            s.push_str(&format!("... {} more links (--json has them all)\n", links.len() - 8));
+        }
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+/// Writes a 2D halo exchange (periodic px x py grid, 4 neighbours) for `ranks` ranks, `iters`
+/// iterations, loop-folded.
+pub fn write_halo(dir: &Path, ranks: u32, iters: u64, bytes: u64, compute_s: f64) -> Result<()> {
+    let mut px = (ranks as f64).sqrt() as u32;
+    while ranks % px != 0 {
+        px -= 1;
+    }
+    let py = ranks / px;
+    for r in 0..ranks {
+        let (x, y) = (r % px, r / px);
+        let nb = [
+            ((x + px - 1) % px) + y * px,
+            ((x + 1) % px) + y * px,
+            x + ((y + py - 1) % py) * px,
+            x + ((y + 1) % py) * px,
+        ];
+        let mut w = crate::trace::TraceWriter::create(dir, r, ranks)?;
+        w.begin_loop(iters)?;
+        for (i, &p) in nb.iter().enumerate() {
+            w.action(&TraceAction::Irecv {
+                req: i as u64,
+                from: crate::model::trace::Peer::Rank(p),
+                bytes: Some(bytes),
+                tag: crate::model::trace::Tag::Value(i as i32 ^ 1),
+                comm: 0,
+            })?;
+        }
+        for (i, &p) in nb.iter().enumerate() {
+            // Direction i's message arrives as the neighbour's opposite direction (i ^ 1).
+            w.action(&TraceAction::Isend { req: 4 + i as u64, to: p, bytes, tag: i as i32, comm: 0 })?;
+        }
+        w.action(&TraceAction::Waitall { reqs: vec![] })?;
+        w.action(&TraceAction::Compute { compute: crate::model::trace::Compute::Seconds(compute_s) })?;
+        w.end_loop()?;
+        w.finish()?;
+    }
+    Ok(())
+}
+
+fn bench(spec: &str) -> Result<ExitCode> {
+    let (ranks, iters) = spec
+        .split_once('x')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u64>().ok()?)))
+        .with_context(|| format!("--bench {spec:?}: expected RANKSxITERS, e.g. 16384x100"))?;
+    let tmp = tempfile::Builder::new().prefix("mpicast-bench").tempdir()?;
+    let traces = tmp.path().join("traces");
+    let t0 = Instant::now();
+    write_halo(&traces, ranks, iters, 8192, 1e-4)?;
+    let gen_s = t0.elapsed().as_secs_f64();
+    let cores = 16u32;
+    let hosts = ranks.div_ceil(cores);
+    let platform = tmp.path().join("cluster.xml");
+    std::fs::write(
+        &platform,
+        format!(
+            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n\
+             <platform version=\"4.1\">\n  <cluster id=\"c\" prefix=\"node-\" suffix=\"\" radical=\"0-{}\" speed=\"1Gf\" \
+             core=\"{cores}\" bw=\"1.25GBps\" lat=\"1us\" bb_bw=\"100GBps\" bb_lat=\"1us\" bb_sharing_policy=\"FATPIPE\"/>\n</platform>\n",
+            hosts - 1
+        ),
+    )?;
+    let t1 = Instant::now();
+    let opts = ReplayOptions { link_usage: false, ..ReplayOptions::default() };
+    let r = crate::sim::replay(&TraceSource::Dir(traces), &platform, Mapping::Block, vec![], opts)?;
+    let total_s = t1.elapsed().as_secs_f64();
+    println!(
+        "bench halo2d {ranks} ranks x {iters} iterations on {hosts} hosts x {cores} cores: {} messages, \
+         simulated makespan {:.4} s",
+        r.messages, r.makespan_s
+    );
+    println!(
+        "wall: {:.2} s total (child simulation {:.2} s, trace generation {:.2} s) -> {:.0} messages/s of wall time \
+         ({:.0} in the simulation alone)",
+        total_s,
+        r.wall_s,
+        gen_s,
+        r.messages as f64 / total_s,
+        r.messages as f64 / r.wall_s
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,160 @@
+//! mpicast's own small C IR: what the analysis sees of a translation unit. Built by
+//! [`super::lower`] from the tree-sitter tree; nothing here knows tree-sitter.
+
+/// Where a construct sits in its file (1-based lines, 0-based column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub line_start: u32,
+    pub line_end: u32,
+    pub col: u32,
+}
+
+/// A C scalar base type, as far as op classes care.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Base {
+    Void,
+    Int,
+    Float,
+    Double,
+    Struct(String),
+    Named(String),
+    Unknown,
+}
+
+/// A type: base, pointer/array depth, const-ness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CType {
+    pub base: Base,
+    /// Pointers plus array dimensions: a subscript or dereference removes one level.
+    pub indirection: u32,
+    pub is_const: bool,
+}
+
+impl CType {
+    pub fn new(base: Base) -> CType {
+        CType { base, indirection: 0, is_const: false }
+    }
+    pub fn int() -> CType {
+        CType::new(Base::Int)
+    }
+    pub fn double() -> CType {
+        CType::new(Base::Double)
+    }
+    pub fn unknown() -> CType {
+        CType::new(Base::Unknown)
+    }
+    pub fn deref(&self) -> CType {
+        CType { base: self.base.clone(), indirection: self.indirection.saturating_sub(1), is_const: false }
+    }
+    pub fn is_scalar_fp(&self) -> bool {
+        self.indirection == 0 && matches!(self.base, Base::Float | Base::Double)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CExpr {
+    Ident(String),
+    Int(i128),
+    /// A floating literal; `single` when it has an f suffix.
+    Float { value: f64, single: bool },
+    Str,
+    Binary { op: String, left: Box<CExpr>, right: Box<CExpr> },
+    Unary { op: String, arg: Box<CExpr> },
+    /// ++ / --, prefix or postfix.
+    Update { op: String, arg: Box<CExpr> },
+    Assign { op: String, left: Box<CExpr>, right: Box<CExpr> },
+    Call { func: String, args: Vec<CExpr>, line: u32 },
+    Index { array: Box<CExpr>, index: Box<CExpr> },
+    Field { base: Box<CExpr>, field: String, arrow: bool },
+    Deref(Box<CExpr>),
+    AddrOf(Box<CExpr>),
+    Cast { ty: CType, value: Box<CExpr> },
+    Cond { cond: Box<CExpr>, then: Box<CExpr>, otherwise: Box<CExpr> },
+    Sizeof { ty: Option<CType>, value: Option<Box<CExpr>> },
+    Comma(Box<CExpr>, Box<CExpr>),
+    InitList(Vec<CExpr>),
+    /// Something the lowering did not model; the text is kept for messages.
+    Unknown(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarDecl {
+    pub name: String,
+    pub ty: CType,
+    pub init: Option<CExpr>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    Compound(Vec<Stmt>, Span),
+    Expr(CExpr, Span),
+    Decl(Vec<VarDecl>, Span),
+    If { cond: CExpr, then: Box<Stmt>, otherwise: Option<Box<Stmt>>, span: Span },
+    For { init: Option<Box<Stmt>>, cond: Option<CExpr>, update: Option<CExpr>, body: Box<Stmt>, span: Span },
+    While { cond: CExpr, body: Box<Stmt>, span: Span },
+    DoWhile { body: Box<Stmt>, cond: CExpr, span: Span },
+    Switch { cond: CExpr, body: Box<Stmt>, span: Span },
+    Case { value: Option<CExpr>, body: Vec<Stmt>, span: Span },
+    Return(Option<CExpr>, Span),
+    Break(Span),
+    Continue(Span),
+    Goto(Span),
+    Label(Box<Stmt>, Span),
+    Empty(Span),
+}
+
+impl Stmt {
+    pub fn span(&self) -> Span {
+        match self {
+            Stmt::Compound(_, s)
+            | Stmt::Expr(_, s)
+            | Stmt::Decl(_, s)
+            | Stmt::Return(_, s)
+            | Stmt::Break(s)
+            | Stmt::Continue(s)
+            | Stmt::Goto(s)
+            | Stmt::Label(_, s)
+            | Stmt::Empty(s) => *s,
+            Stmt::If { span, .. }
+            | Stmt::For { span, .. }
+            | Stmt::While { span, .. }
+            | Stmt::DoWhile { span, .. }
+            | Stmt::Switch { span, .. }
+            | Stmt::Case { span, .. } => *span,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub ret: CType,
+    pub params: Vec<VarDecl>,
+    pub body: Stmt,
+    pub span: Span,
+}
+
+/// A diagnostic from lowering: a construct not understood, or a syntax error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LowerDiag {
+    pub line: u32,
+    pub message: String,
+}
+
+/// One translation unit in IR form.
+#[derive(Debug, Clone, Default)]
+pub struct Unit {
+    pub file: String,
+    pub functions: Vec<Function>,
+    pub globals: Vec<VarDecl>,
+    /// Object-like macros: name, replacement (as an expression), line.
+    pub defines: Vec<(String, CExpr, u32)>,
+    /// Enumerators with their explicit value, in order.
+    pub enums: Vec<(String, Option<CExpr>)>,
+    pub typedefs: Vec<(String, CType)>,
+    /// Struct name -> fields.
+    pub structs: Vec<(String, Vec<(String, CType)>)>,
+    pub diags: Vec<LowerDiag>,
+    pub lines: u32,
+}

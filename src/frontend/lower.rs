@@ -1,0 +1,708 @@
+//! tree-sitter tree -> IR. The only file that reads tree-sitter nodes (node kinds come from
+//! kinds.rs). Never panics: constructs it does not model become `Unknown` with a diagnostic.
+
+use tree_sitter::{Node, Parser};
+
+use super::ir::*;
+use super::kinds as k;
+
+/// Which grammar to parse with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    C,
+    Cpp,
+}
+
+/// Deeper nesting than this is not lowered (hostile input; the rest of the file still is).
+const MAX_DEPTH: usize = 400;
+
+struct Lower<'a> {
+    src: &'a [u8],
+    unit: Unit,
+    error_lines: Vec<u32>,
+}
+
+fn parser_for(lang: Lang) -> Option<Parser> {
+    let mut p = Parser::new();
+    let ok = match lang {
+        Lang::C => p.set_language(&tree_sitter_c::LANGUAGE.into()),
+        Lang::Cpp => p.set_language(&tree_sitter_cpp::LANGUAGE.into()),
+    };
+    ok.ok().map(|_| p)
+}
+
+/// Parses and lowers one file.
+pub fn lower_file(file: &str, text: &str, lang: Lang) -> Unit {
+    let mut unit = Unit { file: file.to_string(), lines: text.lines().count() as u32, ..Default::default() };
+    let Some(mut parser) = parser_for(lang) else {
+        unit.diags.push(LowerDiag { line: 0, message: "the C/C++ grammar could not be loaded".into() });
+        return unit;
+    };
+    let Some(tree) = parser.parse(text, None) else {
+        unit.diags.push(LowerDiag { line: 0, message: "the parser gave up on this file".into() });
+        return unit;
+    };
+    let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new() };
+    let root = tree.root_node();
+    l.top_items(root, 0);
+    l.collect_errors(root);
+    let mut unit = l.unit;
+    let mut err = l.error_lines;
+    err.sort_unstable();
+    err.dedup();
+    for line in err.into_iter().take(20) {
+        unit.diags.push(LowerDiag { line, message: "syntax error (the code around it may be miscounted)".into() });
+    }
+    unit
+}
+
+/// Parses one C expression (a macro's replacement text) into the IR.
+pub fn parse_expression(text: &str) -> Option<CExpr> {
+    let wrapped = format!("long mpicast_macro_value = ({text});\n");
+    let mut parser = parser_for(Lang::C)?;
+    let tree = parser.parse(&wrapped, None)?;
+    if tree.root_node().has_error() {
+        return None;
+    }
+    let mut l = Lower { src: wrapped.as_bytes(), unit: Unit::default(), error_lines: Vec::new() };
+    l.top_items(tree.root_node(), 0);
+    l.unit.globals.into_iter().next().and_then(|g| g.init)
+}
+
+fn line(n: Node) -> u32 {
+    n.start_position().row as u32 + 1
+}
+
+fn span(n: Node) -> Span {
+    Span { line_start: line(n), line_end: n.end_position().row as u32 + 1, col: n.start_position().column as u32 }
+}
+
+impl<'a> Lower<'a> {
+    fn text(&self, n: Node) -> String {
+        String::from_utf8_lossy(&self.src[n.byte_range()]).into_owned()
+    }
+
+    fn diag(&mut self, n: Node, message: String) {
+        if self.unit.diags.len() < 200 {
+            self.unit.diags.push(LowerDiag { line: line(n), message });
+        }
+    }
+
+    fn collect_errors(&mut self, root: Node) {
+        let mut cursor = root.walk();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            if !n.has_error() {
+                continue;
+            }
+            if n.is_error() || n.is_missing() {
+                self.error_lines.push(line(n));
+                continue;
+            }
+            for c in n.children(&mut cursor) {
+                stack.push(c);
+            }
+        }
+    }
+
+    fn named_children(&self, n: Node<'a>) -> Vec<Node<'a>> {
+        let mut c = n.walk();
+        n.named_children(&mut c).collect()
+    }
+
+    fn top_items(&mut self, n: Node<'a>, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.diag(n, "nesting too deep; the rest of this construct is skipped".into());
+            return;
+        }
+        for c in self.named_children(n) {
+            match c.kind() {
+                k::FUNCTION_DEFINITION => {
+                    if let Some(f) = self.function(c) {
+                        self.unit.functions.push(f);
+                    }
+                }
+                k::DECLARATION => {
+                    let decls = self.declaration(c, 0);
+                    self.unit.globals.extend(decls);
+                    self.type_specifier_side_effects(c);
+                }
+                k::TYPE_DEFINITION => self.typedef(c),
+                k::PREPROC_DEF => self.define(c),
+                k::PREPROC_IF | k::PREPROC_IFDEF => {
+                    // Both arms of a conditional are visible to tree-sitter; take the first.
+                    self.top_items_no_alternative(c, depth + 1);
+                }
+                k::LINKAGE_SPECIFICATION | k::DECLARATION_LIST | k::NAMESPACE_DEFINITION => {
+                    self.top_items(c, depth + 1);
+                    if let Some(b) = c.child_by_field_name(k::F_BODY) {
+                        self.top_items(b, depth + 1);
+                    }
+                }
+                k::STRUCT_SPECIFIER | k::UNION_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
+                _ => {}
+            }
+        }
+    }
+
+    fn top_items_no_alternative(&mut self, n: Node<'a>, depth: usize) {
+        let alt = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| a.id());
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.named_children(&mut cursor).filter(|c| Some(c.id()) != alt).collect();
+        for c in kids {
+            // Reuse top_items on a one-child view by dispatching on the child directly.
+            match c.kind() {
+                k::FUNCTION_DEFINITION
+                | k::DECLARATION
+                | k::TYPE_DEFINITION
+                | k::PREPROC_DEF
+                | k::PREPROC_IF
+                | k::PREPROC_IFDEF
+                | k::LINKAGE_SPECIFICATION
+                | k::STRUCT_SPECIFIER
+                | k::ENUM_SPECIFIER => self.top_item(c, depth),
+                _ => {}
+            }
+        }
+    }
+
+    fn top_item(&mut self, c: Node<'a>, depth: usize) {
+        match c.kind() {
+            k::FUNCTION_DEFINITION => {
+                if let Some(f) = self.function(c) {
+                    self.unit.functions.push(f);
+                }
+            }
+            k::DECLARATION => {
+                let decls = self.declaration(c, 0);
+                self.unit.globals.extend(decls);
+                self.type_specifier_side_effects(c);
+            }
+            k::TYPE_DEFINITION => self.typedef(c),
+            k::PREPROC_DEF => self.define(c),
+            k::PREPROC_IF | k::PREPROC_IFDEF => self.top_items_no_alternative(c, depth + 1),
+            k::LINKAGE_SPECIFICATION => self.top_items(c, depth + 1),
+            k::STRUCT_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
+            _ => {}
+        }
+    }
+
+    fn define(&mut self, n: Node<'a>) {
+        let Some(name) = n.child_by_field_name(k::F_NAME) else { return };
+        let name = self.text(name);
+        let Some(v) = n.child_by_field_name(k::F_VALUE) else { return };
+        let text = self.text(v);
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if let Some(e) = parse_expression(text) {
+            self.unit.defines.push((name, e, line(n)));
+        }
+    }
+
+    fn typedef(&mut self, n: Node<'a>) {
+        let Some(tnode) = n.child_by_field_name(k::F_TYPE) else { return };
+        self.type_spec_decl(tnode);
+        let base = self.base_type(tnode);
+        let mut c = n.walk();
+        let decls: Vec<Node> = n.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
+        for d in decls {
+            let (name, ty) = self.declarator(d, CType::new(base.clone()));
+            if let Some(name) = name {
+                self.unit.typedefs.push((name, ty));
+            }
+        }
+    }
+
+    /// Struct bodies and enumerators declared inside a type specifier.
+    fn type_specifier_side_effects(&mut self, decl: Node<'a>) {
+        if let Some(t) = decl.child_by_field_name(k::F_TYPE) {
+            self.type_spec_decl(t);
+        }
+    }
+
+    fn type_spec_decl(&mut self, t: Node<'a>) {
+        match t.kind() {
+            k::STRUCT_SPECIFIER | k::UNION_SPECIFIER => {
+                let (Some(name), Some(body)) = (t.child_by_field_name(k::F_NAME), t.child_by_field_name(k::F_BODY))
+                else {
+                    return;
+                };
+                let name = self.text(name);
+                let mut fields = Vec::new();
+                for f in self.named_children(body) {
+                    if f.kind() != k::FIELD_DECLARATION {
+                        continue;
+                    }
+                    let Some(ft) = f.child_by_field_name(k::F_TYPE) else { continue };
+                    let base = self.base_type(ft);
+                    let mut c = f.walk();
+                    let ds: Vec<Node> = f.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
+                    for d in ds {
+                        let (fname, ty) = self.declarator(d, CType::new(base.clone()));
+                        if let Some(fname) = fname {
+                            fields.push((fname, ty));
+                        }
+                    }
+                }
+                self.unit.structs.push((name, fields));
+            }
+            k::ENUM_SPECIFIER => {
+                let Some(body) = t.child_by_field_name(k::F_BODY) else { return };
+                for e in self.named_children(body) {
+                    if e.kind() != k::ENUMERATOR {
+                        continue;
+                    }
+                    let Some(name) = e.child_by_field_name(k::F_NAME) else { continue };
+                    let value = e.child_by_field_name(k::F_VALUE).map(|v| self.expr(v, 0));
+                    let name = self.text(name);
+                    self.unit.enums.push((name, value));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn base_type(&self, t: Node<'a>) -> Base {
+        let text = self.text(t);
+        match t.kind() {
+            k::PRIMITIVE_TYPE | k::SIZED_TYPE_SPECIFIER => {
+                if text.contains("double") {
+                    Base::Double
+                } else if text.contains("float") {
+                    Base::Float
+                } else if text == "void" {
+                    Base::Void
+                } else {
+                    Base::Int
+                }
+            }
+            k::TYPE_IDENTIFIER => Base::Named(text),
+            k::STRUCT_SPECIFIER | k::UNION_SPECIFIER => {
+                Base::Struct(t.child_by_field_name(k::F_NAME).map(|n| self.text(n)).unwrap_or_default())
+            }
+            k::ENUM_SPECIFIER => Base::Int,
+            _ => {
+                // C++ qualified and template types, and anything else: keep the spelling.
+                if text.contains("double") {
+                    Base::Double
+                } else if text.contains("float") {
+                    Base::Float
+                } else {
+                    Base::Named(text)
+                }
+            }
+        }
+    }
+
+    /// Walks a declarator: returns the declared name and the type with pointer/array levels added.
+    fn declarator(&self, d: Node<'a>, mut ty: CType) -> (Option<String>, CType) {
+        let mut cur = d;
+        for _ in 0..64 {
+            match cur.kind() {
+                k::IDENTIFIER | k::FIELD_IDENTIFIER | k::TYPE_IDENTIFIER => return (Some(self.text(cur)), ty),
+                k::POINTER_DECLARATOR
+                | k::ARRAY_DECLARATOR
+                | k::ABSTRACT_POINTER_DECLARATOR
+                | k::ABSTRACT_ARRAY_DECLARATOR => {
+                    ty.indirection += 1;
+                    match cur.child_by_field_name(k::F_DECLARATOR) {
+                        Some(inner) => cur = inner,
+                        None => return (None, ty),
+                    }
+                }
+                k::FUNCTION_DECLARATOR | k::INIT_DECLARATOR => match cur.child_by_field_name(k::F_DECLARATOR) {
+                    Some(inner) => cur = inner,
+                    None => return (None, ty),
+                },
+                k::PARENTHESIZED_DECLARATOR | k::ATTRIBUTED_DECLARATOR | k::REFERENCE_DECLARATOR => {
+                    match cur.named_child(0) {
+                        Some(inner) => cur = inner,
+                        None => return (None, ty),
+                    }
+                }
+                k::QUALIFIED_IDENTIFIER => return (Some(self.text(cur)), ty),
+                _ => return (None, ty),
+            }
+        }
+        (None, ty)
+    }
+
+    fn is_const(&self, decl: Node<'a>) -> bool {
+        let mut c = decl.walk();
+        let r = decl.children(&mut c).any(|ch| ch.kind() == k::TYPE_QUALIFIER && self.text(ch) == "const");
+        r
+    }
+
+    fn declaration(&mut self, n: Node<'a>, depth: usize) -> Vec<VarDecl> {
+        let Some(t) = n.child_by_field_name(k::F_TYPE) else { return Vec::new() };
+        let base = self.base_type(t);
+        let is_const = self.is_const(n);
+        let mut c = n.walk();
+        let ds: Vec<Node> = n.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
+        let mut out = Vec::new();
+        for d in ds {
+            if d.kind() == k::FUNCTION_DECLARATOR {
+                continue; // a prototype
+            }
+            let (name, mut ty) = self.declarator(d, CType::new(base.clone()));
+            ty.is_const = is_const;
+            let init = if d.kind() == k::INIT_DECLARATOR {
+                d.child_by_field_name(k::F_VALUE).map(|v| self.expr(v, depth + 1))
+            } else {
+                None
+            };
+            if let Some(name) = name {
+                out.push(VarDecl { name, ty, init, span: span(d) });
+            }
+        }
+        out
+    }
+
+    fn function(&mut self, n: Node<'a>) -> Option<Function> {
+        let t = n.child_by_field_name(k::F_TYPE);
+        let base = t.map(|t| self.base_type(t)).unwrap_or(Base::Int);
+        let d = n.child_by_field_name(k::F_DECLARATOR)?;
+        let (name, ret) = self.declarator(d, CType::new(base));
+        let name = name?;
+        // Find the function_declarator for the parameters.
+        let mut fd = d;
+        for _ in 0..16 {
+            if fd.kind() == k::FUNCTION_DECLARATOR {
+                break;
+            }
+            match fd.child_by_field_name(k::F_DECLARATOR) {
+                Some(x) => fd = x,
+                None => break,
+            }
+        }
+        let mut params = Vec::new();
+        if let Some(pl) = fd.child_by_field_name(k::F_PARAMETERS) {
+            for p in self.named_children(pl) {
+                if p.kind() != k::PARAMETER_DECLARATION {
+                    continue;
+                }
+                let Some(pt) = p.child_by_field_name(k::F_TYPE) else { continue };
+                let base = self.base_type(pt);
+                if let Some(pd) = p.child_by_field_name(k::F_DECLARATOR) {
+                    let (pname, ty) = self.declarator(pd, CType::new(base));
+                    if let Some(pname) = pname {
+                        params.push(VarDecl { name: pname, ty, init: None, span: span(p) });
+                    }
+                }
+            }
+        }
+        let body = n.child_by_field_name(k::F_BODY)?;
+        let body = self.stmt(body, 0);
+        Some(Function { name, ret, params, body, span: span(n) })
+    }
+
+    fn stmt(&mut self, n: Node<'a>, depth: usize) -> Stmt {
+        let sp = span(n);
+        if depth > MAX_DEPTH {
+            self.diag(n, "nesting too deep; the statements inside are not analysed".into());
+            return Stmt::Empty(sp);
+        }
+        let d = depth + 1;
+        match n.kind() {
+            k::COMPOUND_STATEMENT => {
+                let mut v = Vec::new();
+                for c in self.named_children(n) {
+                    self.stmt_into(c, d, &mut v);
+                }
+                Stmt::Compound(v, sp)
+            }
+            k::EXPRESSION_STATEMENT => match n.named_child(0) {
+                Some(e) => Stmt::Expr(self.expr(e, d), sp),
+                None => Stmt::Empty(sp),
+            },
+            k::DECLARATION => Stmt::Decl(self.declaration(n, d), sp),
+            k::IF_STATEMENT => {
+                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
+                let then = n.child_by_field_name(k::F_CONSEQUENCE).map(|c| self.stmt(c, d));
+                let otherwise = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| {
+                    // else_clause wraps the statement
+                    let inner = if a.kind() == k::ELSE_CLAUSE { a.named_child(0).unwrap_or(a) } else { a };
+                    Box::new(self.stmt(inner, d))
+                });
+                Stmt::If {
+                    cond: cond.unwrap_or(CExpr::Unknown("?".into())),
+                    then: Box::new(then.unwrap_or(Stmt::Empty(sp))),
+                    otherwise,
+                    span: sp,
+                }
+            }
+            k::FOR_STATEMENT => {
+                let init = n.child_by_field_name(k::F_INITIALIZER).map(|i| {
+                    Box::new(if i.kind() == k::DECLARATION {
+                        Stmt::Decl(self.declaration(i, d), span(i))
+                    } else {
+                        Stmt::Expr(self.expr(i, d), span(i))
+                    })
+                });
+                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.expr(c, d));
+                let update = n.child_by_field_name(k::F_UPDATE).map(|c| self.expr(c, d));
+                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
+                Stmt::For { init, cond, update, body: Box::new(body), span: sp }
+            }
+            k::WHILE_STATEMENT => {
+                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
+                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
+                Stmt::While { cond: cond.unwrap_or(CExpr::Unknown("?".into())), body: Box::new(body), span: sp }
+            }
+            k::DO_STATEMENT => {
+                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
+                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
+                Stmt::DoWhile { body: Box::new(body), cond: cond.unwrap_or(CExpr::Unknown("?".into())), span: sp }
+            }
+            k::SWITCH_STATEMENT => {
+                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
+                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
+                Stmt::Switch { cond: cond.unwrap_or(CExpr::Unknown("?".into())), body: Box::new(body), span: sp }
+            }
+            k::CASE_STATEMENT => {
+                let value = n.child_by_field_name(k::F_VALUE);
+                let value_id = value.map(|v| v.id());
+                let value = value.map(|v| self.expr(v, d));
+                let mut body = Vec::new();
+                for c in self.named_children(n) {
+                    if Some(c.id()) != value_id {
+                        self.stmt_into(c, d, &mut body);
+                    }
+                }
+                Stmt::Case { value, body, span: sp }
+            }
+            k::RETURN_STATEMENT => Stmt::Return(n.named_child(0).map(|e| self.expr(e, d)), sp),
+            k::BREAK_STATEMENT => Stmt::Break(sp),
+            k::CONTINUE_STATEMENT => Stmt::Continue(sp),
+            k::GOTO_STATEMENT => Stmt::Goto(sp),
+            k::LABELED_STATEMENT => {
+                let mut inner = Stmt::Empty(sp);
+                for c in self.named_children(n) {
+                    if c.kind() != "statement_identifier" {
+                        inner = self.stmt(c, d);
+                    }
+                }
+                Stmt::Label(Box::new(inner), sp)
+            }
+            k::PREPROC_IF | k::PREPROC_IFDEF => {
+                let alt = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| a.id());
+                let cond = n.child_by_field_name(k::F_CONDITION).map(|a| a.id());
+                let name = n.child_by_field_name(k::F_NAME).map(|a| a.id());
+                let mut v = Vec::new();
+                for c in self.named_children(n) {
+                    if Some(c.id()) != alt && Some(c.id()) != cond && Some(c.id()) != name {
+                        self.stmt_into(c, d, &mut v);
+                    }
+                }
+                Stmt::Compound(v, sp)
+            }
+            k::PREPROC_DEF => {
+                self.define(n);
+                Stmt::Empty(sp)
+            }
+            k::TYPE_DEFINITION => {
+                self.typedef(n);
+                Stmt::Empty(sp)
+            }
+            "comment" => Stmt::Empty(sp),
+            k::ERROR => Stmt::Empty(sp),
+            other => {
+                if n.is_named() && !other.starts_with("preproc") {
+                    self.diag(n, format!("statement kind {other} not modelled"));
+                }
+                Stmt::Empty(sp)
+            }
+        }
+    }
+
+    fn stmt_into(&mut self, c: Node<'a>, depth: usize, v: &mut Vec<Stmt>) {
+        if c.kind() == "comment" {
+            return;
+        }
+        let s = self.stmt(c, depth);
+        if !matches!(s, Stmt::Empty(_)) {
+            v.push(s);
+        }
+    }
+
+    /// A condition: a parenthesized expression, or C++'s condition_clause.
+    fn cond_expr(&mut self, n: Node<'a>, depth: usize) -> CExpr {
+        match n.kind() {
+            k::PARENTHESIZED_EXPRESSION | k::CONDITION_CLAUSE => match n.named_child(0) {
+                Some(e) if e.kind() == k::DECLARATION => CExpr::Unknown(self.text(e)),
+                Some(e) => self.expr(e, depth),
+                None => CExpr::Unknown(self.text(n)),
+            },
+            _ => self.expr(n, depth),
+        }
+    }
+
+    fn field_expr(&mut self, n: Node<'a>, f: &str, depth: usize) -> Box<CExpr> {
+        Box::new(match n.child_by_field_name(f) {
+            Some(c) => self.expr(c, depth),
+            None => CExpr::Unknown(self.text(n)),
+        })
+    }
+
+    fn op(&self, n: Node<'a>) -> String {
+        n.child_by_field_name(k::F_OPERATOR).map(|o| self.text(o)).unwrap_or_default()
+    }
+
+    fn expr(&mut self, n: Node<'a>, depth: usize) -> CExpr {
+        if depth > MAX_DEPTH {
+            self.diag(n, "expression nested too deeply; not analysed".into());
+            return CExpr::Unknown("(too deep)".into());
+        }
+        let d = depth + 1;
+        match n.kind() {
+            k::IDENTIFIER | k::QUALIFIED_IDENTIFIER => CExpr::Ident(self.text(n)),
+            k::NUMBER_LITERAL => number(&self.text(n)),
+            k::STRING_LITERAL | k::CONCATENATED_STRING => CExpr::Str,
+            k::CHAR_LITERAL => {
+                let t = self.text(n);
+                let b = t.as_bytes();
+                CExpr::Int(if b.len() >= 3 && b[1] != b'\\' { b[1] as i128 } else { 0 })
+            }
+            k::TRUE => CExpr::Int(1),
+            k::FALSE | k::NULL | k::NULLPTR => CExpr::Int(0),
+            k::PARENTHESIZED_EXPRESSION => match n.named_child(0) {
+                Some(c) => self.expr(c, d),
+                None => CExpr::Unknown(self.text(n)),
+            },
+            k::BINARY_EXPRESSION => CExpr::Binary {
+                op: self.op(n),
+                left: self.field_expr(n, k::F_LEFT, d),
+                right: self.field_expr(n, k::F_RIGHT, d),
+            },
+            k::UNARY_EXPRESSION => CExpr::Unary { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d) },
+            k::UPDATE_EXPRESSION => CExpr::Update { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d) },
+            k::ASSIGNMENT_EXPRESSION => CExpr::Assign {
+                op: self.op(n),
+                left: self.field_expr(n, k::F_LEFT, d),
+                right: self.field_expr(n, k::F_RIGHT, d),
+            },
+            k::POINTER_EXPRESSION => {
+                let arg = self.field_expr(n, k::F_ARGUMENT, d);
+                if self.op(n) == "&" {
+                    CExpr::AddrOf(arg)
+                } else {
+                    CExpr::Deref(arg)
+                }
+            }
+            k::SUBSCRIPT_EXPRESSION => {
+                let array = self.field_expr(n, k::F_ARGUMENT, d);
+                let index = match n.child_by_field_name(k::F_INDEX) {
+                    Some(i) => self.expr(i, d),
+                    None => match n.child_by_field_name(k::F_INDICES).and_then(|l| l.named_child(0)) {
+                        Some(i) => self.expr(i, d),
+                        None => CExpr::Unknown(self.text(n)),
+                    },
+                };
+                CExpr::Index { array, index: Box::new(index) }
+            }
+            k::FIELD_EXPRESSION => CExpr::Field {
+                base: self.field_expr(n, k::F_ARGUMENT, d),
+                field: n.child_by_field_name(k::F_FIELD).map(|f| self.text(f)).unwrap_or_default(),
+                arrow: self.op(n) == "->",
+            },
+            k::CALL_EXPRESSION => {
+                let func = n.child_by_field_name(k::F_FUNCTION).map(|f| self.text(f)).unwrap_or_default();
+                let mut args = Vec::new();
+                if let Some(al) = n.child_by_field_name(k::F_ARGUMENTS) {
+                    for a in self.named_children(al) {
+                        if a.kind() != "comment" {
+                            args.push(self.expr(a, d));
+                        }
+                    }
+                }
+                CExpr::Call { func, args, line: line(n) }
+            }
+            k::CAST_EXPRESSION => {
+                let ty = n.child_by_field_name(k::F_TYPE).map(|t| self.type_descriptor(t)).unwrap_or(CType::unknown());
+                CExpr::Cast { ty, value: self.field_expr(n, k::F_VALUE, d) }
+            }
+            k::CONDITIONAL_EXPRESSION => CExpr::Cond {
+                cond: self.field_expr(n, k::F_CONDITION, d),
+                then: self.field_expr(n, k::F_CONSEQUENCE, d),
+                otherwise: self.field_expr(n, k::F_ALTERNATIVE, d),
+            },
+            k::SIZEOF_EXPRESSION => {
+                let ty = n.child_by_field_name(k::F_TYPE).map(|t| self.type_descriptor(t));
+                let value = n.child_by_field_name(k::F_VALUE).map(|v| Box::new(self.expr(v, d)));
+                CExpr::Sizeof { ty, value }
+            }
+            k::COMMA_EXPRESSION => CExpr::Comma(self.field_expr(n, k::F_LEFT, d), self.field_expr(n, k::F_RIGHT, d)),
+            k::INITIALIZER_LIST => {
+                let kids = self.named_children(n);
+                CExpr::InitList(kids.into_iter().map(|c| self.expr(c, d)).collect())
+            }
+            _ => CExpr::Unknown(self.text(n).chars().take(60).collect()),
+        }
+    }
+
+    fn type_descriptor(&self, t: Node<'a>) -> CType {
+        let base = t.child_by_field_name(k::F_TYPE).map(|b| self.base_type(b)).unwrap_or(Base::Unknown);
+        let ty = CType::new(base);
+        match t.child_by_field_name(k::F_DECLARATOR) {
+            Some(d) => self.declarator(d, ty).1,
+            None => ty,
+        }
+    }
+}
+
+/// A C number literal: integer (decimal, hex, octal, binary, with suffixes) or floating.
+fn number(text: &str) -> CExpr {
+    let t = text.replace('\'', "");
+    let lower = t.to_ascii_lowercase();
+    let is_hex = lower.starts_with("0x");
+    let is_float = !is_hex && (lower.contains('.') || lower.contains('e')) || (is_hex && lower.contains('p'));
+    if is_float {
+        let single = lower.ends_with('f');
+        let digits = lower.trim_end_matches(['f', 'l']);
+        return match digits.parse::<f64>() {
+            Ok(v) => CExpr::Float { value: v, single },
+            Err(_) => CExpr::Unknown(text.to_string()),
+        };
+    }
+    let digits = lower.trim_end_matches(['u', 'l']);
+    let parsed = if let Some(h) = digits.strip_prefix("0x") {
+        i128::from_str_radix(h, 16)
+    } else if let Some(b) = digits.strip_prefix("0b") {
+        i128::from_str_radix(b, 2)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        i128::from_str_radix(&digits[1..], 8)
+    } else {
+        digits.parse::<i128>()
+    };
+    match parsed {
+        Ok(v) => CExpr::Int(v),
+        Err(_) => CExpr::Unknown(text.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number("42"), CExpr::Int(42));
+        assert_eq!(number("0x1F"), CExpr::Int(31));
+        assert_eq!(number("010"), CExpr::Int(8));
+        assert_eq!(number("314159265ULL"), CExpr::Int(314159265));
+        assert_eq!(number("1.5f"), CExpr::Float { value: 1.5, single: true });
+        assert_eq!(number("1e-6"), CExpr::Float { value: 1e-6, single: false });
+    }
+
+    #[test]
+    fn lowers_a_loop_and_a_define() {
+        let u = lower_file("t.c", "#define N 100\nint main(void){ int s=0; for(int i=0;i<N;i++) s+=i; return s; }\n", Lang::C);
+        assert_eq!(u.defines.len(), 1);
+        assert_eq!(u.functions.len(), 1);
+        assert!(u.diags.is_empty(), "{:?}", u.diags);
+        let Stmt::Compound(v, _) = &u.functions[0].body else { panic!() };
+        assert!(matches!(v[1], Stmt::For { .. }));
+    }
+}

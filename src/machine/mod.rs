@@ -1,0 +1,450 @@
+//! MTC, the Machine Time Characterizer: measures what each op class costs on this host with the
+//! user's compiler and flags (microbench/mtc_*.c, compiled at run time), and writes a machine
+//! table (`mpicast/machine`, src/model/machine.rs). The estimator reads a table with
+//! [`load_table`] and costs ops with [`MachineTable::ns_per_op`] (throughput variant).
+
+pub mod driver;
+pub mod fit;
+pub mod kernels;
+pub mod measure;
+pub mod render;
+pub mod sysinfo;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use indicatif::ProgressBar;
+
+use crate::model::machine::{
+    BenchSettings, CalibrationKernel, ClassCost, CompilerInfo, FitResult, MemoryCost, TimerInfo,
+};
+pub use crate::model::machine::{MachineTable, Variant};
+use crate::model::ops::OpClass;
+use measure::{key, JobKey, Results};
+
+/// Ops per iteration of the class kernels (MTC_UNROLL in microbench/mtc_common.h).
+pub const UNROLL: f64 = 16.0;
+/// Bytes per memcpy/memset call (MTC_BYTES).
+pub const BYTES_PER_CALL: f64 = 4096.0;
+/// Weight of the fit's pull towards the raw costs.
+pub const FIT_LAMBDA: f64 = 0.1;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub cc: String,
+    pub cflags: Vec<String>,
+    pub quick: bool,
+    /// Only these classes (no memory section beyond what they need, no fit). Empty: all.
+    pub classes: Vec<OpClass>,
+    /// Samples per kernel; default 5 (quick) or 11.
+    pub samples: Option<u32>,
+    /// Minimum ms per sample; default 20.
+    pub min_sample_ms: Option<f64>,
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cc: "mpicc".into(),
+            cflags: vec!["-O2".into()],
+            quick: false,
+            classes: Vec::new(),
+            samples: None,
+            min_sample_ms: None,
+            progress: true,
+        }
+    }
+}
+
+/// Reads a machine table for the estimator: schema and version checked, every class present
+/// and positive (a table made with --classes is refused here; `read_artifact` still reads it).
+pub fn load_table(path: &Path) -> Result<MachineTable> {
+    let t: MachineTable = crate::model::read_artifact(path)?;
+    let missing: Vec<&str> = OpClass::ALL
+        .iter()
+        .filter(|c| !t.classes.contains_key(c))
+        .map(|c| c.name())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{}: machine table lacks {} of {} classes ({}); measure all classes (no --classes)",
+            path.display(),
+            missing.len(),
+            OpClass::ALL.len(),
+            missing.join(", ")
+        );
+    }
+    if let Some((c, _)) = t
+        .classes
+        .iter()
+        .find(|(_, v)| !(v.throughput.ns_per_op > 0.0 && v.latency.ns_per_op > 0.0))
+    {
+        bail!(
+            "{}: machine table gives {} a cost that is not positive",
+            path.display(),
+            c
+        );
+    }
+    Ok(t)
+}
+
+/// `$XDG_CACHE_HOME/mpicast`, or `~/.cache/mpicast`.
+pub fn cache_root() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("mpicast")
+}
+
+/// Where a table is cached when no -o is given: machines/<host>_<cc>_<flags>.json.
+pub fn default_table_path(t: &MachineTable) -> PathBuf {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let cc = Path::new(&t.compiler.cc)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut name = format!(
+        "{}_{}_{}",
+        clean(&t.host.hostname),
+        clean(&cc),
+        clean(&t.compiler.cflags.join(""))
+    );
+    if !t.settings.only_classes.is_empty() {
+        name.push_str("_partial");
+    }
+    cache_root().join("machines").join(format!("{name}.json"))
+}
+
+/// How one class is measured: throughput kernel, latency kernel, ops per iteration of each,
+/// baseline (None: none subtracted), whether the latency kernel is a true chain.
+struct ClassPlan {
+    tp: (JobKey, f64),
+    lat: (JobKey, f64),
+    baseline: Option<JobKey>,
+    chain: bool,
+}
+
+fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
+    let empty = Some(key("empty", 0));
+    let pair = |name: &str, chain: bool| ClassPlan {
+        tp: (key(&format!("{name}_tp"), 0), UNROLL),
+        lat: (key(&format!("{name}_lat"), 0), UNROLL),
+        baseline: empty.clone(),
+        chain,
+    };
+    let same = |k: JobKey, ops: f64, baseline: Option<JobKey>| ClassPlan {
+        tp: (k.clone(), ops),
+        lat: (k, ops),
+        baseline,
+        chain: false,
+    };
+    use OpClass::*;
+    match c {
+        IntAdd | IntMul | IntDiv | IntCmp | IntLogic | FloatAdd | FloatMul | FloatDiv
+        | DoubleAdd | DoubleMul | DoubleDiv | Call | Sqrt | Exp | Log | SinCos | Pow | Fabs => {
+            pair(c.name(), true)
+        }
+        FpCmp => pair("fp_cmp", false),
+        IntToFp | FpToInt => ClassPlan {
+            tp: (key(&format!("{}_tp", c.name()), 0), UNROLL),
+            // 16 round trips: one int_to_fp and one fp_to_int each.
+            lat: (key("conv_roundtrip_lat", 0), 2.0 * UNROLL),
+            baseline: empty.clone(),
+            chain: true,
+        },
+        Branch => same(key("branch_tp", 0), UNROLL, empty.clone()),
+        Rand => same(key("rand_tp", 0), UNROLL, empty.clone()),
+        LoopIter => same(key("empty", 0), 1.0, None),
+        MemcpyByte => same(key("memcpy", 0), BYTES_PER_CALL, empty.clone()),
+        MemsetByte => same(key("memset", 0), BYTES_PER_CALL, empty.clone()),
+        Load => ClassPlan {
+            tp: (key("mem_stream_load", l1_ws), UNROLL),
+            lat: (key("mem_chase_lat", l1_ws), UNROLL),
+            baseline: empty.clone(),
+            chain: true,
+        },
+        Store => same(key("mem_stream_store", l1_ws), UNROLL, empty.clone()),
+        PtrDeref => ClassPlan {
+            tp: (key("mem_chase_tp", l1_ws), UNROLL),
+            lat: (key("mem_chase_lat", l1_ws), UNROLL),
+            baseline: empty.clone(),
+            chain: true,
+        },
+    }
+}
+
+fn mem_kernels(ws: u64) -> [JobKey; 6] {
+    [
+        "mem_stream_load",
+        "mem_stream_store",
+        "mem_chase_lat",
+        "mem_chase_tp",
+        "mem_rand_store",
+        "mem_lcg_only",
+    ]
+    .map(|k| key(k, ws))
+}
+
+/// Runs the MTC and returns the table (not written anywhere).
+pub fn measure(opts: &Options) -> Result<MachineTable> {
+    let clock = measure::Stopwatch::start();
+    let host = sysinfo::host_info();
+    let version = kernels::compiler_version(&opts.cc)?;
+    let exe = kernels::build(&opts.cc, &opts.cflags, &version, &cache_root())?;
+    let mut driver = driver::Driver::start(&exe)?;
+    let known = driver.list()?;
+
+    let working_sets = sysinfo::working_sets(&host.caches);
+    let l1_ws = working_sets[0].1;
+    let classes: Vec<OpClass> = if opts.classes.is_empty() {
+        OpClass::ALL.to_vec()
+    } else {
+        opts.classes.clone()
+    };
+    let full = opts.classes.is_empty();
+    let decls = fit::parse_declarations(kernels::calib_source())?;
+
+    let mut keys = vec![key("empty", 0)];
+    for &c in &classes {
+        let p = class_plan(c, l1_ws);
+        keys.push(p.tp.0);
+        keys.push(p.lat.0);
+        keys.extend(p.baseline);
+    }
+    if full {
+        for &(_, ws) in &working_sets {
+            keys.extend(mem_kernels(ws));
+        }
+        keys.extend(decls.iter().map(|d| key(&d.name, 0)));
+    }
+    let keys = measure::dedup_keys(keys);
+    if let Some(k) = keys.iter().find(|k| !known.contains(&k.kernel)) {
+        bail!(
+            "kernel driver has no kernel {} (microbench out of step with src/machine)",
+            k.kernel
+        );
+    }
+
+    let samples = opts
+        .samples
+        .unwrap_or(if opts.quick { 5 } else { 11 })
+        .max(1);
+    let min_sample_ms = opts.min_sample_ms.unwrap_or(20.0);
+    let progress = if opts.progress {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    let results = measure::run_jobs(&mut driver, &keys, samples, min_sample_ms, &progress)?;
+    progress.finish_and_clear();
+
+    let clock = "thread_cpu_time".to_string();
+    let descheduled_fraction = results.descheduled_fraction();
+    let timer = if driver.counters_used() && results.counted_cycles() {
+        TimerInfo {
+            source: "perf_event".into(),
+            fallback_reason: None,
+        }
+    } else {
+        let reason = driver
+            .counter_error
+            .clone()
+            .unwrap_or_else(|| "perf_event counters read zero".into());
+        TimerInfo {
+            source: "wall_clock".into(),
+            fallback_reason: Some(reason),
+        }
+    };
+    drop(driver);
+
+    let mut table_classes = BTreeMap::new();
+    for &c in &classes {
+        let p = class_plan(c, l1_ws);
+        let tp = results.measure(&p.tp.0, p.tp.1, p.baseline.as_ref());
+        let lat = results.measure(&p.lat.0, p.lat.1, p.baseline.as_ref());
+        let mut kernels = vec![p.tp.0.kernel.clone()];
+        if p.lat.0 != p.tp.0 {
+            kernels.push(p.lat.0.kernel.clone());
+        }
+        table_classes.insert(
+            c,
+            ClassCost {
+                throughput: tp,
+                latency: lat,
+                latency_is_chain: p.chain,
+                kernels,
+            },
+        );
+    }
+
+    let mut memory = Vec::new();
+    if full {
+        let empty = key("empty", 0);
+        for &(level, ws) in &working_sets {
+            let [sl, ss, cl, ct, rs, lcg] = mem_kernels(ws);
+            let entry = |pattern: &str, access: &str, tp, lat| MemoryCost {
+                level: level.into(),
+                working_set_bytes: ws,
+                pattern: pattern.into(),
+                access: access.into(),
+                throughput: tp,
+                latency: lat,
+            };
+            memory.push(entry(
+                "stream",
+                "load",
+                results.measure(&sl, UNROLL, Some(&empty)),
+                None,
+            ));
+            memory.push(entry(
+                "stream",
+                "store",
+                results.measure(&ss, UNROLL, Some(&empty)),
+                None,
+            ));
+            memory.push(entry(
+                "random",
+                "load",
+                results.measure(&ct, UNROLL, Some(&empty)),
+                Some(results.measure(&cl, UNROLL, Some(&empty))),
+            ));
+            memory.push(entry(
+                "random",
+                "store",
+                results.measure(&rs, UNROLL, Some(&lcg)),
+                None,
+            ));
+        }
+    }
+
+    let fit = if full {
+        Some(fit_table(&decls, &results, &table_classes))
+    } else {
+        None
+    };
+    let empty_loop_ns = results.measure(&key("empty", 0), 1.0, None).ns_per_op;
+    let (created_unix_s, created_utc) = now_utc();
+    Ok(MachineTable {
+        host,
+        compiler: CompilerInfo {
+            cc: opts.cc.clone(),
+            cflags: opts.cflags.clone(),
+            version,
+        },
+        timer,
+        settings: BenchSettings {
+            quick: opts.quick,
+            samples,
+            min_sample_ms,
+            unroll: UNROLL as u32,
+            empty_loop_ns,
+            only_classes: opts.classes.clone(),
+        },
+        classes: table_classes,
+        memory,
+        fit,
+        created_unix_s,
+        created_utc,
+        mpicast_version: env!("CARGO_PKG_VERSION").to_string(),
+        duration_s: clock.seconds(),
+    })
+}
+
+fn fit_table(
+    decls: &[fit::CalDecl],
+    results: &Results,
+    classes: &BTreeMap<OpClass, ClassCost>,
+) -> FitResult {
+    let raw = |c: OpClass| classes.get(&c).map_or(0.0, |v| v.throughput.ns_per_op);
+    let measured: Vec<_> = decls
+        .iter()
+        .map(|d| results.measure(&key(&d.name, 0), d.bodies, None))
+        .collect();
+    let times: Vec<f64> = measured.iter().map(|m| m.ns_per_op).collect();
+    let fitted = fit::fit(decls, &times, raw, FIT_LAMBDA);
+    let cost = |c: OpClass| fitted.get(&c).copied().unwrap_or_else(|| raw(c));
+    let kernels = decls
+        .iter()
+        .zip(measured)
+        .map(|(d, m)| {
+            let pr = fit::predict(&d.counts, raw);
+            let pf = fit::predict(&d.counts, cost);
+            CalibrationKernel {
+                name: d.name.clone(),
+                counts: d.counts.clone(),
+                measured: m,
+                predicted_raw_ns: pr,
+                predicted_fit_ns: pf,
+                error_raw: (pr - m.ns_per_op) / m.ns_per_op,
+                error_fit: (pf - m.ns_per_op) / m.ns_per_op,
+            }
+        })
+        .collect();
+    FitResult {
+        method: format!(
+            "NNLS (Lawson-Hanson) on fitted/raw ratios, relative error per kernel, pull towards raw throughput \
+             costs with weight lambda; counts declared by hand in mtc_calib.c ({} kernels)",
+            decls.len()
+        ),
+        lambda: FIT_LAMBDA,
+        ns_per_op: OpClass::ALL.iter().filter(|c| classes.contains_key(c)).map(|&c| (c, cost(c))).collect(),
+        kernels,
+    }
+}
+
+/// Seconds since the epoch and the same as an ISO 8601 UTC string.
+fn now_utc() -> (u64, String) {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        secs,
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        ),
+    )
+}
+
+/// Parses a --classes list ("int_add,double_div"); the error lists the valid names.
+pub fn parse_classes(s: &str) -> Result<Vec<OpClass>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|n| {
+            OpClass::from_name(n).with_context(|| {
+                let valid: Vec<&str> = OpClass::ALL.iter().map(|c| c.name()).collect();
+                format!("unknown op class {n:?} (valid: {})", valid.join(", "))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,108 @@
+//! What the host is: name, CPU model, cores, cache sizes (from /proc and /sys).
+
+use crate::model::machine::{CacheLevel, HostInfo};
+
+pub fn host_info() -> HostInfo {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "model name" | "Model" | "cpu model").then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    let os = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| format!("{} {}", std::env::consts::OS, s.trim()))
+        .unwrap_or_else(|_| std::env::consts::OS.to_string());
+    HostInfo {
+        hostname,
+        cpu_model,
+        cores,
+        caches: caches(),
+        os,
+    }
+}
+
+fn caches() -> Vec<CacheLevel> {
+    let mut out = Vec::new();
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("{dir}/{f}"))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        let (Ok(level), Some(size_bytes)) = (level.parse(), parse_size(&size)) else {
+            continue;
+        };
+        out.push(CacheLevel {
+            level,
+            kind,
+            size_bytes,
+        });
+    }
+    out
+}
+
+/// "48K", "1024K", "32M" -> bytes.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1024),
+        'M' | 'm' => (&s[..s.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| n * mult)
+}
+
+/// Data cache size of a level (data or unified), or a usual default when /sys does not say.
+pub fn data_cache_bytes(caches: &[CacheLevel], level: u32) -> u64 {
+    caches
+        .iter()
+        .find(|c| c.level == level && c.kind != "Instruction")
+        .map(|c| c.size_bytes)
+        .unwrap_or(match level {
+            1 => 32 << 10,
+            2 => 1 << 20,
+            _ => 16 << 20,
+        })
+}
+
+/// Working sets measured for L1, L2, L3, DRAM. L1 and L2: half the cache. L3: twice L2 (past
+/// L2 and well inside L3 even where a virtual machine sees only a slice of a shared L3), at most
+/// half of L3. DRAM: four times L3, at least 64 MiB.
+pub fn working_sets(caches: &[CacheLevel]) -> Vec<(&'static str, u64)> {
+    let l1 = data_cache_bytes(caches, 1);
+    let l2 = data_cache_bytes(caches, 2);
+    let l3 = data_cache_bytes(caches, 3);
+    let l3_ws = (2 * l2).min(l3 / 2).max(l2 + l2 / 2);
+    vec![
+        ("L1", l1 / 2),
+        ("L2", l2 / 2),
+        ("L3", l3_ws),
+        ("DRAM", (4 * l3).max(64 << 20)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("48K"), Some(48 * 1024));
+        assert_eq!(parse_size("32M"), Some(32 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+    }
+}

@@ -1,0 +1,182 @@
+//! The ProgramModel (`mpicast analyze --json`): blocks, op counts, execution counts, communication
+//! sites, parameters and diagnostics of a source tree.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::expr::Expr;
+use super::ops::OpClass;
+use super::Artifact;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ProgramModel {
+    pub files: Vec<String>,
+    /// Parameter values bound with -D (and program arguments), used for `value` fields.
+    pub bindings: BTreeMap<String, f64>,
+    pub parameters: Vec<Parameter>,
+    pub functions: Vec<FunctionSummary>,
+    pub blocks: Vec<Block>,
+    pub comm: Vec<CommSite>,
+    pub calls: Vec<CallSite>,
+    /// Calls to functions defined nowhere in the tree (and not classed as an op): name -> sites.
+    pub external_calls: BTreeMap<String, u32>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Artifact for ProgramModel {
+    const SCHEMA: &'static str = "mpicast/analysis";
+    const VERSION: u32 = 1;
+}
+
+/// A named symbol counts may depend on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Parameter {
+    pub name: String,
+    /// argv | mpi | define | const | enum
+    pub origin: String,
+    /// The program argument it is read from (1 for argv[1]), when it comes from argv.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub argv_index: Option<u32>,
+    /// The program's own fallback when the argument is absent, when it can be read.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub default: Option<f64>,
+    pub file: String,
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    Function,
+    Loop,
+    Branch,
+    Straight,
+    Comm,
+}
+
+impl BlockKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Function => "function",
+            BlockKind::Loop => "loop",
+            BlockKind::Branch => "branch",
+            BlockKind::Straight => "straight",
+            BlockKind::Comm => "comm",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CountStatus {
+    /// A number.
+    Exact,
+    /// A formula in parameters (exact once they are bound).
+    Symbolic,
+    /// Not known before running: the block gets a trace point.
+    NeedsTrace,
+}
+
+/// How many times a block executes per call of its function (NE_b).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Count {
+    pub status: CountStatus,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expr: Option<Expr>,
+    /// The number, when every symbol of `expr` is bound.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Block {
+    /// Stable id: `file:line:column:kind`.
+    pub id: String,
+    pub parent: Option<String>,
+    pub kind: BlockKind,
+    pub function: String,
+    pub file: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub count: Count,
+    /// For loops: iterations per entry of the loop.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub trip: Option<Count>,
+    /// Ops per execution of the block, by class (NI_b).
+    pub ops: BTreeMap<OpClass, Expr>,
+}
+
+/// A call to an MPI (or P2PDC) communication or topology routine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CommSite {
+    pub block: String,
+    pub call: String,
+    pub file: String,
+    pub line: u32,
+    /// Peer (dest or source) as written in the source.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peer: Option<String>,
+    /// Peer as a formula in rank, size and parameters, when it resolves.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub peer_expr: Option<Expr>,
+    /// Message size in bytes as a formula, when the datatype's size is known.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes: Option<Expr>,
+    /// count x datatype as written.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub size_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub root: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub comm: Option<String>,
+    /// Every argument as written.
+    pub args: Vec<String>,
+}
+
+/// A call from one of the program's functions to another.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CallSite {
+    pub block: String,
+    pub caller: String,
+    pub callee: String,
+    pub file: String,
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionSummary {
+    pub name: String,
+    pub file: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub block: String,
+    /// Part of a call cycle: its cost per call cannot be summed statically.
+    pub recursive: bool,
+    /// Ops per call including its callees (counts scaled by call-site counts), when every count
+    /// involved is known statically.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ops_per_call: Option<BTreeMap<OpClass, Expr>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: u32,
+    pub message: String,
+}
+
+impl ProgramModel {
+    /// Blocks whose count is known without running (exact or symbolic).
+    pub fn static_fraction(&self) -> f64 {
+        if self.blocks.is_empty() {
+            return 1.0;
+        }
+        let s = self.blocks.iter().filter(|b| b.count.status != CountStatus::NeedsTrace).count();
+        s as f64 / self.blocks.len() as f64
+    }
+}

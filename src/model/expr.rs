@@ -1,0 +1,1161 @@
+//! Symbolic counts: exact polynomials with rational coefficients over named parameters, plus the
+//! integer operations loop counts need (floor and ceiling division, min, max, conditionals,
+//! summations and logarithmic counts).
+//!
+//! An [`Expr`] is written to JSON as its formula text (a number when it is constant) and read
+//! back by [`Expr::parse`], so analysis files stay readable: `"expr": "(n^2 - n)/2"`.
+//!
+//! Text syntax: `+ - * ^` (non-negative integer powers of variables), `a/k` exact division by
+//! a constant, `floor(a/b)`, `ceil(a/b)`, `mod(a, b)`, `min(a, b)`, `max(a, b)`,
+//! `ifpos(c, a, b)` (a when c > 0, else b), `sum(v, lo, hi, body)` (v from lo to hi inclusive),
+//! `logcount(start, bound, factor)` (how many of start, start*factor, ... are below bound).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+// ---- Rationals --------------------------------------------------------------------------------
+
+/// An exact rational number, always normalised (gcd 1, positive denominator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Rat {
+    num: i128,
+    den: i128,
+}
+
+fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Rat {
+    pub const ZERO: Rat = Rat { num: 0, den: 1 };
+    pub const ONE: Rat = Rat { num: 1, den: 1 };
+
+    pub fn new(num: i128, den: i128) -> Rat {
+        assert!(den != 0, "zero denominator");
+        let g = gcd(num, den).max(1);
+        let s = if den < 0 { -1 } else { 1 };
+        Rat { num: s * num / g, den: s * den / g }
+    }
+    pub fn int(n: i128) -> Rat {
+        Rat { num: n, den: 1 }
+    }
+    pub fn num(self) -> i128 {
+        self.num
+    }
+    pub fn den(self) -> i128 {
+        self.den
+    }
+    pub fn is_zero(self) -> bool {
+        self.num == 0
+    }
+    pub fn is_int(self) -> bool {
+        self.den == 1
+    }
+    pub fn to_f64(self) -> f64 {
+        self.num as f64 / self.den as f64
+    }
+    pub fn add(self, o: Rat) -> Rat {
+        let g = gcd(self.den, o.den).max(1);
+        let l = self.den / g * o.den;
+        Rat::new(self.num * (l / self.den) + o.num * (l / o.den), l)
+    }
+    pub fn mul(self, o: Rat) -> Rat {
+        let g1 = gcd(self.num, o.den).max(1);
+        let g2 = gcd(o.num, self.den).max(1);
+        Rat::new((self.num / g1) * (o.num / g2), (self.den / g2) * (o.den / g1))
+    }
+    pub fn neg(self) -> Rat {
+        Rat { num: -self.num, den: self.den }
+    }
+    pub fn recip(self) -> Rat {
+        Rat::new(self.den, self.num)
+    }
+    pub fn floor(self) -> i128 {
+        self.num.div_euclid(self.den)
+    }
+}
+
+// ---- Polynomials ------------------------------------------------------------------------------
+
+/// A monomial: variables with positive exponents, sorted by name.
+pub type Mono = Vec<(String, u32)>;
+
+/// A multivariate polynomial with rational coefficients.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Poly {
+    terms: BTreeMap<Mono, Rat>,
+}
+
+fn mono_mul(a: &Mono, b: &Mono) -> Mono {
+    let mut m: BTreeMap<String, u32> = a.iter().cloned().collect();
+    for (v, e) in b {
+        *m.entry(v.clone()).or_insert(0) += e;
+    }
+    m.into_iter().collect()
+}
+
+impl Poly {
+    pub fn constant(c: Rat) -> Poly {
+        let mut terms = BTreeMap::new();
+        if !c.is_zero() {
+            terms.insert(Vec::new(), c);
+        }
+        Poly { terms }
+    }
+    pub fn int(n: i128) -> Poly {
+        Poly::constant(Rat::int(n))
+    }
+    pub fn var(name: &str) -> Poly {
+        let mut terms = BTreeMap::new();
+        terms.insert(vec![(name.to_string(), 1)], Rat::ONE);
+        Poly { terms }
+    }
+    pub fn terms(&self) -> impl Iterator<Item = (&Mono, &Rat)> {
+        self.terms.iter()
+    }
+    pub fn as_constant(&self) -> Option<Rat> {
+        match self.terms.len() {
+            0 => Some(Rat::ZERO),
+            1 => self.terms.get(&Vec::new()).copied(),
+            _ => None,
+        }
+    }
+    pub fn is_zero(&self) -> bool {
+        self.terms.is_empty()
+    }
+    pub fn add(&self, o: &Poly) -> Poly {
+        let mut terms = self.terms.clone();
+        for (m, c) in &o.terms {
+            let e = terms.entry(m.clone()).or_insert(Rat::ZERO);
+            *e = e.add(*c);
+            if e.is_zero() {
+                terms.remove(m);
+            }
+        }
+        Poly { terms }
+    }
+    pub fn neg(&self) -> Poly {
+        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.neg())).collect() }
+    }
+    pub fn sub(&self, o: &Poly) -> Poly {
+        self.add(&o.neg())
+    }
+    pub fn scale(&self, k: Rat) -> Poly {
+        if k.is_zero() {
+            return Poly::default();
+        }
+        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.mul(k))).collect() }
+    }
+    pub fn mul(&self, o: &Poly) -> Poly {
+        let mut out = Poly::default();
+        for (m1, c1) in &self.terms {
+            for (m2, c2) in &o.terms {
+                let mut t = BTreeMap::new();
+                t.insert(mono_mul(m1, m2), c1.mul(*c2));
+                out = out.add(&Poly { terms: t });
+            }
+        }
+        out
+    }
+    pub fn pow(&self, e: u32) -> Poly {
+        let mut out = Poly::int(1);
+        for _ in 0..e {
+            out = out.mul(self);
+        }
+        out
+    }
+    pub fn vars(&self) -> BTreeSet<String> {
+        self.terms.keys().flat_map(|m| m.iter().map(|(v, _)| v.clone())).collect()
+    }
+    pub fn degree_in(&self, var: &str) -> u32 {
+        self.terms.keys().map(|m| m.iter().find(|(v, _)| v == var).map_or(0, |(_, e)| *e)).max().unwrap_or(0)
+    }
+    /// Coefficients of `var`^k, k = 0..=degree, each a polynomial in the other variables.
+    pub fn coefficients_in(&self, var: &str) -> Vec<Poly> {
+        let d = self.degree_in(var) as usize;
+        let mut out = vec![Poly::default(); d + 1];
+        for (m, c) in &self.terms {
+            let e = m.iter().find(|(v, _)| v == var).map_or(0, |(_, e)| *e) as usize;
+            let rest: Mono = m.iter().filter(|(v, _)| v != var).cloned().collect();
+            let mut t = BTreeMap::new();
+            t.insert(rest, *c);
+            out[e] = out[e].add(&Poly { terms: t });
+        }
+        out
+    }
+    /// Replaces `var` by `p`.
+    pub fn subst(&self, var: &str, p: &Poly) -> Poly {
+        let coeffs = self.coefficients_in(var);
+        let mut out = Poly::default();
+        let mut power = Poly::int(1);
+        for c in coeffs {
+            out = out.add(&c.mul(&power));
+            power = power.mul(p);
+        }
+        out
+    }
+    pub fn eval(&self, env: &dyn Fn(&str) -> Option<f64>) -> Result<f64, String> {
+        // Sum integer numerators over a common denominator, divide once: exact for integer
+        // arguments while the numbers stay below 2^53.
+        let d = self.terms.values().fold(1i128, |acc, c| acc / gcd(acc, c.den()).max(1) * c.den());
+        let mut total = 0.0;
+        for (m, c) in &self.terms {
+            let mut t = c.mul(Rat::int(d)).num() as f64;
+            for (v, e) in m {
+                let x = env(v).ok_or_else(|| v.clone())?;
+                t *= x.powi(*e as i32);
+            }
+            total += t;
+        }
+        Ok(total / d as f64)
+    }
+    /// True when every coefficient is an integer.
+    pub fn has_integer_coefficients(&self) -> bool {
+        self.terms.values().all(|c| c.is_int())
+    }
+}
+
+/// Sum of i^k for i = 1..=x, as a polynomial in x (Faulhaber), for k <= 10.
+fn faulhaber(k: u32, x: &Poly) -> Poly {
+    // Coefficients of S_k(x) = sum_{i=1}^{x} i^k, from the Bernoulli-number formula,
+    // computed exactly: S_k(x) = 1/(k+1) sum_{j=0}^{k} C(k+1, j) B_j x^{k+1-j}, with B_1 = +1/2.
+    let bern = bernoulli_plus(k as usize);
+    let mut out = Poly::default();
+    let mut binom: i128 = 1; // C(k+1, j)
+    for (j, b) in bern.iter().enumerate().take(k as usize + 1) {
+        if j > 0 {
+            binom = binom * (k as i128 + 2 - j as i128) / j as i128;
+        }
+        let coeff = Rat::new(binom, k as i128 + 1).mul(*b);
+        out = out.add(&x.pow(k + 1 - j as u32).scale(coeff));
+    }
+    out
+}
+
+/// Bernoulli numbers B_0..=B_n with B_1 = +1/2.
+fn bernoulli_plus(n: usize) -> Vec<Rat> {
+    let mut b = vec![Rat::ZERO; n + 1];
+    b[0] = Rat::ONE;
+    for m in 1..=n {
+        // sum_{j=0}^{m} C(m+1, j) B_j = 0 (with B_1 = -1/2), then flip B_1.
+        let mut s = Rat::ZERO;
+        let mut binom: i128 = 1;
+        for (j, bj) in b.iter().enumerate().take(m) {
+            if j > 0 {
+                binom = binom * (m as i128 + 2 - j as i128) / j as i128;
+            }
+            s = s.add(Rat::int(binom).mul(*bj));
+        }
+        b[m] = s.neg().mul(Rat::new(1, m as i128 + 1));
+    }
+    if n >= 1 {
+        b[1] = Rat::new(1, 2);
+    }
+    b
+}
+
+// ---- Expressions ------------------------------------------------------------------------------
+
+/// A symbolic integer-valued count.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Poly(Poly),
+    Add(Vec<Expr>),
+    Mul(Vec<Expr>),
+    FloorDiv(Box<Expr>, Box<Expr>),
+    CeilDiv(Box<Expr>, Box<Expr>),
+    Mod(Box<Expr>, Box<Expr>),
+    Min(Box<Expr>, Box<Expr>),
+    Max(Box<Expr>, Box<Expr>),
+    /// `then` when `cond` > 0, else `otherwise`.
+    IfPos { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
+    /// sum of `body` for `var` from `lo` to `hi` inclusive (0 when hi < lo).
+    Sum { var: String, lo: Box<Expr>, hi: Box<Expr>, body: Box<Expr> },
+    /// Number of terms start, start*factor, start*factor^2, ... that are < bound (factor >= 2).
+    LogCount { start: Box<Expr>, bound: Box<Expr>, factor: i64 },
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    #[error("unbound parameter {0}")]
+    Unbound(String),
+    #[error("division by zero in {0}")]
+    DivByZero(String),
+    #[error("summation over {0} has too many terms to enumerate")]
+    TooLarge(String),
+}
+
+const MAX_ENUMERATION: f64 = 5e7;
+
+impl Expr {
+    pub fn int(n: i128) -> Expr {
+        Expr::Poly(Poly::int(n))
+    }
+    pub fn rat(r: Rat) -> Expr {
+        Expr::Poly(Poly::constant(r))
+    }
+    pub fn var(name: &str) -> Expr {
+        Expr::Poly(Poly::var(name))
+    }
+    pub fn as_poly(&self) -> Option<&Poly> {
+        match self {
+            Expr::Poly(p) => Some(p),
+            _ => None,
+        }
+    }
+    pub fn as_constant(&self) -> Option<Rat> {
+        self.as_poly().and_then(|p| p.as_constant())
+    }
+    pub fn is_zero(&self) -> bool {
+        self.as_constant() == Some(Rat::ZERO)
+    }
+    pub fn is_one(&self) -> bool {
+        self.as_constant() == Some(Rat::ONE)
+    }
+
+    pub fn add(self, o: Expr) -> Expr {
+        match (self, o) {
+            (Expr::Poly(a), Expr::Poly(b)) => Expr::Poly(a.add(&b)),
+            (a, b) if a.is_zero() => b,
+            (a, b) if b.is_zero() => a,
+            (Expr::Add(mut v), Expr::Poly(b)) => {
+                // Keep one polynomial term per sum so constants cancel.
+                match v.iter_mut().find_map(|t| if let Expr::Poly(p) = t { Some(p) } else { None }) {
+                    Some(p) => *p = p.add(&b),
+                    None => v.push(Expr::Poly(b)),
+                }
+                v.retain(|t| !t.is_zero());
+                match v.len() {
+                    0 => Expr::int(0),
+                    1 => v.pop().expect("one term"),
+                    _ => Expr::Add(v),
+                }
+            }
+            (Expr::Poly(a), Expr::Add(v)) => Expr::Add(v).add(Expr::Poly(a)),
+            (Expr::Add(mut v), b) => {
+                v.push(b);
+                Expr::Add(v)
+            }
+            (a, b) => Expr::Add(vec![a, b]),
+        }
+    }
+    pub fn sub(self, o: Expr) -> Expr {
+        self.add(o.neg())
+    }
+    pub fn neg(self) -> Expr {
+        self.mul(Expr::int(-1))
+    }
+    pub fn mul(self, o: Expr) -> Expr {
+        match (self, o) {
+            (Expr::Poly(a), Expr::Poly(b)) => Expr::Poly(a.mul(&b)),
+            (a, _) if a.is_zero() => Expr::int(0),
+            (_, b) if b.is_zero() => Expr::int(0),
+            (a, b) if a.is_one() => b,
+            (a, b) if b.is_one() => a,
+            // Distribute a constant over a conditional so summation still sees the condition.
+            (Expr::Poly(k), Expr::IfPos { cond, then, otherwise })
+            | (Expr::IfPos { cond, then, otherwise }, Expr::Poly(k))
+                if k.as_constant().is_some() =>
+            {
+                Expr::ifpos(*cond, Expr::Poly(k.clone()).mul(*then), Expr::Poly(k).mul(*otherwise))
+            }
+            (Expr::Mul(mut v), b) => {
+                v.push(b);
+                Expr::Mul(v)
+            }
+            (a, b) => Expr::Mul(vec![a, b]),
+        }
+    }
+    pub fn floor_div(a: Expr, b: Expr) -> Expr {
+        if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
+            if !y.is_zero() {
+                return Expr::int(x.mul(y.recip()).floor());
+            }
+        }
+        if b.is_one() {
+            return a;
+        }
+        Expr::FloorDiv(Box::new(a), Box::new(b))
+    }
+    pub fn ceil_div(a: Expr, b: Expr) -> Expr {
+        if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
+            if !y.is_zero() {
+                return Expr::int(-(x.neg().mul(y.recip()).floor()));
+            }
+        }
+        if b.is_one() {
+            return a;
+        }
+        Expr::CeilDiv(Box::new(a), Box::new(b))
+    }
+    pub fn modulo(a: Expr, b: Expr) -> Expr {
+        if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
+            if x.is_int() && y.is_int() && y.num() != 0 {
+                return Expr::int(x.num() % y.num());
+            }
+        }
+        Expr::Mod(Box::new(a), Box::new(b))
+    }
+    pub fn min(a: Expr, b: Expr) -> Expr {
+        if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
+            return Expr::rat(x.min(y));
+        }
+        if a == b {
+            return a;
+        }
+        Expr::Min(Box::new(a), Box::new(b))
+    }
+    pub fn max(a: Expr, b: Expr) -> Expr {
+        if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
+            return Expr::rat(x.max(y));
+        }
+        if a == b {
+            return a;
+        }
+        Expr::Max(Box::new(a), Box::new(b))
+    }
+    pub fn ifpos(cond: Expr, then: Expr, otherwise: Expr) -> Expr {
+        if let Some(c) = cond.as_constant() {
+            return if c > Rat::ZERO { then } else { otherwise };
+        }
+        if then == otherwise {
+            return then;
+        }
+        // ifpos(ifpos(c, 1, 0), 1, 0) is ifpos(c, 1, 0): indicators of indicators collapse.
+        if then.is_one() && otherwise.is_zero() {
+            if let Expr::IfPos { then: t, otherwise: o, .. } = &cond {
+                if t.is_one() && o.is_zero() {
+                    return cond;
+                }
+            }
+        }
+        Expr::IfPos { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) }
+    }
+    /// max(0, e) written as a conditional so summation can split on it.
+    pub fn clamp0(e: Expr) -> Expr {
+        match e.as_constant() {
+            Some(c) => Expr::rat(c.max(Rat::ZERO)),
+            None => Expr::ifpos(e.clone(), e, Expr::int(0)),
+        }
+    }
+
+    /// Free variables.
+    pub fn vars(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        self.collect_vars(&mut out);
+        out
+    }
+    fn collect_vars(&self, out: &mut BTreeSet<String>) {
+        match self {
+            Expr::Poly(p) => out.extend(p.vars()),
+            Expr::Add(v) | Expr::Mul(v) => v.iter().for_each(|e| e.collect_vars(out)),
+            Expr::FloorDiv(a, b) | Expr::CeilDiv(a, b) | Expr::Mod(a, b) | Expr::Min(a, b) | Expr::Max(a, b) => {
+                a.collect_vars(out);
+                b.collect_vars(out);
+            }
+            Expr::IfPos { cond, then, otherwise } => {
+                cond.collect_vars(out);
+                then.collect_vars(out);
+                otherwise.collect_vars(out);
+            }
+            Expr::Sum { var, lo, hi, body } => {
+                lo.collect_vars(out);
+                hi.collect_vars(out);
+                let mut inner = BTreeSet::new();
+                body.collect_vars(&mut inner);
+                inner.remove(var);
+                out.extend(inner);
+            }
+            Expr::LogCount { start, bound, .. } => {
+                start.collect_vars(out);
+                bound.collect_vars(out);
+            }
+        }
+    }
+    pub fn mentions(&self, var: &str) -> bool {
+        self.vars().contains(var)
+    }
+
+    /// Replaces variable `var` by `by`.
+    pub fn subst(&self, var: &str, by: &Expr) -> Expr {
+        let s = |e: &Expr| e.subst(var, by);
+        match self {
+            Expr::Poly(p) => {
+                if !p.vars().contains(var) {
+                    return self.clone();
+                }
+                if let Expr::Poly(q) = by {
+                    return Expr::Poly(p.subst(var, q));
+                }
+                // Non-polynomial replacement: rebuild the polynomial term by term.
+                let coeffs = p.coefficients_in(var);
+                let mut out = Expr::int(0);
+                let mut power = Expr::int(1);
+                for c in coeffs {
+                    out = out.add(Expr::Poly(c).mul(power.clone()));
+                    power = power.mul(by.clone());
+                }
+                out
+            }
+            Expr::Add(v) => v.iter().map(s).fold(Expr::int(0), Expr::add),
+            Expr::Mul(v) => v.iter().map(s).fold(Expr::int(1), Expr::mul),
+            Expr::FloorDiv(a, b) => Expr::floor_div(s(a), s(b)),
+            Expr::CeilDiv(a, b) => Expr::ceil_div(s(a), s(b)),
+            Expr::Mod(a, b) => Expr::modulo(s(a), s(b)),
+            Expr::Min(a, b) => Expr::min(s(a), s(b)),
+            Expr::Max(a, b) => Expr::max(s(a), s(b)),
+            Expr::IfPos { cond, then, otherwise } => Expr::ifpos(s(cond), s(then), s(otherwise)),
+            Expr::Sum { var: v, lo, hi, body } => {
+                let body = if v == var { (**body).clone() } else { body.subst(var, by) };
+                Expr::Sum { var: v.clone(), lo: Box::new(s(lo)), hi: Box::new(s(hi)), body: Box::new(body) }
+            }
+            Expr::LogCount { start, bound, factor } => {
+                Expr::LogCount { start: Box::new(s(start)), bound: Box::new(s(bound)), factor: *factor }
+            }
+        }
+    }
+
+    /// Binds the variables that `env` knows; leaves the others symbolic.
+    pub fn bind(&self, env: &HashMap<String, Expr>) -> Expr {
+        let mut e = self.clone();
+        for v in self.vars() {
+            if let Some(x) = env.get(&v) {
+                e = e.subst(&v, x);
+            }
+        }
+        e
+    }
+
+    /// Numeric value with every variable bound by `env`.
+    pub fn eval(&self, env: &dyn Fn(&str) -> Option<f64>) -> Result<f64, EvalError> {
+        let ev = |e: &Expr| e.eval(env);
+        Ok(match self {
+            Expr::Poly(p) => p.eval(env).map_err(EvalError::Unbound)?,
+            Expr::Add(v) => {
+                let mut t = 0.0;
+                for e in v {
+                    t += ev(e)?;
+                }
+                t
+            }
+            Expr::Mul(v) => {
+                let mut t = 1.0;
+                for e in v {
+                    t *= ev(e)?;
+                }
+                t
+            }
+            Expr::FloorDiv(a, b) | Expr::CeilDiv(a, b) | Expr::Mod(a, b) => {
+                let (x, y) = (ev(a)?.round(), ev(b)?.round());
+                if y == 0.0 {
+                    return Err(EvalError::DivByZero(self.to_string()));
+                }
+                match self {
+                    Expr::FloorDiv(..) => (x / y).floor(),
+                    Expr::CeilDiv(..) => (x / y).ceil(),
+                    _ => x % y, // C semantics: the sign follows the dividend
+                }
+            }
+            Expr::Min(a, b) => ev(a)?.min(ev(b)?),
+            Expr::Max(a, b) => ev(a)?.max(ev(b)?),
+            Expr::IfPos { cond, then, otherwise } => {
+                if ev(cond)? > 0.0 {
+                    ev(then)?
+                } else {
+                    ev(otherwise)?
+                }
+            }
+            Expr::Sum { var, lo, hi, body } => {
+                let (lo, hi) = (ev(lo)?.round(), ev(hi)?.round());
+                if hi < lo {
+                    return Ok(0.0);
+                }
+                if hi - lo + 1.0 > MAX_ENUMERATION {
+                    return Err(EvalError::TooLarge(var.clone()));
+                }
+                let mut total = 0.0;
+                let mut i = lo;
+                while i <= hi {
+                    let inner = |name: &str| if name == var { Some(i) } else { env(name) };
+                    total += body.eval(&inner)?;
+                    i += 1.0;
+                }
+                total
+            }
+            Expr::LogCount { start, bound, factor } => {
+                let (mut x, b) = (ev(start)?, ev(bound)?);
+                let mut n = 0.0;
+                if x <= 0.0 {
+                    return Err(EvalError::DivByZero(self.to_string()));
+                }
+                while x < b {
+                    x *= *factor as f64;
+                    n += 1.0;
+                }
+                n
+            }
+        })
+    }
+
+    /// Value when the expression has no free variables.
+    pub fn value(&self) -> Option<f64> {
+        self.eval(&|_| None).ok()
+    }
+
+    /// Evaluates with a map of bindings.
+    pub fn eval_map(&self, env: &HashMap<String, f64>) -> Result<f64, EvalError> {
+        self.eval(&|v| env.get(v).copied())
+    }
+}
+
+// ---- Symbolic summation -----------------------------------------------------------------------
+
+/// sum_{var = lo}^{hi} body, in closed form where the body is a polynomial in `var` or is split by
+/// conditions affine in `var` with a unit coefficient; otherwise an explicit [`Expr::Sum`]
+/// (still exact, evaluated by enumeration once parameters are bound).
+pub fn sum(var: &str, lo: &Expr, hi: &Expr, body: &Expr) -> Expr {
+    sum_depth(var, lo, hi, body, 0)
+}
+
+const MAX_SPLIT_DEPTH: usize = 6;
+
+fn sum_depth(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Expr {
+    let count = || Expr::clamp0(hi.clone().sub(lo.clone()).add(Expr::int(1)));
+    if !body.mentions(var) {
+        return count().mul(body.clone());
+    }
+    if depth > MAX_SPLIT_DEPTH {
+        return explicit_sum(var, lo, hi, body);
+    }
+    match body {
+        Expr::Poly(p) => {
+            // Piecewise bounds (min/max) are split first so Faulhaber sees polynomials.
+            if let Some(e) = split_bound(var, lo, hi, body, depth) {
+                return e;
+            }
+            let (Some(l), Some(h)) = (lo.as_poly(), hi.as_poly()) else {
+                return explicit_sum(var, lo, hi, body);
+            };
+            if p.degree_in(var) > 10 {
+                return explicit_sum(var, lo, hi, body);
+            }
+            // sum_{v=l}^{h} p(v) = F(h) - F(l-1), F(x) = sum_k c_k S_k(x) (+ c_0 x).
+            let coeffs = p.coefficients_in(var);
+            let f = |x: &Poly| {
+                let mut out = Poly::default();
+                for (k, c) in coeffs.iter().enumerate() {
+                    out = out.add(&c.mul(&faulhaber(k as u32, x)));
+                }
+                out
+            };
+            let closed = f(h).sub(&f(&l.sub(&Poly::int(1))));
+            Expr::ifpos(Expr::Poly(h.sub(l).add(&Poly::int(1))), Expr::Poly(closed), Expr::int(0))
+        }
+        Expr::IfPos { cond, then, otherwise } => {
+            let Some(c) = cond.as_poly() else { return explicit_sum(var, lo, hi, body) };
+            if c.degree_in(var) != 1 {
+                return explicit_sum(var, lo, hi, body);
+            }
+            let co = c.coefficients_in(var);
+            let (a, rest) = (&co[1], &co[0]);
+            let Some(a) = a.as_constant() else { return explicit_sum(var, lo, hi, body) };
+            // cond = a*v + rest > 0. With a = +-1 and integer coefficients the split point is exact.
+            if !(a == Rat::ONE || a == Rat::int(-1)) || !rest.has_integer_coefficients() {
+                return explicit_sum(var, lo, hi, body);
+            }
+            if a == Rat::ONE {
+                // v + rest > 0  <=>  v >= 1 - rest
+                let t = Expr::Poly(Poly::int(1).sub(rest));
+                let pos = sum_depth(var, &Expr::max(lo.clone(), t.clone()), hi, then, depth + 1);
+                let neg = sum_depth(var, lo, &Expr::min(hi.clone(), t.sub(Expr::int(1))), otherwise, depth + 1);
+                pos.add(neg)
+            } else {
+                // -v + rest > 0  <=>  v <= rest - 1
+                let t = Expr::Poly(rest.sub(&Poly::int(1)));
+                let pos = sum_depth(var, lo, &Expr::min(hi.clone(), t.clone()), then, depth + 1);
+                let neg = sum_depth(var, &Expr::max(lo.clone(), t.add(Expr::int(1))), hi, otherwise, depth + 1);
+                pos.add(neg)
+            }
+        }
+        Expr::Add(terms) => {
+            terms.iter().map(|t| sum_depth(var, lo, hi, t, depth + 1)).fold(Expr::int(0), Expr::add)
+        }
+        Expr::Mul(factors) => {
+            // Pull out factors that do not mention var; one conditional factor may be split on.
+            let (outside, inside): (Vec<&Expr>, Vec<&Expr>) = factors.iter().partition(|f| !f.mentions(var));
+            let k = outside.into_iter().cloned().fold(Expr::int(1), Expr::mul);
+            if inside.len() == 1 {
+                return k.mul(sum_depth(var, lo, hi, inside[0], depth + 1));
+            }
+            // Distribute over the first conditional factor.
+            if let Some(pos) = inside.iter().position(|f| matches!(f, Expr::IfPos { .. })) {
+                if let Expr::IfPos { cond, then, otherwise } = inside[pos] {
+                    let others: Expr =
+                        inside.iter().enumerate().filter(|(i, _)| *i != pos).map(|(_, f)| (*f).clone()).fold(Expr::int(1), Expr::mul);
+                    let split = Expr::IfPos {
+                        cond: cond.clone(),
+                        then: Box::new((**then).clone().mul(others.clone())),
+                        otherwise: Box::new((**otherwise).clone().mul(others)),
+                    };
+                    return k.mul(sum_depth(var, lo, hi, &split, depth + 1));
+                }
+            }
+            k.mul(explicit_sum(var, lo, hi, &inside.into_iter().cloned().fold(Expr::int(1), Expr::mul)))
+        }
+        _ => explicit_sum(var, lo, hi, body),
+    }
+}
+
+/// Splits a sum whose bound is a min/max (or a conditional) into sums with simpler bounds.
+fn split_bound(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Option<Expr> {
+    let as_if = |e: &Expr| -> Option<(Expr, Expr, Expr)> {
+        match e {
+            // min(a, b) = b when a - b > 0, else a
+            Expr::Min(a, b) => Some(((**a).clone().sub((**b).clone()), (**b).clone(), (**a).clone())),
+            Expr::Max(a, b) => Some(((**a).clone().sub((**b).clone()), (**a).clone(), (**b).clone())),
+            Expr::IfPos { cond, then, otherwise } => Some(((**cond).clone(), (**then).clone(), (**otherwise).clone())),
+            _ => None,
+        }
+    };
+    if let Some((c, x, y)) = as_if(hi) {
+        return Some(Expr::ifpos(c, sum_depth(var, lo, &x, body, depth + 1), sum_depth(var, lo, &y, body, depth + 1)));
+    }
+    if let Some((c, x, y)) = as_if(lo) {
+        return Some(Expr::ifpos(c, sum_depth(var, &x, hi, body, depth + 1), sum_depth(var, &y, hi, body, depth + 1)));
+    }
+    None
+}
+
+fn explicit_sum(var: &str, lo: &Expr, hi: &Expr, body: &Expr) -> Expr {
+    Expr::Sum { var: var.to_string(), lo: Box::new(lo.clone()), hi: Box::new(hi.clone()), body: Box::new(body.clone()) }
+}
+
+impl Expr {
+    /// True when no explicit summation or logarithmic count remains (a closed form).
+    pub fn is_closed_form(&self) -> bool {
+        match self {
+            Expr::Poly(_) => true,
+            Expr::Sum { .. } | Expr::LogCount { .. } => false,
+            Expr::Add(v) | Expr::Mul(v) => v.iter().all(|e| e.is_closed_form()),
+            Expr::FloorDiv(a, b) | Expr::CeilDiv(a, b) | Expr::Mod(a, b) | Expr::Min(a, b) | Expr::Max(a, b) => {
+                a.is_closed_form() && b.is_closed_form()
+            }
+            Expr::IfPos { cond, then, otherwise } => {
+                cond.is_closed_form() && then.is_closed_form() && otherwise.is_closed_form()
+            }
+        }
+    }
+}
+
+// ---- Text form --------------------------------------------------------------------------------
+
+fn fmt_poly(p: &Poly, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if p.is_zero() {
+        return f.write_str("0");
+    }
+    // Common denominator: print (integer polynomial)/d.
+    let d = p.terms().fold(1i128, |acc, (_, c)| acc / gcd(acc, c.den()).max(1) * c.den());
+    let mut terms: Vec<(&Mono, i128)> = p.terms().map(|(m, c)| (m, c.mul(Rat::int(d)).num())).collect();
+    terms.sort_by_key(|(m, _)| std::cmp::Reverse(m.iter().map(|(_, e)| *e).sum::<u32>()));
+    let mut s = String::new();
+    for (i, (m, c)) in terms.iter().enumerate() {
+        let (sign, mag) = if *c < 0 { ("-", -c) } else { ("+", *c) };
+        if i == 0 {
+            if sign == "-" {
+                s.push('-');
+            }
+        } else {
+            s.push_str(&format!(" {sign} "));
+        }
+        let vars: Vec<String> =
+            m.iter().map(|(v, e)| if *e == 1 { v.clone() } else { format!("{v}^{e}") }).collect();
+        if vars.is_empty() {
+            s.push_str(&mag.to_string());
+        } else if mag == 1 {
+            s.push_str(&vars.join("*"));
+        } else {
+            s.push_str(&format!("{mag}*{}", vars.join("*")));
+        }
+    }
+    if d != 1 {
+        write!(f, "({s})/{d}")
+    } else if terms.len() > 1 {
+        write!(f, "({s})")
+    } else {
+        f.write_str(&s)
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Poly(p) => fmt_poly(p, f),
+            Expr::Add(v) => {
+                f.write_str("(")?;
+                for (i, e) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" + ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Mul(v) => {
+                for (i, e) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("*")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                Ok(())
+            }
+            Expr::FloorDiv(a, b) => write!(f, "floor({a}/{b})"),
+            Expr::CeilDiv(a, b) => write!(f, "ceil({a}/{b})"),
+            Expr::Mod(a, b) => write!(f, "mod({a}, {b})"),
+            Expr::Min(a, b) => write!(f, "min({a}, {b})"),
+            Expr::Max(a, b) => write!(f, "max({a}, {b})"),
+            Expr::IfPos { cond, then, otherwise } => write!(f, "ifpos({cond}, {then}, {otherwise})"),
+            Expr::Sum { var, lo, hi, body } => write!(f, "sum({var}, {lo}, {hi}, {body})"),
+            Expr::LogCount { start, bound, factor } => write!(f, "logcount({start}, {bound}, {factor})"),
+        }
+    }
+}
+
+/// A parse error in formula text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("cannot read formula {text:?} at character {pos}: {what}")]
+pub struct ParseError {
+    pub text: String,
+    pub pos: usize,
+    pub what: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(i128),
+    Ident(String),
+    Sym(char),
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    toks: Vec<(usize, Tok)>,
+    i: usize,
+}
+
+impl Expr {
+    /// Reads the text form written by `Display`.
+    pub fn parse(text: &str) -> Result<Expr, ParseError> {
+        let mut toks = Vec::new();
+        let b = text.as_bytes();
+        let mut i = 0;
+        let err = |pos: usize, what: &str| ParseError { text: text.to_string(), pos, what: what.to_string() };
+        while i < b.len() {
+            let c = b[i] as char;
+            if c.is_ascii_whitespace() {
+                i += 1;
+            } else if c.is_ascii_digit() {
+                let s = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let n = text[s..i].parse::<i128>().map_err(|_| err(s, "number too large"))?;
+                toks.push((s, Tok::Num(n)));
+            } else if c.is_ascii_alphabetic() || c == '_' {
+                let s = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+                    i += 1;
+                }
+                toks.push((s, Tok::Ident(text[s..i].to_string())));
+            } else if "+-*/^(),".contains(c) {
+                toks.push((i, Tok::Sym(c)));
+                i += 1;
+            } else {
+                return Err(err(i, &format!("unexpected character {c:?}")));
+            }
+        }
+        let mut p = Parser { text, toks, i: 0 };
+        let e = p.expr()?;
+        if p.i != p.toks.len() {
+            return Err(p.err("unexpected text after the formula"));
+        }
+        Ok(e.into_expr().map_err(|w| p.err(&w))?)
+    }
+}
+
+/// Intermediate parse result: a division is kept until we know whether it sits inside floor/ceil.
+enum PE {
+    E(Expr),
+    Div(Expr, Expr),
+}
+
+impl PE {
+    fn into_expr(self) -> Result<Expr, String> {
+        match self {
+            PE::E(e) => Ok(e),
+            PE::Div(a, b) => match b.as_constant() {
+                Some(c) if !c.is_zero() => Ok(a.mul(Expr::rat(c.recip()))),
+                _ => Err(format!("division by a non-constant ({b}) outside floor() or ceil()")),
+            },
+        }
+    }
+}
+
+impl Parser<'_> {
+    fn err(&self, what: &str) -> ParseError {
+        let pos = self.toks.get(self.i).map_or(self.text.len(), |t| t.0);
+        ParseError { text: self.text.to_string(), pos, what: what.to_string() }
+    }
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.i).map(|t| &t.1)
+    }
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(&Tok::Sym(c)) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, c: char) -> Result<(), ParseError> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(self.err(&format!("expected {c:?}")))
+        }
+    }
+    fn expr(&mut self) -> Result<PE, ParseError> {
+        let mut acc = self.term()?;
+        loop {
+            if self.eat('+') {
+                let r = self.term()?;
+                acc = PE::E(self.fin(acc)?.add(self.fin(r)?));
+            } else if self.eat('-') {
+                let r = self.term()?;
+                acc = PE::E(self.fin(acc)?.sub(self.fin(r)?));
+            } else {
+                return Ok(acc);
+            }
+        }
+    }
+    fn fin(&self, e: PE) -> Result<Expr, ParseError> {
+        e.into_expr().map_err(|w| self.err(&w))
+    }
+    fn term(&mut self) -> Result<PE, ParseError> {
+        let mut acc = self.unary()?;
+        loop {
+            if self.eat('*') {
+                let r = self.unary()?;
+                acc = PE::E(self.fin(acc)?.mul(self.fin(r)?));
+            } else if self.eat('/') {
+                let r = self.unary()?;
+                acc = PE::Div(self.fin(acc)?, self.fin(r)?);
+            } else {
+                return Ok(acc);
+            }
+        }
+    }
+    fn unary(&mut self) -> Result<PE, ParseError> {
+        if self.eat('-') {
+            let e = self.unary()?;
+            return Ok(PE::E(self.fin(e)?.neg()));
+        }
+        let base = self.atom()?;
+        if self.eat('^') {
+            let Some(Tok::Num(n)) = self.peek().cloned() else { return Err(self.err("expected an exponent")) };
+            self.i += 1;
+            let b = self.fin(base)?;
+            let Expr::Poly(p) = b else { return Err(self.err("only polynomials take exponents")) };
+            return Ok(PE::E(Expr::Poly(p.pow(n as u32))));
+        }
+        Ok(base)
+    }
+    fn args(&mut self) -> Result<Vec<PE>, ParseError> {
+        self.expect('(')?;
+        let mut v = vec![self.expr()?];
+        while self.eat(',') {
+            v.push(self.expr()?);
+        }
+        self.expect(')')?;
+        Ok(v)
+    }
+    fn atom(&mut self) -> Result<PE, ParseError> {
+        match self.peek().cloned() {
+            Some(Tok::Num(n)) => {
+                self.i += 1;
+                Ok(PE::E(Expr::int(n)))
+            }
+            Some(Tok::Sym('(')) => {
+                self.i += 1;
+                let e = self.expr()?;
+                self.expect(')')?;
+                Ok(e)
+            }
+            Some(Tok::Ident(name)) => {
+                self.i += 1;
+                let is_call = self.peek() == Some(&Tok::Sym('('));
+                if !is_call {
+                    return Ok(PE::E(Expr::var(&name)));
+                }
+                let mut a = self.args()?;
+                let n = a.len();
+                let want = |k: usize| if n == k { Ok(()) } else { Err(()) };
+                let bad = |s: &Self| s.err(&format!("wrong number of arguments to {name}"));
+                match name.as_str() {
+                    "floor" | "ceil" => {
+                        want(1).map_err(|_| bad(self))?;
+                        let (x, y) = match a.pop().unwrap() {
+                            PE::Div(x, y) => (x, y),
+                            PE::E(e) => (e, Expr::int(1)),
+                        };
+                        Ok(PE::E(if name == "floor" { Expr::floor_div(x, y) } else { Expr::ceil_div(x, y) }))
+                    }
+                    "mod" | "min" | "max" => {
+                        want(2).map_err(|_| bad(self))?;
+                        let y = self.fin(a.pop().unwrap())?;
+                        let x = self.fin(a.pop().unwrap())?;
+                        Ok(PE::E(match name.as_str() {
+                            "mod" => Expr::modulo(x, y),
+                            "min" => Expr::min(x, y),
+                            _ => Expr::max(x, y),
+                        }))
+                    }
+                    "ifpos" => {
+                        want(3).map_err(|_| bad(self))?;
+                        let o = self.fin(a.pop().unwrap())?;
+                        let t = self.fin(a.pop().unwrap())?;
+                        let c = self.fin(a.pop().unwrap())?;
+                        Ok(PE::E(Expr::ifpos(c, t, o)))
+                    }
+                    "sum" => {
+                        want(4).map_err(|_| bad(self))?;
+                        let body = self.fin(a.pop().unwrap())?;
+                        let hi = self.fin(a.pop().unwrap())?;
+                        let lo = self.fin(a.pop().unwrap())?;
+                        let v = self.fin(a.pop().unwrap())?;
+                        let var = match v.as_poly().map(|p| p.vars()) {
+                            Some(vs) if vs.len() == 1 => vs.into_iter().next().unwrap(),
+                            _ => return Err(self.err("sum's first argument must be a variable")),
+                        };
+                        Ok(PE::E(explicit_sum(&var, &lo, &hi, &body)))
+                    }
+                    "logcount" => {
+                        want(3).map_err(|_| bad(self))?;
+                        let k = self.fin(a.pop().unwrap())?;
+                        let bound = self.fin(a.pop().unwrap())?;
+                        let start = self.fin(a.pop().unwrap())?;
+                        let factor = k.as_constant().filter(|c| c.is_int() && c.num() >= 2).ok_or_else(|| self.err("logcount factor must be an integer >= 2"))?;
+                        Ok(PE::E(Expr::LogCount { start: Box::new(start), bound: Box::new(bound), factor: factor.num() as i64 }))
+                    }
+                    _ => Err(self.err(&format!("unknown function {name}"))),
+                }
+            }
+            _ => Err(self.err("expected a number, a name or '('")),
+        }
+    }
+}
+
+impl Serialize for Expr {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.as_constant() {
+            Some(c) if c.is_int() && c.num().unsigned_abs() < (1u128 << 53) => s.serialize_i64(c.num() as i64),
+            _ => s.serialize_str(&self.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Expr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Expr, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            I(i64),
+            F(f64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::I(n) => Ok(Expr::int(n as i128)),
+            Raw::F(x) if x.fract() == 0.0 && x.abs() < 9e15 => Ok(Expr::int(x as i128)),
+            Raw::F(x) => Err(serde::de::Error::custom(format!("count {x} is not an integer"))),
+            Raw::S(s) => Expr::parse(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(e: &Expr, env: &[(&str, f64)]) -> f64 {
+        let m: HashMap<String, f64> = env.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        e.eval_map(&m).unwrap()
+    }
+
+    #[test]
+    fn faulhaber_matches_brute_force() {
+        for k in 0..6u32 {
+            for x in 0..12i128 {
+                let p = faulhaber(k, &Poly::int(x));
+                let want: i128 = (1..=x).map(|i| i.pow(k)).sum();
+                assert_eq!(p.as_constant(), Some(Rat::int(want)), "k={k} x={x}");
+            }
+        }
+    }
+
+    #[test]
+    fn triangular_sum_is_n_n_minus_1_over_2() {
+        // sum_{i=0}^{n-1} i
+        let e = sum("i", &Expr::int(0), &Expr::var("n").sub(Expr::int(1)), &Expr::var("i"));
+        for n in 0..10 {
+            assert_eq!(ev(&e, &[("n", n as f64)]), (n * (n - 1) / 2).max(0) as f64);
+        }
+        assert!(e.is_closed_form());
+        assert!(e.to_string().contains("(n^2 - n)/2"), "{e}");
+    }
+
+    #[test]
+    fn text_round_trips() {
+        let cases = [
+            "(n^2 - n)/2",
+            "floor(n/size)",
+            "ceil((n - 3)/4)",
+            "ifpos(n - 1, 3*n, 0)",
+            "min(n, 10)",
+            "sum(i, 0, n, floor(i/3))",
+            "logcount(1, n, 2)",
+            "mod(rank, 2)",
+        ];
+        for c in cases {
+            let e = Expr::parse(c).unwrap();
+            let again = Expr::parse(&e.to_string()).unwrap();
+            assert_eq!(e, again, "{c} -> {e}");
+            for n in 1..20 {
+                let env = [("n", n as f64), ("size", 3.0), ("rank", 1.0)];
+                assert_eq!(ev(&e, &env), ev(&again, &env));
+            }
+        }
+        assert!(Expr::parse("n/size").is_err());
+        assert!(Expr::parse("floor(").is_err());
+    }
+
+    #[test]
+    fn conditional_split_sums_exactly() {
+        // sum_{i=0}^{n-1} max(0, m - i)
+        let body = Expr::clamp0(Expr::var("m").sub(Expr::var("i")));
+        let e = sum("i", &Expr::int(0), &Expr::var("n").sub(Expr::int(1)), &body);
+        assert!(e.is_closed_form(), "{e}");
+        for n in 0..8 {
+            for m in -3..8 {
+                let want: i64 = (0..n).map(|i: i64| (m - i).max(0)).sum();
+                assert_eq!(ev(&e, &[("n", n as f64), ("m", m as f64)]), want as f64, "n={n} m={m}: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The machine table (`mpicast/machine`, version 1): what each op class costs on one host, with
+//! one compiler and one set of flags, as measured by `mpicast bench machine` (src/machine).
+//! docs/FORMATS.md describes the fields; docs/OPS.md the classes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ops::OpClass;
+use super::Artifact;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MachineTable {
+    pub host: HostInfo,
+    pub compiler: CompilerInfo,
+    pub timer: TimerInfo,
+    pub settings: BenchSettings,
+    /// Per op class: throughput and latency variants. Keys are the class names (docs/OPS.md).
+    pub classes: BTreeMap<OpClass, ClassCost>,
+    /// Loads and stores by working set (L1, L2, L3, DRAM), streaming and random.
+    pub memory: Vec<MemoryCost>,
+    /// Costs fitted "in context" on the calibration kernels; absent when not run.
+    pub fit: Option<FitResult>,
+    /// Seconds since the Unix epoch, and the same instant as `YYYY-MM-DDTHH:MM:SSZ`.
+    pub created_unix_s: u64,
+    pub created_utc: String,
+    pub mpicast_version: String,
+    /// Seconds the whole measurement took (compilation included).
+    pub duration_s: f64,
+}
+
+impl Artifact for MachineTable {
+    const SCHEMA: &'static str = "mpicast/machine";
+    const VERSION: u32 = 1;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    /// Online logical CPUs.
+    pub cores: u32,
+    pub caches: Vec<CacheLevel>,
+    pub os: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CacheLevel {
+    pub level: u32,
+    /// "Data", "Instruction" or "Unified", as /sys says.
+    pub kind: String,
+    pub size_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompilerInfo {
+    /// The compiler command, e.g. "mpicc".
+    pub cc: String,
+    pub cflags: Vec<String>,
+    /// First line of `cc --version`.
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimerInfo {
+    /// "perf_event" (cycles and instructions counted as well as time) or "wall_clock" (time
+    /// only: the counters were not available).
+    pub source: String,
+    /// The clock times come from: "thread_cpu_time" (CLOCK_THREAD_CPUTIME_ID of the kernel
+    /// driver: time spent descheduled while others use the core is left out).
+    pub clock: String,
+    /// Median share of wall time the driver spent descheduled (how loaded the host was).
+    pub descheduled_fraction: f64,
+    /// Why the counters were not used, when they were not.
+    pub fallback_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BenchSettings {
+    pub quick: bool,
+    /// Samples per kernel (each one call of the kernel, calibrated to `min_sample_ms`).
+    pub samples: u32,
+    pub min_sample_ms: f64,
+    /// Ops per loop iteration in the class kernels.
+    pub unroll: u32,
+    /// Empty-loop cost subtracted from every class kernel, ns per iteration (median).
+    pub empty_loop_ns: f64,
+    /// Classes asked for with --classes (empty: all).
+    pub only_classes: Vec<OpClass>,
+}
+
+/// One figure with its spread over the samples.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Measure {
+    /// Median over the samples.
+    pub ns_per_op: f64,
+    pub min_ns: f64,
+    pub max_ns: f64,
+    /// (max - min) / median of the raw kernel times (before the empty loop is subtracted).
+    pub spread: f64,
+    pub samples: u32,
+    /// Per op, when the perf-event counters were usable.
+    pub cycles_per_op: Option<f64>,
+    pub instructions_per_op: Option<f64>,
+    /// The subtraction left nothing measurable; ns_per_op was raised to the floor (0.005 ns).
+    pub clamped: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClassCost {
+    /// Independent ops (8 chains): what an op costs among others in a loop body.
+    pub throughput: Measure,
+    /// One dependent chain: what an op costs when it waits for the one before.
+    pub latency: Measure,
+    /// False when the class has no natural dependent chain and `latency` is a single stream.
+    pub latency_is_chain: bool,
+    /// The kernels that gave these figures.
+    pub kernels: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemoryCost {
+    /// "L1", "L2", "L3", "DRAM".
+    pub level: String,
+    pub working_set_bytes: u64,
+    /// "stream" or "random".
+    pub pattern: String,
+    /// "load" or "store".
+    pub access: String,
+    /// 8-byte accesses; for random loads, independent chases (throughput).
+    pub throughput: Measure,
+    /// Random loads: one dependent pointer chase. Absent elsewhere.
+    pub latency: Option<Measure>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FitResult {
+    /// How the fit was made (method, regularisation, which counts).
+    pub method: String,
+    /// Weight of the pull towards the raw throughput costs (relative units).
+    pub lambda: f64,
+    /// Fitted ns per op for every class; classes no kernel uses keep their raw throughput.
+    pub ns_per_op: BTreeMap<OpClass, f64>,
+    pub kernels: Vec<CalibrationKernel>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CalibrationKernel {
+    pub name: String,
+    /// Op counts of one loop body, as declared in microbench/mtc_calib.c.
+    pub counts: BTreeMap<OpClass, f64>,
+    pub measured: Measure,
+    /// Formula (1) with the raw throughput costs, ns per body.
+    pub predicted_raw_ns: f64,
+    /// Formula (1) with the fitted costs, ns per body.
+    pub predicted_fit_ns: f64,
+    /// (predicted - measured) / measured.
+    pub error_raw: f64,
+    pub error_fit: f64,
+}
+
+/// Which of a class's costs to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    Throughput,
+    Latency,
+    /// Fitted on the calibration kernels (falls back to throughput when there is no fit).
+    Fitted,
+}
+
+impl MachineTable {
+    /// What one op of `class` costs in ns, throughput variant: loop bodies are mostly
+    /// independent ops that the core overlaps, which is what the throughput kernels measure.
+    /// None when the table does not have the class (a --classes table).
+    pub fn ns_per_op(&self, class: OpClass) -> Option<f64> {
+        self.cost(class, Variant::Throughput)
+    }
+
+    pub fn cost(&self, class: OpClass, variant: Variant) -> Option<f64> {
+        let c = self.classes.get(&class)?;
+        Some(match variant {
+            Variant::Throughput => c.throughput.ns_per_op,
+            Variant::Latency => c.latency.ns_per_op,
+            Variant::Fitted => self
+                .fit
+                .as_ref()
+                .and_then(|f| f.ns_per_op.get(&class).copied())
+                .unwrap_or(c.throughput.ns_per_op),
+        })
+    }
+
+    /// The memory figure for a level ("L1".."DRAM"), pattern and access, if measured.
+    pub fn memory_cost(&self, level: &str, pattern: &str, access: &str) -> Option<&MemoryCost> {
+        self.memory
+            .iter()
+            .find(|m| m.level == level && m.pattern == pattern && m.access == access)
+    }
+}

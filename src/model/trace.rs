@@ -1,0 +1,225 @@
+//! Trace actions (what one rank does, in order) and the replay job and result artifacts.
+//!
+//! The per-rank trace files are a line format (traces/FORMAT.md), read and written by
+//! `crate::trace`; the types here are what those lines mean. A replay job (mpicast/replayjob) is
+//! what one child `mpicast simulate --replay` process runs; its answer is a mpicast/replay artifact.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::Artifact;
+
+/// The world communicator's id. Communicators other than the world are declared in the trace
+/// (`comm ID RANKS`) before their first use.
+pub const COMM_WORLD: u32 = 0;
+
+/// How long a compute burst lasts.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Compute {
+    /// Seconds on the rank's host at its full per-core speed (replay runs `seconds * speed` flops,
+    /// so oversubscribed cores stretch it).
+    Seconds(f64),
+    /// Floating-point operations on the rank's host.
+    Flops(f64),
+    /// Executions of program blocks: (block id, count). The estimator turns them into seconds with
+    /// a machine table; replay needs a table of seconds per block execution to run them.
+    Blocks(Vec<(u32, u64)>),
+}
+
+/// A message's source or destination, as a rank of the action's communicator.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Peer {
+    Rank(u32),
+    /// MPI_ANY_SOURCE (receives only).
+    Any,
+}
+
+/// A tag, or MPI_ANY_TAG (receives only).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Tag {
+    Value(i32),
+    Any,
+}
+
+/// Per-rank sizes of a v-collective (bytes, indexed by rank of the communicator).
+pub type Counts = Vec<u64>;
+
+/// One MPI-level action of a rank. Peers and roots are ranks of `comm`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum TraceAction {
+    Compute { compute: Compute },
+    /// Declares communicator `id` as these world ranks, in communicator-rank order.
+    CommDef { id: u32, ranks: Vec<u32> },
+    Send { to: u32, bytes: u64, tag: i32, comm: u32 },
+    /// `bytes` is the receive buffer size (informational: the message size is the sender's).
+    Recv { from: Peer, bytes: Option<u64>, tag: Tag, comm: u32 },
+    Isend { req: u64, to: u32, bytes: u64, tag: i32, comm: u32 },
+    Irecv { req: u64, from: Peer, bytes: Option<u64>, tag: Tag, comm: u32 },
+    Wait { req: u64 },
+    /// Empty: every request still outstanding.
+    Waitall { reqs: Vec<u64> },
+    /// Completes the request if its transfer is done, never blocks.
+    Test { req: u64 },
+    Sendrecv { to: u32, send_bytes: u64, send_tag: i32, from: Peer, recv_bytes: Option<u64>, recv_tag: Tag, comm: u32 },
+    Barrier { comm: u32 },
+    Bcast { bytes: u64, root: u32, comm: u32 },
+    Reduce { bytes: u64, root: u32, comm: u32 },
+    Allreduce { bytes: u64, comm: u32 },
+    /// `bytes` is each rank's contribution.
+    Gather { bytes: u64, root: u32, comm: u32 },
+    Gatherv { counts: Counts, root: u32, comm: u32 },
+    /// `bytes` is each rank's share.
+    Scatter { bytes: u64, root: u32, comm: u32 },
+    Scatterv { counts: Counts, root: u32, comm: u32 },
+    Allgather { bytes: u64, comm: u32 },
+    Allgatherv { counts: Counts, comm: u32 },
+    /// `bytes` is the block sent to each rank.
+    Alltoall { bytes: u64, comm: u32 },
+    /// `send[j]`: bytes this rank sends to rank j; `recv[j]`: bytes it receives from rank j.
+    Alltoallv { send: Counts, recv: Counts, comm: u32 },
+    /// `counts[j]`: bytes of the result block rank j keeps.
+    ReduceScatter { counts: Counts, comm: u32 },
+    Scan { bytes: u64, comm: u32 },
+}
+
+/// Which host each rank runs on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Mapping {
+    /// Rank r on host r mod H (hosts in natural name order: node-2 before node-10).
+    RoundRobin,
+    /// Consecutive ranks fill one host's cores before the next host.
+    Block,
+    /// One host name per rank.
+    Hosts { hosts: Vec<String> },
+}
+
+/// Replay knobs besides the platform's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayOptions {
+    /// Point-to-point messages below this many bytes are eager (the sender does not wait for the
+    /// receiver); from this size on they are rendezvous. SMPI's default is 65536.
+    pub eager_threshold_bytes: u64,
+    /// Reduction arithmetic: flops charged per byte reduced (default 1/8: one flop per double).
+    pub reduce_flops_per_byte: f64,
+    /// Seconds per execution of a block id, for `compute blocks` actions.
+    #[serde(default)]
+    pub block_seconds: Vec<(u32, f64)>,
+    /// Record a per-rank event timeline (memory grows with the trace).
+    #[serde(default)]
+    pub timeline: bool,
+    /// Track per-link bytes (SimGrid's link-load plugin).
+    #[serde(default = "yes")]
+    pub link_usage: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            eager_threshold_bytes: 65536,
+            reduce_flops_per_byte: 0.125,
+            block_seconds: Vec::new(),
+            timeline: false,
+            link_usage: true,
+        }
+    }
+}
+
+/// What a child `mpicast simulate --replay` runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayJob {
+    /// Directory of per-rank trace files (`rank-<R>.trace`).
+    pub trace_dir: PathBuf,
+    pub ranks: u32,
+    pub platform: PathBuf,
+    pub mapping: Mapping,
+    /// SimGrid `--cfg` items, `name:value`, after mpicast's default `network/model:SMPI`.
+    #[serde(default)]
+    pub cfg: Vec<String>,
+    pub options: ReplayOptions,
+}
+
+impl Artifact for ReplayJob {
+    const SCHEMA: &'static str = "mpicast/replayjob";
+    const VERSION: u32 = 1;
+}
+
+/// The outcome of a replay.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReplayResult {
+    /// Simulated time when the last rank finished, seconds.
+    pub makespan_s: f64,
+    pub ranks: Vec<RankStats>,
+    pub hosts: Vec<HostStats>,
+    pub links: Vec<LinkStats>,
+    /// Point-to-point messages transferred (collectives' internal messages included).
+    pub messages: u64,
+    pub bytes: f64,
+    /// Wall-clock seconds the simulation took (not the prediction).
+    pub wall_s: f64,
+    /// Things that did not stop the replay: messages never received, requests never waited.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Per-rank events, when asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineEvent>,
+}
+
+impl Artifact for ReplayResult {
+    const SCHEMA: &'static str = "mpicast/replay";
+    const VERSION: u32 = 1;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankStats {
+    pub rank: u32,
+    pub host: String,
+    pub finish_s: f64,
+    /// Time computing (compute actions and reduction arithmetic).
+    pub compute_s: f64,
+    /// Time in MPI calls while data moved.
+    pub comm_s: f64,
+    /// Time in MPI calls before the partner arrived (late sender / late receiver / collectives'
+    /// skew).
+    pub wait_s: f64,
+    pub messages_sent: u64,
+    pub bytes_sent: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostStats {
+    pub name: String,
+    pub ranks: u32,
+    pub cores: usize,
+    pub speed_flops: f64,
+    pub computed_flops: f64,
+    /// computed_flops / (speed x cores x makespan).
+    pub cpu_use: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LinkStats {
+    pub name: String,
+    pub bandwidth_bytes_per_s: f64,
+    pub bytes: f64,
+    /// bytes / (bandwidth x makespan).
+    pub utilisation: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimelineEvent {
+    pub rank: u32,
+    /// compute, send, recv, wait, barrier, allreduce, ...
+    pub kind: String,
+    pub start_s: f64,
+    pub end_s: f64,
+}

@@ -1,0 +1,251 @@
+//! Builds microbench/pingpong.c with mpicc into a cache directory and runs it under mpirun (or
+//! the user's launcher), reading its result lines as they come.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::network::{CollectivePoint, Overhead, PingPongPoint};
+
+/// The ping-pong source, built into the binary so that mpicast works from any directory.
+pub const PINGPONG_C: &str = include_str!("../../microbench/pingpong.c");
+
+/// How to launch and what to measure.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub mpicc: String,
+    /// Replaces `mpirun ... -np N` when set (split on whitespace).
+    pub launcher: Option<String>,
+    pub hosts: Vec<String>,
+    /// Extra mpirun options (split on whitespace).
+    pub mpirun_args: Vec<String>,
+    pub ranks: u32,
+    pub sizes: Vec<u64>,
+    pub overhead_sizes: Vec<u64>,
+    pub collective_sizes: Vec<u64>,
+    pub budget_per_size_s: f64,
+    pub target_rel_stderr: f64,
+    pub min_reps: u64,
+}
+
+/// The raw results.
+#[derive(Debug, Clone, Default)]
+pub struct RunResult {
+    pub command: Vec<String>,
+    pub host0: String,
+    pub ranks: u32,
+    pub pingpong: Vec<PingPongPoint>,
+    pub overheads: Vec<Overhead>,
+    pub collectives: Vec<CollectivePoint>,
+}
+
+/// Sizes 0 B .. `max`: 0, powers of two and the midpoints 3 * 2^(k-1) between them.
+pub fn default_sizes(max: u64) -> Vec<u64> {
+    let mut v = vec![0u64];
+    let mut p = 1u64;
+    while p <= max {
+        v.push(p);
+        if p >= 2 && p + p / 2 <= max {
+            v.push(p + p / 2);
+        }
+        p *= 2;
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("MPICAST_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("mpicast");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache").join("mpicast");
+    }
+    std::env::temp_dir().join("mpicast-cache")
+}
+
+/// Compiles the ping-pong with `mpicc` unless an executable built from the same source and
+/// compiler is cached.
+pub fn build(mpicc: &str) -> Result<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let showme = Command::new(mpicc).arg("-showme").output().ok().map(|o| o.stdout).unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    PINGPONG_C.hash(&mut h);
+    mpicc.hash(&mut h);
+    showme.hash(&mut h);
+    let dir = cache_dir().join("ctc").join(format!("{:016x}", h.finish()));
+    let exe = dir.join("pingpong");
+    if exe.is_file() {
+        return Ok(exe);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    let src = dir.join("pingpong.c");
+    std::fs::write(&src, PINGPONG_C).with_context(|| format!("{}: cannot write", src.display()))?;
+    let tmp = dir.join(format!("pingpong.tmp{}", std::process::id()));
+    let out = Command::new(mpicc)
+        .args(["-O2", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-lm")
+        .output()
+        .with_context(|| format!("cannot run {mpicc} (install openmpi-bin and libopenmpi-dev, or pass --mpicc)"))?;
+    if !out.status.success() {
+        bail!("{mpicc} failed to build the ping-pong: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    std::fs::rename(&tmp, &exe).with_context(|| format!("{}: cannot write", exe.display()))?;
+    Ok(exe)
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// The full command line.
+pub fn command_line(spec: &RunSpec, exe: &Path, tmpdir: &Path) -> Vec<String> {
+    let mut cmd: Vec<String> = Vec::new();
+    match &spec.launcher {
+        Some(l) => cmd.extend(l.split_whitespace().map(String::from)),
+        None => {
+            cmd.push("mpirun".into());
+            if is_root() {
+                cmd.push("--allow-run-as-root".into());
+            }
+            cmd.extend(["--bind-to", "none", "--mca", "orte_tmpdir_base"].map(String::from));
+            cmd.push(tmpdir.display().to_string());
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u32;
+            if spec.hosts.is_empty() && spec.ranks > cores {
+                cmd.extend(["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"].map(String::from));
+            }
+            if !spec.hosts.is_empty() {
+                cmd.push("--host".into());
+                cmd.push(spec.hosts.join(","));
+            }
+            cmd.extend(spec.mpirun_args.iter().cloned());
+            cmd.push("-np".into());
+            cmd.push(spec.ranks.to_string());
+        }
+    }
+    cmd.push(exe.display().to_string());
+    for (o, v) in [
+        ("-S", join(&spec.sizes)),
+        ("-O", join(&spec.overhead_sizes)),
+        ("-C", join(&spec.collective_sizes)),
+        ("-b", format!("{}", spec.budget_per_size_s)),
+        ("-e", format!("{}", spec.target_rel_stderr)),
+        ("-m", spec.min_reps.to_string()),
+    ] {
+        cmd.push(o.into());
+        cmd.push(v);
+    }
+    cmd
+}
+
+/// Number of result lines the program prints (for progress).
+pub fn expected_lines(spec: &RunSpec) -> u64 {
+    (spec.sizes.len() + 2 * spec.overhead_sizes.len() + 1 + 3 * spec.collective_sizes.len()) as u64
+}
+
+/// Runs the ping-pong; `progress` is called after each result line with the line.
+pub fn run(spec: &RunSpec, exe: &Path, mut progress: impl FnMut(&str)) -> Result<RunResult> {
+    let tmp = tempfile::Builder::new().prefix("mpicast-ompi").tempdir().context("cannot create a temporary directory")?;
+    let cmd = command_line(spec, exe, tmp.path());
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {}", cmd[0]))?;
+    let stderr = child.stderr.take().expect("piped");
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+        s
+    });
+    let mut res = RunResult { command: cmd.clone(), ranks: spec.ranks, ..Default::default() };
+    let stdout = child.stdout.take().expect("piped");
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading the ping-pong's output")?;
+        if parse_line(&line, &mut res) {
+            progress(&line);
+        }
+    }
+    let status = child.wait().context("waiting for mpirun")?;
+    let err = err_thread.join().unwrap_or_default();
+    if !status.success() {
+        let msg: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("---")).take(6).collect();
+        bail!("`{}` failed ({status}): {}", cmd.join(" "), msg.join(" | "));
+    }
+    if res.pingpong.is_empty() {
+        bail!("`{}` printed no ping-pong results: {}", cmd.join(" "), err.trim());
+    }
+    Ok(res)
+}
+
+/// Parses one output line into `res`; true when it was a result line.
+pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let u = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok());
+    let d = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok());
+    match f.first().copied() {
+        Some("pp") => {
+            if let (Some(size), Some(reps), Some(min), Some(med), Some(p90), Some(mean), Some(rel)) = (u(1), u(2), d(3), d(4), d(5), d(6), d(7)) {
+                res.pingpong.push(PingPongPoint { size_bytes: size, reps, min_s: min, median_s: med, p90_s: p90, mean_s: mean, rel_stderr: rel });
+                return true;
+            }
+        }
+        Some(k @ ("os" | "or")) => {
+            if let (Some(size), Some(v)) = (u(1), d(2)) {
+                let pos = res.overheads.iter().position(|o| o.size_bytes == size);
+                let o = match pos {
+                    Some(i) => &mut res.overheads[i],
+                    None => {
+                        res.overheads.push(Overhead { size_bytes: size, send_s: 0.0, recv_s: 0.0 });
+                        res.overheads.last_mut().expect("just pushed")
+                    }
+                };
+                if k == "os" {
+                    o.send_s = v;
+                } else {
+                    o.recv_s = v;
+                }
+                return true;
+            }
+        }
+        Some("coll") => {
+            if let (Some(name), Some(size), Some(reps), Some(mean), Some(min)) = (f.get(1), u(2), u(3), d(4), d(5)) {
+                res.collectives.push(CollectivePoint {
+                    name: name.to_string(),
+                    size_bytes: size,
+                    ranks: res.ranks,
+                    reps,
+                    mean_s: mean,
+                    min_s: min,
+                });
+                return true;
+            }
+        }
+        Some("info") => {
+            match (f.get(1).copied(), f.get(2)) {
+                (Some("host0"), Some(h)) => res.host0 = h.to_string(),
+                (Some("nranks"), Some(n)) => res.ranks = n.parse().unwrap_or(res.ranks),
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+    false
+}

@@ -1,0 +1,856 @@
+//! Trace replay with MPI semantics, in this process (the child side of [`crate::sim::replay`]).
+//!
+//! One SimGrid actor per rank streams its trace file and plays it.
+//!
+//! Matching. MPI matches a message to a receive by (communicator, source, tag) in posting order,
+//! with ANY_SOURCE and ANY_TAG; SimGrid mailboxes cannot express that. Matching therefore happens
+//! in shared Rust state, per receiver: a queue of posted receives and a queue of unexpected
+//! messages (envelopes). Whoever arrives first (the send or the receive) queues an entry naming a
+//! mailbox taken from a pool and issues its SimGrid operation on it; whoever arrives second takes
+//! the entry and issues its own operation on the same mailbox, so SimGrid pairs exactly the two.
+//! The mailbox goes back to the pool once both operations are issued (an actor can be descheduled
+//! between queueing and issuing; the count of issued operations makes that safe).
+//!
+//! Protocols. Below the eager threshold a send is detached: the sender goes on at once and the
+//! transfer starts when the receive is posted (SMPI's default behaviour, `smpi/async-small-thresh`
+//! 0). From the threshold on, the sender blocks until the transfer completes (rendezvous).
+//!
+//! Collectives are point-to-point algorithms on a separate context per communicator (user
+//! messages never match them), see [`coll`](super::coll).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::trace::{
+    Compute, HostStats, LinkStats, Mapping, Peer, RankStats, ReplayJob, ReplayResult, Tag, TimelineEvent, TraceAction,
+    COMM_WORLD,
+};
+use crate::sim::engine::{self, Comm, Engine, EngineOptions, Host, Link, Mailbox};
+use crate::sim::job::DEFAULT_NETWORK_MODEL;
+use crate::trace::{rank_file, TraceReader};
+
+/// A matching context: a communicator's point-to-point traffic or its collectives' traffic.
+pub(crate) type Ctx = u64;
+
+pub(crate) fn p2p_ctx(comm: u32) -> Ctx {
+    u64::from(comm) * 2
+}
+pub(crate) fn coll_ctx(comm: u32) -> Ctx {
+    u64::from(comm) * 2 + 1
+}
+
+/// Shared by the two sides of one message.
+struct Link2 {
+    mbox: Mailbox,
+    /// Simulated time the second side arrived (NaN until then).
+    matched_at: Cell<f64>,
+    /// SimGrid operations issued on `mbox` (the mailbox is recycled at 2).
+    issued: Cell<u8>,
+}
+
+struct Posted {
+    src: Option<u32>,
+    tag: Option<i32>,
+    ctx: Ctx,
+    link: Rc<Link2>,
+}
+
+struct Envelope {
+    src: u32,
+    tag: i32,
+    ctx: Ctx,
+    bytes: u64,
+    link: Rc<Link2>,
+}
+
+#[derive(Default)]
+struct Queues {
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<Envelope>,
+}
+
+/// What a rank is blocked on, for the deadlock report.
+#[derive(Clone, Debug)]
+struct Pending {
+    recv: bool,
+    /// World rank of the peer (None: any source).
+    peer: Option<u32>,
+    tag: Option<i32>,
+    ctx: Ctx,
+    bytes: u64,
+}
+
+#[derive(Default)]
+struct RankStatus {
+    action: &'static str,
+    line: u64,
+    blocked: Vec<Pending>,
+    finished: bool,
+}
+
+struct World {
+    queues: Vec<Queues>,
+    pool: Vec<Mailbox>,
+    next_mbox: u64,
+    status: Vec<RankStatus>,
+    stats: Vec<Option<RankStats>>,
+    errors: Vec<String>,
+    warnings: Vec<String>,
+    messages: u64,
+    bytes: f64,
+    timeline: Vec<TimelineEvent>,
+    links: Vec<Link>,
+    /// Per-link bytes, counted from each message's route (SimGrid's link-load plugin crashes
+    /// when a deadlock leaves unmatched communications behind).
+    link_index: HashMap<Link, usize>,
+    link_bytes: Vec<f64>,
+    routes: HashMap<(Host, Host), Vec<usize>>,
+    rank_host: Vec<Host>,
+    count_links: bool,
+}
+
+impl World {
+    fn mailbox(&mut self) -> Mailbox {
+        self.pool.pop().expect("spare_mailbox() filled the pool")
+    }
+}
+
+/// Makes sure the pool holds a mailbox. Creating one is a SimGrid simcall, which lets other
+/// actors run: no borrow of the world may be held across it.
+fn spare_mailbox(world: &RefCell<World>) {
+    let id = {
+        let mut w = world.borrow_mut();
+        if w.pool.is_empty() {
+            w.next_mbox += 1;
+            Some(w.next_mbox)
+        } else {
+            None
+        }
+    };
+    if let Some(id) = id {
+        let m = Mailbox::by_name(&format!("mpicast-m{id}"));
+        world.borrow_mut().pool.push(m);
+    }
+}
+
+/// Marks one side's operation as issued; the second one recycles the mailbox.
+fn issued(world: &RefCell<World>, link: &Link2) {
+    let n = link.issued.get() + 1;
+    link.issued.set(n);
+    if n == 2 {
+        world.borrow_mut().pool.push(link.mbox);
+    }
+}
+
+/// An outstanding point-to-point operation of one rank.
+pub(crate) struct Req {
+    /// None once locally complete (eager sends).
+    comm: Option<Comm>,
+    link: Rc<Link2>,
+    pending: Pending,
+}
+
+struct Opts {
+    eager_threshold: u64,
+    reduce_flops_per_byte: f64,
+    block_seconds: HashMap<u32, f64>,
+    timeline: bool,
+}
+
+/// A communicator as seen by one rank: its members (world ranks) and this rank's index.
+#[derive(Clone)]
+pub(crate) struct CommView {
+    pub(crate) id: u32,
+    /// None: the world (member i is world rank i).
+    members: Option<Rc<Vec<u32>>>,
+    pub(crate) me: u32,
+    pub(crate) size: u32,
+}
+
+impl CommView {
+    pub(crate) fn world_rank(&self, r: u32) -> u32 {
+        match &self.members {
+            None => r,
+            Some(m) => m[r as usize],
+        }
+    }
+}
+
+/// One rank's replay state.
+pub(crate) struct Rank {
+    me: u32,
+    world: Rc<RefCell<World>>,
+    opts: Rc<Opts>,
+    speed: f64,
+    reqs: HashMap<u64, Req>,
+    tested_done: HashSet<u64>,
+    comms: HashMap<u32, CommView>,
+    world_size: u32,
+    compute_s: f64,
+    comm_s: f64,
+    wait_s: f64,
+    messages_sent: u64,
+    bytes_sent: u64,
+}
+
+/// Why an actor stopped early (the message goes to the shared error list).
+pub(crate) struct Stop(pub(crate) String);
+
+impl Rank {
+    // ---- point to point ---------------------------------------------------------------------
+
+    /// Posts a send of `bytes` to world rank `to`.
+    pub(crate) fn post_send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) -> Req {
+        let me = self.me;
+        self.messages_sent += 1;
+        self.bytes_sent += bytes;
+        spare_mailbox(&self.world);
+        let link = {
+            let mut w = self.world.borrow_mut();
+            w.messages += 1;
+            w.bytes += bytes as f64;
+            let q = &mut w.queues[to as usize].posted;
+            let hit = q.iter().position(|p| {
+                p.ctx == ctx && p.src.is_none_or(|s| s == me) && p.tag.is_none_or(|t| t == tag)
+            });
+            match hit {
+                Some(i) => {
+                    let p = q.remove(i).expect("index from position");
+                    p.link.matched_at.set(engine::now());
+                    p.link
+                }
+                None => {
+                    let mbox = w.mailbox();
+                    let link = Rc::new(Link2 { mbox, matched_at: Cell::new(f64::NAN), issued: Cell::new(0) });
+                    w.queues[to as usize].unexpected.push_back(Envelope { src: me, tag, ctx, bytes, link: Rc::clone(&link) });
+                    link
+                }
+            }
+        };
+        let comm = if bytes < self.opts.eager_threshold {
+            link.mbox.put_bare_detached(bytes);
+            None
+        } else {
+            Some(link.mbox.put_bare_async(bytes))
+        };
+        issued(&self.world, &link);
+        self.count_link_bytes(to, bytes);
+        Req { comm, link, pending: Pending { recv: false, peer: Some(to), tag: Some(tag), ctx, bytes } }
+    }
+
+    fn count_link_bytes(&self, to: u32, bytes: u64) {
+        let mut w = self.world.borrow_mut();
+        if !w.count_links {
+            return;
+        }
+        let key = (w.rank_host[self.me as usize], w.rank_host[to as usize]);
+        if !w.routes.contains_key(&key) {
+            // Route lookups are plain calls (no simcall): safe under the borrow.
+            let route: Vec<usize> = key.0.route_links(key.1).iter().filter_map(|l| w.link_index.get(l).copied()).collect();
+            w.routes.insert(key, route);
+        }
+        let World { routes, link_bytes, .. } = &mut *w;
+        for &i in &routes[&key] {
+            link_bytes[i] += bytes as f64;
+        }
+    }
+
+    /// Posts a receive from world rank `from` (None: any source).
+    pub(crate) fn post_recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Req {
+        let me = self.me as usize;
+        spare_mailbox(&self.world);
+        let (link, bytes) = {
+            let mut w = self.world.borrow_mut();
+            let q = &mut w.queues[me].unexpected;
+            let hit = q.iter().position(|e| {
+                e.ctx == ctx && from.is_none_or(|s| s == e.src) && tag.is_none_or(|t| t == e.tag)
+            });
+            match hit {
+                Some(i) => {
+                    let e = q.remove(i).expect("index from position");
+                    e.link.matched_at.set(engine::now());
+                    (e.link, e.bytes)
+                }
+                None => {
+                    let mbox = w.mailbox();
+                    let link = Rc::new(Link2 { mbox, matched_at: Cell::new(f64::NAN), issued: Cell::new(0) });
+                    w.queues[me].posted.push_back(Posted { src: from, tag, ctx, link: Rc::clone(&link) });
+                    (link, 0)
+                }
+            }
+        };
+        let comm = link.mbox.get_bare_async();
+        issued(&self.world, &link);
+        Req { comm: Some(comm), link, pending: Pending { recv: true, peer: from, tag, ctx, bytes } }
+    }
+
+    /// Blocks until every request completes; splits the time into waiting (before the last
+    /// partner arrived) and communication.
+    pub(crate) fn complete(&mut self, reqs: &mut [Req]) {
+        if reqs.iter().all(|r| r.comm.as_ref().is_none_or(|c| c.is_done())) {
+            return;
+        }
+        {
+            let mut w = self.world.borrow_mut();
+            let st = &mut w.status[self.me as usize];
+            st.blocked.clear();
+            st.blocked.extend(reqs.iter().filter(|r| r.comm.is_some()).map(|r| r.pending.clone()));
+        }
+        let t0 = engine::now();
+        for r in reqs.iter_mut() {
+            if let Some(c) = r.comm.as_mut() {
+                c.wait();
+            }
+        }
+        let t1 = engine::now();
+        let matched = reqs.iter().map(|r| r.link.matched_at.get()).filter(|m| !m.is_nan()).fold(t0, f64::max);
+        let wait = (matched.min(t1) - t0).max(0.0);
+        self.wait_s += wait;
+        self.comm_s += (t1 - t0) - wait;
+        self.world.borrow_mut().status[self.me as usize].blocked.clear();
+    }
+
+    pub(crate) fn send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) {
+        let mut r = [self.post_send(to, bytes, tag, ctx)];
+        self.complete(&mut r);
+    }
+
+    pub(crate) fn recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) {
+        let mut r = [self.post_recv(from, tag, ctx)];
+        self.complete(&mut r);
+    }
+
+    pub(crate) fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32, ctx: Ctx) {
+        let rr = self.post_recv(Some(from), Some(tag), ctx);
+        let sr = self.post_send(to, bytes, tag, ctx);
+        let mut r = [rr, sr];
+        self.complete(&mut r);
+    }
+
+    /// Reduction arithmetic on `bytes`, charged as compute.
+    pub(crate) fn reduce_compute(&mut self, bytes: u64) {
+        self.flops(bytes as f64 * self.opts.reduce_flops_per_byte);
+    }
+
+    fn flops(&mut self, flops: f64) {
+        if flops > 0.0 {
+            let t0 = engine::now();
+            engine::execute(flops);
+            self.compute_s += engine::now() - t0;
+        }
+    }
+
+    // ---- actions ------------------------------------------------------------------------------
+
+    fn comm(&self, id: u32) -> Result<CommView, Stop> {
+        if id == COMM_WORLD {
+            return Ok(CommView { id, members: None, me: self.me, size: self.world_size });
+        }
+        self.comms.get(&id).cloned().ok_or_else(|| Stop(format!("communicator {id} used before its `comm` line")))
+    }
+
+    fn peer(c: &CommView, p: Peer) -> Result<Option<u32>, Stop> {
+        match p {
+            Peer::Any => Ok(None),
+            Peer::Rank(r) if r < c.size => Ok(Some(c.world_rank(r))),
+            Peer::Rank(r) => Err(Stop(format!("rank {r} is not in communicator {} of size {}", c.id, c.size))),
+        }
+    }
+
+    fn dest(c: &CommView, r: u32) -> Result<u32, Stop> {
+        Self::peer(c, Peer::Rank(r)).map(|p| p.expect("a rank"))
+    }
+
+    fn tag(t: Tag) -> Option<i32> {
+        match t {
+            Tag::Value(v) => Some(v),
+            Tag::Any => None,
+        }
+    }
+
+    fn add_req(&mut self, id: u64, r: Req) -> Result<(), Stop> {
+        if self.reqs.contains_key(&id) {
+            return Err(Stop(format!("request {id} is still outstanding")));
+        }
+        self.tested_done.remove(&id);
+        self.reqs.insert(id, r);
+        Ok(())
+    }
+
+    fn take_req(&mut self, id: u64) -> Result<Option<Req>, Stop> {
+        match self.reqs.remove(&id) {
+            Some(r) => Ok(Some(r)),
+            None if self.tested_done.remove(&id) => Ok(None),
+            None => Err(Stop(format!("no outstanding request {id}"))),
+        }
+    }
+
+    fn play(&mut self, a: &TraceAction) -> Result<(), Stop> {
+        use TraceAction as A;
+        match a {
+            A::Compute { compute } => {
+                let flops = match compute {
+                    Compute::Seconds(s) => s * self.speed,
+                    Compute::Flops(f) => *f,
+                    Compute::Blocks(blocks) => {
+                        let mut s = 0.0;
+                        for (id, n) in blocks {
+                            let per = self.opts.block_seconds.get(id).ok_or_else(|| {
+                                Stop(format!(
+                                    "compute blocks: no time for block {id} (estimate the trace into seconds first, \
+                                     or give a block table)"
+                                ))
+                            })?;
+                            s += per * *n as f64;
+                        }
+                        s * self.speed
+                    }
+                };
+                self.flops(flops);
+            }
+            A::CommDef { id, ranks } => {
+                let me = ranks
+                    .iter()
+                    .position(|&r| r == self.me)
+                    .ok_or_else(|| Stop(format!("comm {id}: rank {} is not a member", self.me)))?;
+                if ranks.iter().any(|&r| r >= self.world_size) {
+                    return Err(Stop(format!("comm {id}: members must be below {}", self.world_size)));
+                }
+                let size = ranks.len() as u32;
+                self.comms.insert(*id, CommView { id: *id, members: Some(Rc::new(ranks.clone())), me: me as u32, size });
+            }
+            A::Send { to, bytes, tag, comm } => {
+                let c = self.comm(*comm)?;
+                let to = Self::dest(&c, *to)?;
+                self.send(to, *bytes, *tag, p2p_ctx(*comm));
+            }
+            A::Recv { from, tag, comm, .. } => {
+                let c = self.comm(*comm)?;
+                let from = Self::peer(&c, *from)?;
+                self.recv(from, Self::tag(*tag), p2p_ctx(*comm));
+            }
+            A::Isend { req, to, bytes, tag, comm } => {
+                let c = self.comm(*comm)?;
+                let to = Self::dest(&c, *to)?;
+                let r = self.post_send(to, *bytes, *tag, p2p_ctx(*comm));
+                self.add_req(*req, r)?;
+            }
+            A::Irecv { req, from, tag, comm, .. } => {
+                let c = self.comm(*comm)?;
+                let from = Self::peer(&c, *from)?;
+                let r = self.post_recv(from, Self::tag(*tag), p2p_ctx(*comm));
+                self.add_req(*req, r)?;
+            }
+            A::Wait { req } => {
+                if let Some(r) = self.take_req(*req)? {
+                    self.complete(&mut [r]);
+                }
+            }
+            A::Waitall { reqs } => {
+                let mut rs = Vec::new();
+                if reqs.is_empty() {
+                    let mut ids: Vec<u64> = self.reqs.keys().copied().collect();
+                    ids.sort_unstable();
+                    for id in ids {
+                        rs.extend(self.take_req(id)?);
+                    }
+                } else {
+                    for id in reqs {
+                        rs.extend(self.take_req(*id)?);
+                    }
+                }
+                self.complete(&mut rs);
+            }
+            A::Test { req } => {
+                let done = match self.reqs.get_mut(req) {
+                    Some(r) => r.comm.as_mut().is_none_or(|c| c.test()),
+                    None if self.tested_done.contains(req) => false,
+                    None => return Err(Stop(format!("no outstanding request {req}"))),
+                };
+                if done {
+                    self.reqs.remove(req);
+                    self.tested_done.insert(*req);
+                }
+            }
+            A::Sendrecv { to, send_bytes, send_tag, from, recv_tag, comm, .. } => {
+                let c = self.comm(*comm)?;
+                let to = Self::dest(&c, *to)?;
+                let from = Self::peer(&c, *from)?;
+                let rr = self.post_recv(from, Self::tag(*recv_tag), p2p_ctx(*comm));
+                let sr = self.post_send(to, *send_bytes, *send_tag, p2p_ctx(*comm));
+                self.complete(&mut [rr, sr]);
+            }
+            other => {
+                let c = match other {
+                    A::Barrier { comm }
+                    | A::Bcast { comm, .. }
+                    | A::Reduce { comm, .. }
+                    | A::Allreduce { comm, .. }
+                    | A::Gather { comm, .. }
+                    | A::Gatherv { comm, .. }
+                    | A::Scatter { comm, .. }
+                    | A::Scatterv { comm, .. }
+                    | A::Allgather { comm, .. }
+                    | A::Allgatherv { comm, .. }
+                    | A::Alltoall { comm, .. }
+                    | A::Alltoallv { comm, .. }
+                    | A::ReduceScatter { comm, .. }
+                    | A::Scan { comm, .. } => self.comm(*comm)?,
+                    _ => unreachable!("point-to-point actions are handled above"),
+                };
+                super::coll::run(self, &c, other)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, host: &str) {
+        // Requests never waited for: complete them (MPI_Finalize would) and say so.
+        if !self.reqs.is_empty() {
+            let mut ids: Vec<u64> = self.reqs.keys().copied().collect();
+            ids.sort_unstable();
+            self.world
+                .borrow_mut()
+                .warnings
+                .push(format!("rank {}: {} request(s) never waited for (first: {}), completed at the end", self.me, ids.len(), ids[0]));
+            let mut rs: Vec<Req> = ids.iter().filter_map(|id| self.reqs.remove(id)).collect();
+            self.complete(&mut rs);
+        }
+        let mut w = self.world.borrow_mut();
+        w.status[self.me as usize].finished = true;
+        w.stats[self.me as usize] = Some(RankStats {
+            rank: self.me,
+            host: host.to_string(),
+            finish_s: engine::now(),
+            compute_s: self.compute_s,
+            comm_s: self.comm_s,
+            wait_s: self.wait_s,
+            messages_sent: self.messages_sent,
+            bytes_sent: self.bytes_sent,
+        });
+    }
+}
+
+/// The name of an action's first word, for reports.
+pub(crate) fn action_name(a: &TraceAction) -> &'static str {
+    use TraceAction as A;
+    match a {
+        A::Compute { .. } => "compute",
+        A::CommDef { .. } => "comm",
+        A::Send { .. } => "send",
+        A::Recv { .. } => "recv",
+        A::Isend { .. } => "isend",
+        A::Irecv { .. } => "irecv",
+        A::Wait { .. } => "wait",
+        A::Waitall { .. } => "waitall",
+        A::Test { .. } => "test",
+        A::Sendrecv { .. } => "sendrecv",
+        A::Barrier { .. } => "barrier",
+        A::Bcast { .. } => "bcast",
+        A::Reduce { .. } => "reduce",
+        A::Allreduce { .. } => "allreduce",
+        A::Gather { .. } => "gather",
+        A::Gatherv { .. } => "gatherv",
+        A::Scatter { .. } => "scatter",
+        A::Scatterv { .. } => "scatterv",
+        A::Allgather { .. } => "allgather",
+        A::Allgatherv { .. } => "allgatherv",
+        A::Alltoall { .. } => "alltoall",
+        A::Alltoallv { .. } => "alltoallv",
+        A::ReduceScatter { .. } => "reduce_scatter",
+        A::Scan { .. } => "scan",
+    }
+}
+
+fn rank_body(mut rank: Box<Rank>, mut reader: TraceReader, host: String) {
+    let me = rank.me as usize;
+    let world = Rc::clone(&rank.world);
+    let timeline = rank.opts.timeline;
+    loop {
+        let (a, line) = match reader.next_action() {
+            Ok(Some(x)) => x,
+            Ok(None) => break,
+            Err(e) => {
+                world.borrow_mut().errors.push(e.to_string());
+                return;
+            }
+        };
+        {
+            let mut w = world.borrow_mut();
+            let st = &mut w.status[me];
+            st.action = action_name(&a);
+            st.line = line;
+        }
+        let t0 = engine::now();
+        if let Err(Stop(msg)) = rank.play(&a) {
+            world.borrow_mut().errors.push(format!("{}:{line}: {msg}", reader.file()));
+            return;
+        }
+        if timeline {
+            let t1 = engine::now();
+            if t1 > t0 {
+                world.borrow_mut().timeline.push(TimelineEvent {
+                    rank: rank.me,
+                    kind: action_name(&a).to_string(),
+                    start_s: t0,
+                    end_s: t1,
+                });
+            }
+        }
+    }
+    rank.finish(&host);
+}
+
+/// Hosts in natural name order (node-2 before node-10).
+fn natural_key(s: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut digits = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_digit() {
+            digits.push(ch);
+        } else {
+            if !digits.is_empty() {
+                out.push((std::mem::take(&mut text), digits.parse().unwrap_or(u64::MAX)));
+                digits.clear();
+            }
+            text.push(ch);
+        }
+    }
+    out.push((text, if digits.is_empty() { 0 } else { digits.parse().unwrap_or(u64::MAX) }));
+    out
+}
+
+fn map_ranks(eng: &Engine, mapping: &Mapping, ranks: u32) -> Result<Vec<Host>> {
+    let mut hosts: Vec<(Vec<(String, u64)>, Host)> = eng.hosts().into_iter().map(|h| (natural_key(&h.name()), h)).collect();
+    hosts.sort_by(|a, b| a.0.cmp(&b.0));
+    let hosts: Vec<Host> = hosts.into_iter().map(|(_, h)| h).collect();
+    if hosts.is_empty() {
+        bail!("the platform has no hosts");
+    }
+    let n = ranks as usize;
+    Ok(match mapping {
+        Mapping::RoundRobin => (0..n).map(|r| hosts[r % hosts.len()]).collect(),
+        Mapping::Block => {
+            let per = n.div_ceil(hosts.len());
+            (0..n).map(|r| hosts[r / per]).collect()
+        }
+        Mapping::Hosts { hosts: names } => {
+            if names.len() != n {
+                bail!("the mapping names {} hosts for {} ranks", names.len(), n);
+            }
+            names
+                .iter()
+                .enumerate()
+                .map(|(r, name)| eng.host(name).with_context(|| format!("mapping, rank {r}")))
+                .collect::<Result<_>>()?
+        }
+    })
+}
+
+fn describe_ctx(ctx: Ctx) -> String {
+    let comm = ctx / 2;
+    if ctx % 2 == 1 {
+        format!("collective traffic, comm {comm}")
+    } else {
+        format!("comm {comm}")
+    }
+}
+
+fn describe(p: &Pending) -> String {
+    let peer = p.peer.map_or("any rank".to_string(), |r| format!("rank {r}"));
+    let tag = p.tag.map_or("any tag".to_string(), |t| format!("tag {t}"));
+    if p.recv {
+        format!("a message from {peer} ({tag}, {})", describe_ctx(p.ctx))
+    } else {
+        format!("{peer} to receive {} B ({tag}, {})", p.bytes, describe_ctx(p.ctx))
+    }
+}
+
+/// Runs a replay job in this process (once per process).
+pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
+    let started = Instant::now();
+    let n = job.ranks;
+    if n == 0 {
+        bail!("no ranks to replay");
+    }
+    let mut cfg = vec![DEFAULT_NETWORK_MODEL.to_string()];
+    cfg.extend(job.cfg.iter().cloned());
+    let eng = Engine::init(&EngineOptions { cfg, host_load: true, link_load: false, verbose: false })?;
+    eng.load_platform(&job.platform)?;
+    let placement = map_ranks(&eng, &job.mapping, n)?;
+    let links = if job.options.link_usage { eng.links() } else { Vec::new() };
+
+    let world = Rc::new(RefCell::new(World {
+        queues: (0..n).map(|_| Queues::default()).collect(),
+        pool: Vec::new(),
+        next_mbox: 0,
+        status: (0..n).map(|_| RankStatus::default()).collect(),
+        stats: vec![None; n as usize],
+        errors: Vec::new(),
+        warnings: Vec::new(),
+        messages: 0,
+        bytes: 0.0,
+        timeline: Vec::new(),
+        link_index: links.iter().enumerate().map(|(i, l)| (*l, i)).collect(),
+        link_bytes: vec![0.0; links.len()],
+        links,
+        routes: HashMap::new(),
+        rank_host: placement.clone(),
+        count_links: job.options.link_usage,
+    }));
+    let opts = Rc::new(Opts {
+        eager_threshold: job.options.eager_threshold_bytes,
+        reduce_flops_per_byte: job.options.reduce_flops_per_byte,
+        block_seconds: job.options.block_seconds.iter().copied().collect(),
+        timeline: job.options.timeline,
+    });
+
+    for r in 0..n {
+        let host = placement[r as usize];
+        let reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
+        if reader.header.rank != r || reader.header.size != n {
+            bail!(
+                "{}:1: header says rank {} size {}, expected rank {r} size {n}",
+                reader.file(),
+                reader.header.rank,
+                reader.header.size
+            );
+        }
+        let rank = Box::new(Rank {
+            me: r,
+            world: Rc::clone(&world),
+            opts: Rc::clone(&opts),
+            speed: host.speed_flops(),
+            reqs: HashMap::new(),
+            tested_done: HashSet::new(),
+            comms: HashMap::new(),
+            world_size: n,
+            compute_s: 0.0,
+            comm_s: 0.0,
+            wait_s: 0.0,
+            messages_sent: 0,
+            bytes_sent: 0,
+        });
+        let host_name = host.name();
+        eng.spawn(&format!("rank-{r}"), host, move || rank_body(rank, reader, host_name))?;
+    }
+    eng.run();
+    let makespan = eng.clock();
+
+    let mut w = world.borrow_mut();
+    if let Some(e) = w.errors.first() {
+        let more = if w.errors.len() > 1 { format!(" (and {} more errors)", w.errors.len() - 1) } else { String::new() };
+        bail!("{e}{more}");
+    }
+    let stuck: Vec<usize> = (0..n as usize).filter(|&r| !w.status[r].finished).collect();
+    if !stuck.is_empty() {
+        let mut parts = Vec::new();
+        for &r in stuck.iter().take(8) {
+            let st = &w.status[r];
+            let file = rank_file(&job.trace_dir, r as u32);
+            let file = file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let what: Vec<String> = st.blocked.iter().take(3).map(describe).collect();
+            let more = if st.blocked.len() > 3 { format!(" and {} more", st.blocked.len() - 3) } else { String::new() };
+            parts.push(format!(
+                "rank {r} in `{}` ({file}:{}) waits for {}{more}",
+                st.action,
+                st.line,
+                if what.is_empty() { "nothing known".to_string() } else { what.join(", ") }
+            ));
+        }
+        let more = if stuck.len() > 8 { format!("; and {} more ranks", stuck.len() - 8) } else { String::new() };
+        bail!(
+            "deadlock at t={makespan:.6} s: {} of {n} ranks never finished: {}{more}",
+            stuck.len(),
+            parts.join("; ")
+        );
+    }
+    let mut warnings = std::mem::take(&mut w.warnings);
+    let unreceived: usize = w.queues.iter().map(|q| q.unexpected.len()).sum();
+    if unreceived > 0 {
+        let (dst, e) = w
+            .queues
+            .iter()
+            .enumerate()
+            .find_map(|(d, q)| q.unexpected.front().map(|e| (d, e)))
+            .expect("one exists");
+        warnings.push(format!(
+            "{unreceived} message(s) never received (first: rank {} to rank {dst}, {} B, tag {}, {})",
+            e.src,
+            e.bytes,
+            e.tag,
+            describe_ctx(e.ctx)
+        ));
+    }
+
+    let ranks: Vec<RankStats> = w.stats.iter_mut().map(|s| s.take().expect("every rank finished")).collect();
+    let mut per_host: HashMap<String, u32> = HashMap::new();
+    for r in &ranks {
+        *per_host.entry(r.host.clone()).or_default() += 1;
+    }
+    let hosts = eng
+        .hosts()
+        .into_iter()
+        .map(|h| {
+            let name = h.name();
+            let cap = h.speed_flops() * h.core_count() as f64 * makespan;
+            HostStats {
+                ranks: per_host.get(&name).copied().unwrap_or(0),
+                cores: h.core_count(),
+                speed_flops: h.speed_flops(),
+                computed_flops: h.computed_flops(),
+                cpu_use: if cap > 0.0 { h.computed_flops() / cap } else { 0.0 },
+                name,
+            }
+        })
+        .collect();
+    let links = w
+        .links
+        .iter()
+        .zip(&w.link_bytes)
+        .map(|(l, &bytes)| {
+            let cap = l.bandwidth_bytes_per_s() * makespan;
+            LinkStats {
+                name: l.name(),
+                bandwidth_bytes_per_s: l.bandwidth_bytes_per_s(),
+                bytes,
+                utilisation: if cap > 0.0 { bytes / cap } else { 0.0 },
+            }
+        })
+        .collect();
+    Ok(ReplayResult {
+        makespan_s: makespan,
+        ranks,
+        hosts,
+        links,
+        messages: w.messages,
+        bytes: w.bytes,
+        wall_s: started.elapsed().as_secs_f64(),
+        warnings,
+        timeline: std::mem::take(&mut w.timeline),
+    })
+}
+
+/// Reads a mapping file: one host name per rank, in rank order; `#` comments and blank lines
+/// are skipped.
+pub fn read_mapping_file(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read the mapping", path.display()))?;
+    let mut hosts = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.split('#').next().unwrap_or("").trim();
+        if l.is_empty() {
+            continue;
+        }
+        if l.split_whitespace().count() != 1 {
+            bail!("{}:{}: expected one host name, found {l:?}", path.display(), i + 1);
+        }
+        hosts.push(l.to_string());
+    }
+    Ok(hosts)
+}

@@ -1,0 +1,794 @@
+//! Per-rank trace files (traces/FORMAT.md): parsing one line, a lazy reader that streams a rank's
+//! actions with loops unfolded (memory bounded by the largest loop body, not the trace length), a
+//! writer per rank, directory discovery and validation, and the export to SimGrid's
+//! time-independent format (`smpi`).
+
+pub mod smpi;
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::model::trace::{Compute, Counts, Peer, Tag, TraceAction, COMM_WORLD};
+
+/// The first word of a trace file's header line.
+pub const FORMAT_NAME: &str = "mpicast-trace";
+/// The format version this mpicast reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A problem at one line of one trace file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}: {msg}")]
+pub struct TraceError {
+    pub file: String,
+    pub line: u64,
+    pub msg: String,
+}
+
+/// The header line: `mpicast-trace 1 rank R size N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub rank: u32,
+    pub size: u32,
+}
+
+/// The file holding rank `rank`'s trace in `dir`.
+pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
+    dir.join(format!("rank-{rank}.trace"))
+}
+
+/// One parsed line: an action, a loop start or end, or nothing (blank, comment).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    Action(TraceAction),
+    Loop(u64),
+    End,
+}
+
+// ---- parsing ----------------------------------------------------------------------------------
+
+fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+    s.parse::<T>().map_err(|_| format!("{what} {s:?} is not a valid number"))
+}
+
+fn seconds(s: &str, what: &str) -> Result<f64, String> {
+    let v: f64 = num(s, what)?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{what} {s:?} must be a finite number >= 0"));
+    }
+    Ok(v)
+}
+
+fn peer(s: &str) -> Result<Peer, String> {
+    if s == "any" {
+        Ok(Peer::Any)
+    } else {
+        Ok(Peer::Rank(num(s, "peer rank")?))
+    }
+}
+
+fn tag_sel(s: &str) -> Result<Tag, String> {
+    if s == "any" {
+        Ok(Tag::Any)
+    } else {
+        Ok(Tag::Value(num(s, "tag")?))
+    }
+}
+
+/// `1024x3,2048` -> [1024, 1024, 1024, 2048]
+pub fn parse_counts(s: &str) -> Result<Counts, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('x') {
+            Some((v, n)) => {
+                let v: u64 = num(v, "count")?;
+                let n: usize = num(n, "repetition")?;
+                if n > 1 << 24 {
+                    return Err(format!("repetition {n} too large"));
+                }
+                out.extend(std::iter::repeat(v).take(n));
+            }
+            None => out.push(num(part, "count")?),
+        }
+    }
+    Ok(out)
+}
+
+/// `0-3,8,10` -> [0, 1, 2, 3, 8, 10]
+fn parse_ranks(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: u32 = num(a, "rank")?;
+                let b: u32 = num(b, "rank")?;
+                if b < a || b - a > 1 << 24 {
+                    return Err(format!("bad rank range {part:?}"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part, "rank")?),
+        }
+    }
+    Ok(out)
+}
+
+/// Splits `key=value` options off the positional words.
+struct Words<'a> {
+    op: &'a str,
+    pos: Vec<&'a str>,
+    opts: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Words<'a> {
+    fn opt(&self, key: &str) -> Option<&'a str> {
+        self.opts.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+    fn check(&self, min: usize, max: usize, keys: &[&str], usage: &str) -> Result<(), String> {
+        if self.pos.len() < min || self.pos.len() > max {
+            return Err(format!("{}: expected `{usage}`", self.op));
+        }
+        for (k, _) in &self.opts {
+            if !keys.contains(k) {
+                return Err(format!("{}: unknown option {k:?} (valid: {})", self.op, keys.join(", ")));
+            }
+        }
+        Ok(())
+    }
+    fn comm(&self) -> Result<u32, String> {
+        self.opt("comm").map(|c| num(c, "communicator")).unwrap_or(Ok(COMM_WORLD))
+    }
+    fn root(&self) -> Result<u32, String> {
+        self.opt("root").map(|c| num(c, "root")).unwrap_or(Ok(0))
+    }
+    fn tag(&self, key: &str) -> Result<i32, String> {
+        self.opt(key).map(|c| num(c, "tag")).unwrap_or(Ok(0))
+    }
+    fn tag_sel(&self, key: &str) -> Result<Tag, String> {
+        self.opt(key).map(tag_sel).unwrap_or(Ok(Tag::Value(0)))
+    }
+    fn counts(&self, key: &str) -> Result<Counts, String> {
+        match self.opt(key) {
+            Some(c) => parse_counts(c),
+            None => Err(format!("{}: missing {key}=", self.op)),
+        }
+    }
+}
+
+/// Parses one line of a trace body. Blank lines and `#` comments give `None`.
+pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
+    let text = text.split('#').next().unwrap_or("");
+    let mut it = text.split_whitespace();
+    let Some(op) = it.next() else { return Ok(None) };
+    let mut w = Words { op, pos: Vec::new(), opts: Vec::new() };
+    for word in it {
+        match word.split_once('=') {
+            Some((k, v)) => w.opts.push((k, v)),
+            None => w.pos.push(word),
+        }
+    }
+    let p = &w.pos;
+    const P2P: &[&str] = &["tag", "comm"];
+    let a = match op {
+        "compute" => {
+            if p.first() == Some(&"blocks") {
+                w.check(2, usize::MAX, &[], "compute blocks ID xCOUNT ...")?;
+                let mut blocks = Vec::new();
+                for b in &p[1..] {
+                    let (id, n) = b.split_once('x').ok_or_else(|| format!("compute blocks: {b:?} is not ID xCOUNT"))?;
+                    blocks.push((num(id, "block id")?, num(n, "block count")?));
+                }
+                TraceAction::Compute { compute: Compute::Blocks(blocks) }
+            } else if let Some(f) = w.opt("flops") {
+                w.check(0, 0, &["flops"], "compute flops=F")?;
+                TraceAction::Compute { compute: Compute::Flops(seconds(f, "flops")?) }
+            } else {
+                w.check(1, 1, &[], "compute SECONDS")?;
+                TraceAction::Compute { compute: Compute::Seconds(seconds(p[0], "seconds")?) }
+            }
+        }
+        "comm" => {
+            w.check(2, 2, &[], "comm ID RANKS")?;
+            let id: u32 = num(p[0], "communicator")?;
+            if id == COMM_WORLD {
+                return Err("comm: communicator 0 is the world and cannot be redefined".into());
+            }
+            TraceAction::CommDef { id, ranks: parse_ranks(p[1])? }
+        }
+        "send" => {
+            w.check(2, 2, P2P, "send TO BYTES [tag=T] [comm=C]")?;
+            TraceAction::Send { to: num(p[0], "destination")?, bytes: num(p[1], "bytes")?, tag: w.tag("tag")?, comm: w.comm()? }
+        }
+        "recv" => {
+            w.check(1, 2, P2P, "recv FROM|any [BYTES] [tag=T|any] [comm=C]")?;
+            TraceAction::Recv {
+                from: peer(p[0])?,
+                bytes: p.get(1).map(|b| num(b, "bytes")).transpose()?,
+                tag: w.tag_sel("tag")?,
+                comm: w.comm()?,
+            }
+        }
+        "isend" => {
+            w.check(3, 3, P2P, "isend REQ TO BYTES [tag=T] [comm=C]")?;
+            TraceAction::Isend {
+                req: num(p[0], "request")?,
+                to: num(p[1], "destination")?,
+                bytes: num(p[2], "bytes")?,
+                tag: w.tag("tag")?,
+                comm: w.comm()?,
+            }
+        }
+        "irecv" => {
+            w.check(2, 3, P2P, "irecv REQ FROM|any [BYTES] [tag=T|any] [comm=C]")?;
+            TraceAction::Irecv {
+                req: num(p[0], "request")?,
+                from: peer(p[1])?,
+                bytes: p.get(2).map(|b| num(b, "bytes")).transpose()?,
+                tag: w.tag_sel("tag")?,
+                comm: w.comm()?,
+            }
+        }
+        "wait" => {
+            w.check(1, 1, &[], "wait REQ")?;
+            TraceAction::Wait { req: num(p[0], "request")? }
+        }
+        "waitall" => {
+            w.check(0, usize::MAX, &[], "waitall [REQ ...]")?;
+            TraceAction::Waitall { reqs: p.iter().map(|r| num(r, "request")).collect::<Result<_, _>>()? }
+        }
+        "test" => {
+            w.check(1, 1, &[], "test REQ")?;
+            TraceAction::Test { req: num(p[0], "request")? }
+        }
+        "sendrecv" => {
+            w.check(3, 4, &["stag", "rtag", "comm"], "sendrecv TO SBYTES FROM|any [RBYTES] [stag=T] [rtag=T|any] [comm=C]")?;
+            TraceAction::Sendrecv {
+                to: num(p[0], "destination")?,
+                send_bytes: num(p[1], "bytes")?,
+                send_tag: w.tag("stag")?,
+                from: peer(p[2])?,
+                recv_bytes: p.get(3).map(|b| num(b, "bytes")).transpose()?,
+                recv_tag: w.tag_sel("rtag")?,
+                comm: w.comm()?,
+            }
+        }
+        "barrier" => {
+            w.check(0, 0, &["comm"], "barrier [comm=C]")?;
+            TraceAction::Barrier { comm: w.comm()? }
+        }
+        "bcast" | "reduce" | "gather" | "scatter" => {
+            w.check(1, 1, &["root", "comm"], &format!("{op} BYTES [root=R] [comm=C]"))?;
+            let (bytes, root, comm) = (num(p[0], "bytes")?, w.root()?, w.comm()?);
+            match op {
+                "bcast" => TraceAction::Bcast { bytes, root, comm },
+                "reduce" => TraceAction::Reduce { bytes, root, comm },
+                "gather" => TraceAction::Gather { bytes, root, comm },
+                _ => TraceAction::Scatter { bytes, root, comm },
+            }
+        }
+        "allreduce" | "allgather" | "alltoall" | "scan" => {
+            w.check(1, 1, &["comm"], &format!("{op} BYTES [comm=C]"))?;
+            let (bytes, comm) = (num(p[0], "bytes")?, w.comm()?);
+            match op {
+                "allreduce" => TraceAction::Allreduce { bytes, comm },
+                "allgather" => TraceAction::Allgather { bytes, comm },
+                "alltoall" => TraceAction::Alltoall { bytes, comm },
+                _ => TraceAction::Scan { bytes, comm },
+            }
+        }
+        "gatherv" | "scatterv" => {
+            w.check(0, 0, &["counts", "root", "comm"], &format!("{op} counts=B,B,... [root=R] [comm=C]"))?;
+            let (counts, root, comm) = (w.counts("counts")?, w.root()?, w.comm()?);
+            if op == "gatherv" {
+                TraceAction::Gatherv { counts, root, comm }
+            } else {
+                TraceAction::Scatterv { counts, root, comm }
+            }
+        }
+        "allgatherv" | "reduce_scatter" => {
+            w.check(0, 0, &["counts", "comm"], &format!("{op} counts=B,B,... [comm=C]"))?;
+            let (counts, comm) = (w.counts("counts")?, w.comm()?);
+            if op == "allgatherv" {
+                TraceAction::Allgatherv { counts, comm }
+            } else {
+                TraceAction::ReduceScatter { counts, comm }
+            }
+        }
+        "alltoallv" => {
+            w.check(0, 0, &["send", "recv", "comm"], "alltoallv send=B,B,... recv=B,B,... [comm=C]")?;
+            TraceAction::Alltoallv { send: w.counts("send")?, recv: w.counts("recv")?, comm: w.comm()? }
+        }
+        "loop" => {
+            w.check(1, 1, &[], "loop COUNT")?;
+            return Ok(Some(Line::Loop(num(p[0], "loop count")?)));
+        }
+        "end" => {
+            w.check(0, 0, &[], "end")?;
+            return Ok(Some(Line::End));
+        }
+        _ => {
+            return Err(format!(
+                "unknown action {op:?} (valid: compute, comm, send, recv, isend, irecv, wait, waitall, test, sendrecv, \
+                 barrier, bcast, reduce, allreduce, gather, gatherv, scatter, scatterv, allgather, allgatherv, \
+                 alltoall, alltoallv, reduce_scatter, scan, loop, end)"
+            ))
+        }
+    };
+    Ok(Some(Line::Action(a)))
+}
+
+fn parse_header(text: &str) -> Result<Header, String> {
+    let w: Vec<&str> = text.split('#').next().unwrap_or("").split_whitespace().collect();
+    let bad = || format!("expected the header `{FORMAT_NAME} {FORMAT_VERSION} rank R size N`, found {text:?}");
+    if w.first() != Some(&FORMAT_NAME) {
+        return Err(bad());
+    }
+    let version: u32 = w.get(1).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+    if version != FORMAT_VERSION {
+        return Err(format!("{FORMAT_NAME} version {version}, this mpicast reads version {FORMAT_VERSION}"));
+    }
+    if w.len() != 6 || w[2] != "rank" || w[4] != "size" {
+        return Err(bad());
+    }
+    let rank: u32 = w[3].parse().map_err(|_| bad())?;
+    let size: u32 = w[5].parse().map_err(|_| bad())?;
+    if rank >= size {
+        return Err(format!("rank {rank} is not below size {size}"));
+    }
+    Ok(Header { rank, size })
+}
+
+/// Formats an action as one trace line (the inverse of [`parse_line`]).
+pub fn format_action(a: &TraceAction) -> String {
+    fn comm(c: u32) -> String {
+        if c == COMM_WORLD {
+            String::new()
+        } else {
+            format!(" comm={c}")
+        }
+    }
+    fn tag(key: &str, t: i32) -> String {
+        if t == 0 {
+            String::new()
+        } else {
+            format!(" {key}={t}")
+        }
+    }
+    fn tsel(key: &str, t: Tag) -> String {
+        match t {
+            Tag::Value(v) => tag(key, v),
+            Tag::Any => format!(" {key}=any"),
+        }
+    }
+    fn peer(p: Peer) -> String {
+        match p {
+            Peer::Rank(r) => r.to_string(),
+            Peer::Any => "any".into(),
+        }
+    }
+    fn opt(b: Option<u64>) -> String {
+        b.map(|b| format!(" {b}")).unwrap_or_default()
+    }
+    fn counts(c: &[u64]) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < c.len() {
+            let mut j = i;
+            while j < c.len() && c[j] == c[i] {
+                j += 1;
+            }
+            parts.push(if j - i > 1 { format!("{}x{}", c[i], j - i) } else { c[i].to_string() });
+            i = j;
+        }
+        parts.join(",")
+    }
+    fn root(r: u32) -> String {
+        format!(" root={r}")
+    }
+    match a {
+        TraceAction::Compute { compute: Compute::Seconds(s) } => format!("compute {s:e}"),
+        TraceAction::Compute { compute: Compute::Flops(f) } => format!("compute flops={f:e}"),
+        TraceAction::Compute { compute: Compute::Blocks(b) } => {
+            let mut s = "compute blocks".to_string();
+            for (id, n) in b {
+                s.push_str(&format!(" {id}x{n}"));
+            }
+            s
+        }
+        TraceAction::CommDef { id, ranks } => {
+            format!("comm {id} {}", ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","))
+        }
+        TraceAction::Send { to, bytes, tag: t, comm: c } => format!("send {to} {bytes}{}{}", tag("tag", *t), comm(*c)),
+        TraceAction::Recv { from, bytes, tag: t, comm: c } => {
+            format!("recv {}{}{}{}", peer(*from), opt(*bytes), tsel("tag", *t), comm(*c))
+        }
+        TraceAction::Isend { req, to, bytes, tag: t, comm: c } => {
+            format!("isend {req} {to} {bytes}{}{}", tag("tag", *t), comm(*c))
+        }
+        TraceAction::Irecv { req, from, bytes, tag: t, comm: c } => {
+            format!("irecv {req} {}{}{}{}", peer(*from), opt(*bytes), tsel("tag", *t), comm(*c))
+        }
+        TraceAction::Wait { req } => format!("wait {req}"),
+        TraceAction::Waitall { reqs } => {
+            let mut s = "waitall".to_string();
+            for r in reqs {
+                s.push_str(&format!(" {r}"));
+            }
+            s
+        }
+        TraceAction::Test { req } => format!("test {req}"),
+        TraceAction::Sendrecv { to, send_bytes, send_tag, from, recv_bytes, recv_tag, comm: c } => format!(
+            "sendrecv {to} {send_bytes} {}{}{}{}{}",
+            peer(*from),
+            opt(*recv_bytes),
+            tag("stag", *send_tag),
+            tsel("rtag", *recv_tag),
+            comm(*c)
+        ),
+        TraceAction::Barrier { comm: c } => format!("barrier{}", comm(*c)),
+        TraceAction::Bcast { bytes, root: r, comm: c } => format!("bcast {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Reduce { bytes, root: r, comm: c } => format!("reduce {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Gather { bytes, root: r, comm: c } => format!("gather {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Scatter { bytes, root: r, comm: c } => format!("scatter {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Allreduce { bytes, comm: c } => format!("allreduce {bytes}{}", comm(*c)),
+        TraceAction::Allgather { bytes, comm: c } => format!("allgather {bytes}{}", comm(*c)),
+        TraceAction::Alltoall { bytes, comm: c } => format!("alltoall {bytes}{}", comm(*c)),
+        TraceAction::Scan { bytes, comm: c } => format!("scan {bytes}{}", comm(*c)),
+        TraceAction::Gatherv { counts: n, root: r, comm: c } => format!("gatherv counts={}{}{}", counts(n), root(*r), comm(*c)),
+        TraceAction::Scatterv { counts: n, root: r, comm: c } => {
+            format!("scatterv counts={}{}{}", counts(n), root(*r), comm(*c))
+        }
+        TraceAction::Allgatherv { counts: n, comm: c } => format!("allgatherv counts={}{}", counts(n), comm(*c)),
+        TraceAction::ReduceScatter { counts: n, comm: c } => format!("reduce_scatter counts={}{}", counts(n), comm(*c)),
+        TraceAction::Alltoallv { send, recv, comm: c } => {
+            format!("alltoallv send={} recv={}{}", counts(send), counts(recv), comm(*c))
+        }
+    }
+}
+
+// ---- lazy reading -----------------------------------------------------------------------------
+
+/// Reads a file's lines a chunk at a time, opening and closing the file for each chunk: thousands
+/// of ranks can be read at once without holding a file descriptor each.
+struct ChunkedLines {
+    path: PathBuf,
+    offset: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
+
+const CHUNK_BYTES: usize = 4096;
+
+impl ChunkedLines {
+    fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        loop {
+            if let Some(nl) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+                let line = String::from_utf8_lossy(&self.buf[self.pos..self.pos + nl]).into_owned();
+                self.pos += nl + 1;
+                return Ok(Some(line));
+            }
+            if self.eof {
+                if self.pos < self.buf.len() {
+                    let line = String::from_utf8_lossy(&self.buf[self.pos..]).into_owned();
+                    self.pos = self.buf.len();
+                    return Ok(Some(line));
+                }
+                return Ok(None);
+            }
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            let mut f = File::open(&self.path)?;
+            f.seek(SeekFrom::Start(self.offset))?;
+            let old = self.buf.len();
+            self.buf.resize(old + CHUNK_BYTES, 0);
+            let n = f.read(&mut self.buf[old..])?;
+            self.buf.truncate(old + n);
+            self.offset += n as u64;
+            if n == 0 {
+                self.eof = true;
+            }
+            if self.buf.capacity() > 4 * CHUNK_BYTES && self.buf.len() < CHUNK_BYTES {
+                self.buf.shrink_to(2 * CHUNK_BYTES);
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Node {
+    Act(TraceAction, u64),
+    Loop(u64, Rc<Vec<Node>>),
+}
+
+struct Frame {
+    body: Rc<Vec<Node>>,
+    pos: usize,
+    left: u64,
+}
+
+/// Streams one rank's actions, with loops unfolded, reading the file lazily.
+pub struct TraceReader {
+    file: String,
+    lines: ChunkedLines,
+    line_no: u64,
+    stack: Vec<Frame>,
+    pub header: Header,
+}
+
+/// Loop bodies are held in memory while they repeat; this bounds one body.
+const MAX_LOOP_BODY_LINES: usize = 1 << 20;
+
+impl TraceReader {
+    /// Opens a rank's file and reads its header line.
+    pub fn open(path: &Path) -> Result<TraceReader, TraceError> {
+        let file = path.display().to_string();
+        let mut lines = ChunkedLines { path: path.to_path_buf(), offset: 0, buf: Vec::new(), pos: 0, eof: false };
+        let mut line_no = 0;
+        let header = loop {
+            line_no += 1;
+            match lines.next_line() {
+                Err(e) => return Err(TraceError { file, line: 0, msg: format!("cannot read: {e}") }),
+                Ok(None) => return Err(TraceError { file, line: line_no, msg: "empty file: no header line".into() }),
+                Ok(Some(l)) if l.trim().is_empty() || l.trim_start().starts_with('#') => continue,
+                Ok(Some(l)) => break parse_header(&l).map_err(|msg| TraceError { file: file.clone(), line: line_no, msg })?,
+            }
+        };
+        Ok(TraceReader { file, lines, line_no, stack: Vec::new(), header })
+    }
+
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    fn err(&self, line: u64, msg: String) -> TraceError {
+        TraceError { file: self.file.clone(), line, msg }
+    }
+
+    fn raw_line(&mut self) -> Result<Option<(Line, u64)>, TraceError> {
+        loop {
+            let l = match self.lines.next_line() {
+                Ok(l) => l,
+                Err(e) => return Err(self.err(self.line_no, format!("cannot read: {e}"))),
+            };
+            let Some(l) = l else { return Ok(None) };
+            self.line_no += 1;
+            match parse_line(&l) {
+                Ok(None) => continue,
+                Ok(Some(x)) => return Ok(Some((x, self.line_no))),
+                Err(msg) => return Err(self.err(self.line_no, msg)),
+            }
+        }
+    }
+
+    /// Reads a loop body up to its `end` (nested loops included).
+    fn read_body(&mut self, start_line: u64, count: &mut usize) -> Result<Vec<Node>, TraceError> {
+        let mut body = Vec::new();
+        loop {
+            match self.raw_line()? {
+                None => return Err(self.err(start_line, "loop without a matching `end`".into())),
+                Some((Line::End, _)) => return Ok(body),
+                Some((Line::Loop(n), l)) => {
+                    let inner = self.read_body(l, count)?;
+                    body.push(Node::Loop(n, Rc::new(inner)));
+                }
+                Some((Line::Action(a), l)) => {
+                    *count += 1;
+                    if *count > MAX_LOOP_BODY_LINES {
+                        return Err(self.err(start_line, format!("loop body longer than {MAX_LOOP_BODY_LINES} lines")));
+                    }
+                    body.push(Node::Act(a, l));
+                }
+            }
+            if body.len() > MAX_LOOP_BODY_LINES {
+                return Err(self.err(start_line, format!("loop body longer than {MAX_LOOP_BODY_LINES} lines")));
+            }
+        }
+    }
+
+    /// The next action and the line it came from; `None` at the end of the trace.
+    pub fn next_action(&mut self) -> Result<Option<(TraceAction, u64)>, TraceError> {
+        loop {
+            if let Some(top) = self.stack.last_mut() {
+                if top.pos == top.body.len() {
+                    top.left -= 1;
+                    top.pos = 0;
+                    if top.left == 0 || top.body.is_empty() {
+                        self.stack.pop();
+                    }
+                    continue;
+                }
+                let body = Rc::clone(&top.body);
+                top.pos += 1;
+                match &body[top.pos - 1] {
+                    Node::Act(a, l) => return Ok(Some((a.clone(), *l))),
+                    Node::Loop(n, inner) => {
+                        if *n > 0 {
+                            self.stack.push(Frame { body: Rc::clone(inner), pos: 0, left: *n });
+                        }
+                        continue;
+                    }
+                }
+            }
+            match self.raw_line()? {
+                None => return Ok(None),
+                Some((Line::Action(a), l)) => return Ok(Some((a, l))),
+                Some((Line::End, l)) => return Err(self.err(l, "`end` without a matching `loop`".into())),
+                Some((Line::Loop(n), l)) => {
+                    let mut count = 0;
+                    let body = self.read_body(l, &mut count)?;
+                    if n > 0 && !body.is_empty() {
+                        self.stack.push(Frame { body: Rc::new(body), pos: 0, left: n });
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- directories ------------------------------------------------------------------------------
+
+/// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present.
+pub fn discover(dir: &Path) -> anyhow::Result<u32> {
+    use anyhow::{bail, Context};
+    let mut n = 0u32;
+    let mut max = None::<u32>;
+    for e in std::fs::read_dir(dir).with_context(|| format!("{}: cannot read the trace directory", dir.display()))? {
+        let e = e.with_context(|| format!("{}: cannot read the trace directory", dir.display()))?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if let Some(r) = name.strip_prefix("rank-").and_then(|s| s.strip_suffix(".trace")) {
+            if let Ok(r) = r.parse::<u32>() {
+                n += 1;
+                max = Some(max.map_or(r, |m: u32| m.max(r)));
+            }
+        }
+    }
+    match max {
+        None => bail!("{}: no rank-<R>.trace files", dir.display()),
+        Some(m) if m + 1 != n => {
+            let missing = (0..=m).find(|r| !rank_file(dir, *r).is_file()).unwrap_or(0);
+            bail!("{}: rank files are not 0..{}: {} is missing", dir.display(), m, rank_file(dir, missing).display())
+        }
+        Some(_) => Ok(n),
+    }
+}
+
+/// Reads every rank's trace once (streaming) and checks its syntax, header, peers, loops and
+/// request ids. Returns the first problem as file:line: message.
+pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
+    for r in 0..ranks {
+        let mut rd = TraceReader::open(&rank_file(dir, r))?;
+        if rd.header.rank != r || rd.header.size != ranks {
+            return Err(rd.err(
+                1,
+                format!("header says rank {} size {}, expected rank {r} size {ranks}", rd.header.rank, rd.header.size),
+            ));
+        }
+        let mut comms: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+        comms.insert(COMM_WORLD, ranks);
+        while let Some((a, line)) = rd.next_action()? {
+            if let Err(msg) = check_action(&a, ranks, &mut comms, r) {
+                return Err(rd.err(line, msg));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_action(a: &TraceAction, ranks: u32, comms: &mut std::collections::HashMap<u32, u32>, me: u32) -> Result<(), String> {
+    use TraceAction as A;
+    let size = |c: u32, comms: &std::collections::HashMap<u32, u32>| {
+        comms.get(&c).copied().ok_or_else(|| format!("communicator {c} used before its `comm {c} RANKS` line"))
+    };
+    let rank_ok = |r: u32, n: u32, what: &str| {
+        if r < n {
+            Ok(())
+        } else {
+            Err(format!("{what} {r} is not a rank of a communicator of size {n}"))
+        }
+    };
+    let peer_ok = |p: Peer, n: u32| match p {
+        Peer::Any => Ok(()),
+        Peer::Rank(r) => rank_ok(r, n, "source"),
+    };
+    let counts_ok = |c: &Counts, n: u32| {
+        if c.len() == n as usize {
+            Ok(())
+        } else {
+            Err(format!("{} counts for a communicator of size {n}", c.len()))
+        }
+    };
+    match a {
+        A::CommDef { id, ranks: members } => {
+            if members.is_empty() || members.iter().any(|&m| m >= ranks) {
+                return Err(format!("comm {id}: members must be world ranks below {ranks}"));
+            }
+            if !members.contains(&me) {
+                return Err(format!("comm {id}: this rank ({me}) is not a member"));
+            }
+            comms.insert(*id, members.len() as u32);
+        }
+        A::Compute { .. } | A::Wait { .. } | A::Waitall { .. } | A::Test { .. } => {}
+        A::Send { to, comm, .. } | A::Isend { to, comm, .. } => rank_ok(*to, size(*comm, comms)?, "destination")?,
+        A::Recv { from, comm, .. } | A::Irecv { from, comm, .. } => peer_ok(*from, size(*comm, comms)?)?,
+        A::Sendrecv { to, from, comm, .. } => {
+            let n = size(*comm, comms)?;
+            rank_ok(*to, n, "destination")?;
+            peer_ok(*from, n)?;
+        }
+        A::Barrier { comm } | A::Allreduce { comm, .. } | A::Allgather { comm, .. } | A::Alltoall { comm, .. } | A::Scan { comm, .. } => {
+            size(*comm, comms)?;
+        }
+        A::Bcast { root, comm, .. } | A::Reduce { root, comm, .. } | A::Gather { root, comm, .. } | A::Scatter { root, comm, .. } => {
+            rank_ok(*root, size(*comm, comms)?, "root")?
+        }
+        A::Gatherv { counts, root, comm } | A::Scatterv { counts, root, comm } => {
+            let n = size(*comm, comms)?;
+            rank_ok(*root, n, "root")?;
+            counts_ok(counts, n)?;
+        }
+        A::Allgatherv { counts, comm } | A::ReduceScatter { counts, comm } => counts_ok(counts, size(*comm, comms)?)?,
+        A::Alltoallv { send, recv, comm } => {
+            let n = size(*comm, comms)?;
+            counts_ok(send, n)?;
+            counts_ok(recv, n)?;
+        }
+    }
+    Ok(())
+}
+
+// ---- writing ----------------------------------------------------------------------------------
+
+/// Writes one rank's trace file, line by line. Loops nest: `begin_loop(n)` ... `end_loop()`.
+pub struct TraceWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    depth: usize,
+}
+
+impl TraceWriter {
+    /// Creates `dir/rank-<rank>.trace` and writes its header.
+    pub fn create(dir: &Path, rank: u32, size: u32) -> std::io::Result<TraceWriter> {
+        std::fs::create_dir_all(dir)?;
+        let path = rank_file(dir, rank);
+        let mut out = BufWriter::new(File::create(&path)?);
+        writeln!(out, "{FORMAT_NAME} {FORMAT_VERSION} rank {rank} size {size}")?;
+        Ok(TraceWriter { out, path, depth: 0 })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn action(&mut self, a: &TraceAction) -> std::io::Result<()> {
+        writeln!(self.out, "{:indent$}{}", "", format_action(a), indent = 2 * self.depth)
+    }
+
+    pub fn comment(&mut self, text: &str) -> std::io::Result<()> {
+        writeln!(self.out, "{:indent$}# {}", "", text.replace('\n', " "), indent = 2 * self.depth)
+    }
+
+    pub fn begin_loop(&mut self, count: u64) -> std::io::Result<()> {
+        writeln!(self.out, "{:indent$}loop {count}", "", indent = 2 * self.depth)?;
+        self.depth += 1;
+        Ok(())
+    }
+
+    pub fn end_loop(&mut self) -> std::io::Result<()> {
+        if self.depth == 0 {
+            return Err(std::io::Error::other("end_loop without begin_loop"));
+        }
+        self.depth -= 1;
+        writeln!(self.out, "{:indent$}end", "", indent = 2 * self.depth)
+    }
+
+    /// Flushes the file; loops left open are an error.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        if self.depth != 0 {
+            return Err(std::io::Error::other(format!("{}: {} loop(s) left open", self.path.display(), self.depth)));
+        }
+        self.out.flush()
+    }
+}

@@ -1,0 +1,269 @@
+//! Front end (issue 5): one construct per fixture in tests/fixtures/c, each with the count it must
+//! give for the block marked `/* MARK */`, plus a property test of nested affine loops against
+//! brute-force enumeration.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mpicast::model::analysis::{Block, BlockKind, CountStatus, ProgramModel};
+use mpicast::model::parse_artifact;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c").join(name)
+}
+
+fn analyze(path: &Path, defs: &[&str]) -> ProgramModel {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mpicast"));
+    cmd.arg("analyze").arg(path).arg("--json").arg("-");
+    for d in defs {
+        cmd.arg("-D").arg(d);
+    }
+    let out = cmd.output().expect("mpicast runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    parse_artifact(&String::from_utf8_lossy(&out.stdout), "stdout").expect("valid analysis")
+}
+
+/// The block that starts on the line holding `/* MARK */`.
+fn marked(path: &Path, model: &ProgramModel) -> Block {
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().position(|l| l.contains("/* MARK */")).expect("fixture has a MARK") as u32 + 1;
+    model
+        .blocks
+        .iter()
+        .filter(|b| b.kind == BlockKind::Straight && b.line_start <= line && line <= b.line_end)
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("no straight block covers line {line}: {:#?}", model.blocks))
+}
+
+fn count_with(b: &Block, env: &[(&str, f64)]) -> f64 {
+    let m: HashMap<String, f64> = env.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let e = b.count.expr.as_ref().unwrap_or_else(|| panic!("no count formula: {:?}", b.count));
+    e.eval_map(&m).unwrap_or_else(|err| panic!("{e}: {err}"))
+}
+
+fn exact(name: &str, want: f64) {
+    let p = fixture(name);
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    assert_eq!(b.count.status, CountStatus::Exact, "{name}: {:?}", b.count);
+    assert_eq!(b.count.value, Some(want), "{name}: {:?}", b.count);
+}
+
+#[test]
+fn constant_loop() {
+    exact("constant_loop.c", 100.0);
+}
+#[test]
+fn le_bound() {
+    exact("le_bound.c", 11.0);
+}
+#[test]
+fn down_counting() {
+    exact("down_counting.c", 10.0);
+}
+#[test]
+fn step_three() {
+    exact("step3.c", 34.0);
+}
+#[test]
+fn doubling_is_logarithmic() {
+    exact("doubling.c", 10.0);
+}
+#[test]
+fn halving_is_logarithmic() {
+    exact("halving.c", 7.0);
+}
+#[test]
+fn macro_bound() {
+    exact("macro_bound.c", 64.0);
+}
+#[test]
+fn probability_annotation() {
+    exact("proba.c", 10.0);
+}
+
+#[test]
+fn argv_parameter_bound() {
+    let p = fixture("argv_bound.c");
+    let m = analyze(&p, &[]);
+    let param = m.parameters.iter().find(|x| x.name == "n").expect("n is a parameter");
+    assert_eq!(param.argv_index, Some(1));
+    let b = marked(&p, &m);
+    assert_eq!(b.count.status, CountStatus::Symbolic);
+    assert_eq!(count_with(&b, &[("n", 37.0)]), 37.0);
+    assert_eq!(count_with(&b, &[("n", -3.0)]), 0.0);
+    // Bound on the command line: a value.
+    let m = analyze(&p, &["n=1000"]);
+    assert_eq!(marked(&p, &m).count.value, Some(1000.0));
+}
+
+#[test]
+fn triangular_nest() {
+    let p = fixture("triangular.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    assert_eq!(b.count.status, CountStatus::Symbolic);
+    let e = b.count.expr.as_ref().unwrap();
+    assert!(e.is_closed_form(), "closed form expected: {e}");
+    assert!(e.to_string().contains("(n^2 - n)/2"), "{e}");
+    for n in 0..30 {
+        assert_eq!(count_with(&b, &[("n", n as f64)]), (n * (n - 1) / 2).max(0) as f64);
+    }
+}
+
+#[test]
+fn trapezoidal_nest() {
+    let p = fixture("trapezoidal.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    assert!(b.count.expr.as_ref().unwrap().is_closed_form());
+    for n in 0..12i64 {
+        for mm in -5..12i64 {
+            let want: i64 = (0..n).map(|i| (mm + i).max(0)).sum();
+            assert_eq!(count_with(&b, &[("n", n as f64), ("m", mm as f64)]), want as f64, "n={n} m={mm}");
+        }
+    }
+}
+
+#[test]
+fn min_bound_nest_is_piecewise() {
+    let p = fixture("min_bound.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    for n in 0..12i64 {
+        for mm in 0..12i64 {
+            let want: i64 = (0..n).map(|i| i.min(mm)).sum();
+            assert_eq!(count_with(&b, &[("n", n as f64), ("m", mm as f64)]), want as f64, "n={n} m={mm}");
+        }
+    }
+}
+
+#[test]
+fn loop_over_n_divided_by_size() {
+    let p = fixture("per_rank_share.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    assert!(b.count.expr.as_ref().unwrap().to_string().contains("floor(n/size)"), "{:?}", b.count);
+    assert_eq!(count_with(&b, &[("n", 1000.0), ("size", 3.0)]), 333.0);
+}
+
+#[test]
+fn while_loop_needs_trace() {
+    let p = fixture("while_loop.c");
+    let b = marked(&p, &analyze(&p, &[]));
+    assert_eq!(b.count.status, CountStatus::NeedsTrace);
+    assert!(b.count.reason.as_deref().unwrap_or("").contains("while loop"), "{:?}", b.count);
+}
+
+#[test]
+fn break_needs_trace() {
+    let p = fixture("break_loop.c");
+    let b = marked(&p, &analyze(&p, &[]));
+    assert_eq!(b.count.status, CountStatus::NeedsTrace);
+    assert!(b.count.reason.as_deref().unwrap_or("").contains("break"), "{:?}", b.count);
+}
+
+#[test]
+fn rank_conditional_branch() {
+    let p = fixture("rank_branch.c");
+    let b = marked(&p, &analyze(&p, &[]));
+    assert_eq!(b.count.status, CountStatus::Symbolic);
+    assert_eq!(count_with(&b, &[("rank", 0.0)]), 1.0);
+    assert_eq!(count_with(&b, &[("rank", 1.0)]), 0.0);
+    assert_eq!(count_with(&b, &[("rank", 5.0)]), 0.0);
+}
+
+#[test]
+fn function_called_in_a_loop() {
+    let p = fixture("call_in_loop.c");
+    let m = analyze(&p, &[]);
+    assert_eq!(marked(&p, &m).count.value, Some(50.0));
+    let f = m.functions.iter().find(|f| f.name == "f").unwrap();
+    let ops = f.ops_per_call.as_ref().expect("f's cost per call is static");
+    let adds = ops.get(&mpicast::model::ops::OpClass::DoubleAdd).and_then(|e| e.value()).unwrap();
+    // kernel: 10 double adds per call; f: one more per iteration (t += ...).
+    assert_eq!(adds, 50.0 * 10.0 + 50.0);
+    assert!(m.calls.iter().any(|c| c.caller == "f" && c.callee == "kernel"));
+}
+
+#[test]
+fn examples_analyse_clean() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast")).arg("analyze").arg(&dir).arg("--summary").output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("syntax error"), "{stderr}");
+    let m = analyze(&dir, &[]);
+    assert!(m.static_fraction() > 0.6, "static fraction {}", m.static_fraction());
+    // Every MPI call of the examples is a comm site.
+    assert!(m.comm.iter().any(|c| c.call == "MPI_Alltoallv"));
+    let send = m.comm.iter().find(|c| c.call == "MPI_Send" && c.file.ends_with("pi_dartboard.c")).unwrap();
+    assert_eq!(send.bytes.as_ref().and_then(|b| b.value()), Some(8.0));
+}
+
+/// Random nests of two or three loops with affine bounds (in n and the outer indices), with
+/// < or <=: the formula must equal enumeration.
+#[test]
+fn random_affine_nests_match_enumeration() {
+    let mut seed = 0x2545F4914F6CDD1Du64;
+    let mut rnd = |k: i64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % (k as u64)) as i64
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for case in 0..24 {
+        let depth = 2 + rnd(2) as usize;
+        let vars = ["i", "j", "k"];
+        // bounds: lo = a*outer + c, hi = b*n + d*outer + e
+        let mut spec = Vec::new();
+        for d in 0..depth {
+            let outer = if d > 0 { Some(vars[rnd(d as i64) as usize]) } else { None };
+            let lo_c = rnd(3);
+            let lo_a = if outer.is_some() { rnd(2) } else { 0 };
+            let hi_b = 1;
+            let hi_d = if outer.is_some() { rnd(3) - 1 } else { 0 };
+            let hi_e = rnd(5) - 2;
+            let le = rnd(2) == 1;
+            spec.push((vars[d], outer, lo_a, lo_c, hi_b, hi_d, hi_e, le));
+        }
+        let mut src = String::from("void f(int n) { int s = 0;\n");
+        for (v, outer, lo_a, lo_c, hi_b, hi_d, hi_e, le) in &spec {
+            let o = outer.unwrap_or("0");
+            src += &format!(
+                "for (int {v} = {lo_a}*{o} + {lo_c}; {v} {} {hi_b}*n + {hi_d}*{o} + {hi_e}; {v}++)\n",
+                if *le { "<=" } else { "<" }
+            );
+        }
+        src += "{ s += 1; /* MARK */ }\n}\n";
+        let path = dir.path().join(format!("nest{case}.c"));
+        std::fs::write(&path, &src).unwrap();
+        let m = analyze(&path, &[]);
+        let b = marked(&path, &m);
+        for n in 0..9i64 {
+            // brute force
+            fn rec(spec: &[(&str, Option<&str>, i64, i64, i64, i64, i64, bool)], d: usize, env: &mut HashMap<String, i64>, n: i64) -> i64 {
+                if d == spec.len() {
+                    return 1;
+                }
+                let (v, outer, lo_a, lo_c, hi_b, hi_d, hi_e, le) = spec[d];
+                let o = outer.map(|o| env[o]).unwrap_or(0);
+                let lo = lo_a * o + lo_c;
+                let hi = hi_b * n + hi_d * o + hi_e;
+                let mut total = 0;
+                let mut x = lo;
+                while if le { x <= hi } else { x < hi } {
+                    env.insert(v.to_string(), x);
+                    total += rec(spec, d + 1, env, n);
+                    x += 1;
+                }
+                total
+            }
+            let want = rec(&spec, 0, &mut HashMap::new(), n);
+            assert_eq!(count_with(&b, &[("n", n as f64)]), want as f64, "n={n}\n{src}\nformula {:?}", b.count.expr.as_ref().map(|e| e.to_string()));
+        }
+    }
+}

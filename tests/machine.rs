@@ -1,0 +1,74 @@
+//! MTC (issue 3): `mpicast bench machine` on this host. Two real runs: a --quick table at the
+//! default flags (-O2), and a small -O0 table of a few arithmetic classes to compare with it.
+
+use std::path::Path;
+use std::process::Command;
+
+use mpicast::machine::load_table;
+use mpicast::model::machine::MachineTable;
+use mpicast::model::ops::OpClass;
+
+fn bench(dir: &Path, name: &str, extra: &[&str]) -> MachineTable {
+    let out = dir.join(name);
+    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(["bench", "machine", "--quick", "-o"])
+        .arg(&out)
+        .args(extra)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .expect("mpicast runs");
+    assert!(o.status.success(), "mpicast bench machine {extra:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    mpicast::model::read_artifact(&out).expect("a valid mpicast/machine table")
+}
+
+#[test]
+fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
+    let dir = tempfile::tempdir().unwrap();
+    let o2 = bench(dir.path(), "o2.json", &[]);
+
+    // Valid, complete, every class positive (load_table checks all of it).
+    let checked = load_table(&dir.path().join("o2.json")).expect("load_table accepts the table");
+    assert_eq!(checked, o2);
+    for &c in OpClass::ALL {
+        let v = &o2.classes[&c];
+        assert!(v.throughput.ns_per_op > 0.0 && v.latency.ns_per_op > 0.0, "{c}: {v:?}");
+        assert!(v.throughput.samples >= 5, "{c}: {} samples", v.throughput.samples);
+    }
+    assert_eq!(o2.memory.len(), 16, "4 levels x stream/random x load/store");
+    let fit = o2.fit.as_ref().expect("fit present in a full-class table");
+    assert!(fit.kernels.len() >= 10);
+    assert!(fit.kernels.iter().all(|k| k.measured.ns_per_op > 0.0 && k.error_fit.is_finite()));
+    assert!(["perf_event", "wall_clock"].contains(&o2.timer.source.as_str()));
+
+    // Sanity (issue 3).
+    let t = |c: OpClass| o2.classes[&c].throughput.ns_per_op;
+    let l = |c: OpClass| o2.classes[&c].latency.ns_per_op;
+    assert!(t(OpClass::DoubleDiv) > t(OpClass::DoubleAdd), "div {} <= add {}", t(OpClass::DoubleDiv), t(OpClass::DoubleAdd));
+    assert!(l(OpClass::DoubleDiv) > l(OpClass::DoubleAdd));
+    let l1 = o2.memory_cost("L1", "stream", "load").unwrap().throughput.ns_per_op;
+    let dram = o2.memory_cost("DRAM", "random", "load").unwrap();
+    assert!(dram.latency.unwrap().ns_per_op > l1, "DRAM random {:?} vs L1 {l1}", dram.latency);
+    assert!(dram.throughput.ns_per_op > l1);
+
+    // -O0 keeps every value in memory: simple arithmetic costs more per op than at -O2.
+    let o0 = bench(dir.path(), "o0.json", &["--cflags", "-O0", "--classes", "int_add,double_add,double_mul"]);
+    assert_eq!(o0.classes.len(), 3);
+    assert!(load_table(&dir.path().join("o0.json")).is_err(), "a --classes table is partial");
+    for c in [OpClass::IntAdd, OpClass::DoubleAdd, OpClass::DoubleMul] {
+        let (a, b) = (o0.classes[&c].throughput.ns_per_op, t(c));
+        assert!(a > b, "{c}: -O0 {a} ns <= -O2 {b} ns");
+    }
+}
+
+#[test]
+fn compare_prints_ratios_and_bad_input_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(["bench", "machine", "--classes", "nonsense"])
+        .env("XDG_CACHE_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown op class") && err.contains("int_add"), "{err}");
+}
