@@ -20,6 +20,10 @@ demo: build examples
 test: setup
 	$(CARGO) test --no-fail-fast
 
+# Figures that are too slow or too noisy for the test suite: each script prints what it measured.
+bench: build
+	@./scripts/bench_analyze.sh
+
 clean:
 	$(CARGO) clean
 	$(MAKE) -C examples clean

@@ -10,3 +10,7 @@ args=(2000000 4)
 echo "== measured: mpirun -n 4 examples/build/pi_dartboard ${args[*]} (2 cores, oversubscribed)"
 # shellcheck disable=SC2086
 mpirun $MPIRUN_FLAGS -n 4 examples/build/pi_dartboard "${args[@]}"
+
+echo
+echo "== mpicast analyze examples/pi_dartboard.c --summary (blocks counted without a run)"
+"$bin" analyze examples/pi_dartboard.c --summary
