@@ -374,8 +374,8 @@ impl<'a> Analyzer<'a> {
                 self.stmt(body, &lid, &inner_ctx, &mut inner);
                 self.flush(&mut inner, &lid, &inner_ctx);
                 // The induction variable is a symbol only inside its loop.
-                if let Some(v) = inner_ctx.loops.last().filter(|_| inner_ctx.loops.len() > ctx.loops.len()).and_then(|l| l.var.as_ref()) {
-                    self.loop_vars.remove(&v.0);
+                if let Some(shape) = loop_shape(init.as_deref(), cond.as_ref(), update.as_ref()) {
+                    self.loop_vars.remove(&shape.var);
                 }
             }
             Stmt::While { cond, body, span } | Stmt::DoWhile { body, cond, span } => {
