@@ -50,16 +50,22 @@ fn progress_bar(total: u64) -> indicatif::ProgressBar {
     }
     let pb = indicatif::ProgressBar::new(total);
     pb.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {elapsed:>3} [{bar:30}] {pos}/{len} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {elapsed:>3} [{bar:30}] {pos}/{len} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     pb
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let start = Instant::now();
-    let (max_size, budget) = if args.quick { (args.max_size.min(4 << 20), args.budget / 10.0) } else { (args.max_size, args.budget) };
+    let (max_size, budget) = if args.quick {
+        (args.max_size.min(4 << 20), args.budget / 10.0)
+    } else {
+        (args.max_size, args.budget)
+    };
     if args.ranks < 2 {
         anyhow::bail!("--ranks must be at least 2 (got {})", args.ranks);
     }
@@ -67,11 +73,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
         mpicc: args.mpicc.clone(),
         launcher: args.launcher.clone(),
         hosts: args.hosts.clone(),
-        mpirun_args: args.mpirun_args.as_deref().unwrap_or("").split_whitespace().map(String::from).collect(),
+        mpirun_args: args
+            .mpirun_args
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(String::from)
+            .collect(),
         ranks: args.ranks,
         sizes: run::default_sizes(max_size),
-        overhead_sizes: [0u64, 64, 1024, 4096, 16384, 65536, 1 << 20].into_iter().filter(|&s| s <= max_size).collect(),
-        collective_sizes: if args.quick { vec![8, 65536] } else { vec![8, 1024, 65536, 1 << 20] },
+        overhead_sizes: [0u64, 64, 1024, 4096, 16384, 65536, 1 << 20]
+            .into_iter()
+            .filter(|&s| s <= max_size)
+            .collect(),
+        collective_sizes: if args.quick {
+            vec![8, 65536]
+        } else {
+            vec![8, 1024, 65536, 1 << 20]
+        },
         budget_per_size_s: budget,
         target_rel_stderr: 0.02,
         min_reps: 20,
@@ -82,7 +101,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let raw = run::run(&spec, &exe, |line| {
         pb.inc(1);
         if let Some(w) = line.split_whitespace().nth(1) {
-            pb.set_message(format!("{} {}", line.split_whitespace().next().unwrap_or(""), w));
+            pb.set_message(format!(
+                "{} {}",
+                line.split_whitespace().next().unwrap_or(""),
+                w
+            ));
         }
     });
     pb.finish_and_clear();
@@ -92,15 +115,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     let mut status = ExitCode::SUCCESS;
     if let Some(p) = &args.platform_out {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u32;
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1) as u32;
         let xml = platform::measured(&table, cores);
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create directory", dir.display()))?;
         }
         std::fs::write(p, xml).with_context(|| format!("{}: cannot write", p.display()))?;
-        let check = network::self_check(&table, p).with_context(|| format!("{}: self-check", p.display()))?;
-        println!("\n# Self-check: ping-pong replayed through mpicast's simulator on {}", p.display());
-        println!("# {:>10} {:>14} {:>14} {:>9} {:>14}", "Size", "Measured (us)", "Simulated (us)", "Error", "Segments (us)");
+        let check = network::self_check(&table, p)
+            .with_context(|| format!("{}: self-check", p.display()))?;
+        println!(
+            "\n# Self-check: ping-pong replayed through mpicast's simulator on {}",
+            p.display()
+        );
+        println!(
+            "# {:>10} {:>14} {:>14} {:>9} {:>14}",
+            "Size", "Measured (us)", "Simulated (us)", "Error", "Segments (us)"
+        );
         for r in &check.rows {
             println!(
                 "  {:>10} {:>14.3} {:>14.3} {:>8.2}% {:>14.3}",
@@ -125,17 +158,30 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     table.duration_s = start.elapsed().as_secs_f64();
     crate::model::write_artifact(&args.out, &table)?;
-    println!("# wrote {} ({:.1} s){}", args.out.display(), table.duration_s, match &args.platform_out {
-        Some(p) => format!(" and {}", p.display()),
-        None => String::new(),
-    });
+    println!(
+        "# wrote {} ({:.1} s){}",
+        args.out.display(),
+        table.duration_s,
+        match &args.platform_out {
+            Some(p) => format!(" and {}", p.display()),
+            None => String::new(),
+        }
+    );
     Ok(status)
 }
 
 fn print_osu(t: &NetworkTable) {
-    println!("# mpicast CTC ping-pong: {} ({} ranks, rank 0 on {})", t.launch.command.first().map(String::as_str).unwrap_or("?"), t.launch.ranks, t.launch.host0);
+    println!(
+        "# mpicast CTC ping-pong: {} ({} ranks, rank 0 on {})",
+        t.launch.command.first().map(String::as_str).unwrap_or("?"),
+        t.launch.ranks,
+        t.launch.host0
+    );
     println!("# one-way time = round trip / 2; median of the repetitions; min and p90 beside it");
-    println!("# {:<10} {:>12} {:>12} {:>12} {:>8} {:>7}", "Size", "Latency (us)", "Min (us)", "P90 (us)", "Reps", "SE");
+    println!(
+        "# {:<10} {:>12} {:>12} {:>12} {:>8} {:>7}",
+        "Size", "Latency (us)", "Min (us)", "P90 (us)", "Reps", "SE"
+    );
     for p in &t.pingpong {
         println!(
             "{:<12} {:>12.3} {:>12.3} {:>12.3} {:>8} {:>6.1}%",
@@ -149,36 +195,77 @@ fn print_osu(t: &NetworkTable) {
     }
     println!("\n# {:<10} {:>16}", "Size", "Bandwidth (MB/s)");
     for p in t.pingpong.iter().filter(|p| p.size_bytes > 0) {
-        println!("{:<12} {:>16.2}", p.size_bytes, p.size_bytes as f64 / p.median_s / 1e6);
+        println!(
+            "{:<12} {:>16.2}",
+            p.size_bytes,
+            p.size_bytes as f64 / p.median_s / 1e6
+        );
     }
-    println!("\n# {:<10} {:>14} {:>14}", "Size", "Isend post (us)", "Irecv post (us)");
+    println!(
+        "\n# {:<10} {:>14} {:>14}",
+        "Size", "Isend post (us)", "Irecv post (us)"
+    );
     for o in &t.overheads {
-        println!("{:<12} {:>14.3} {:>14.3}", o.size_bytes, o.send_s * 1e6, o.recv_s * 1e6);
+        println!(
+            "{:<12} {:>14.3} {:>14.3}",
+            o.size_bytes,
+            o.send_s * 1e6,
+            o.recv_s * 1e6
+        );
     }
     if !t.collectives.is_empty() {
-        println!("\n# {:<10} {:>10} {:>14} {:>12}", "Collective", "Size", "Avg (us)", "Min (us)");
+        println!(
+            "\n# {:<10} {:>10} {:>14} {:>12}",
+            "Collective", "Size", "Avg (us)", "Min (us)"
+        );
         for c in &t.collectives {
-            println!("{:<12} {:>10} {:>14.3} {:>12.3}", c.name, c.size_bytes, c.mean_s * 1e6, c.min_s * 1e6);
+            println!(
+                "{:<12} {:>10} {:>14.3} {:>12.3}",
+                c.name,
+                c.size_bytes,
+                c.mean_s * 1e6,
+                c.min_s * 1e6
+            );
         }
     }
     println!("\n# Fitted segments: T(s) = L + s / B");
-    println!("# {:>10} {:>10} {:>12} {:>14}", "From (B)", "To (B)", "L (us)", "B (MB/s)");
+    println!(
+        "# {:>10} {:>10} {:>12} {:>14}",
+        "From (B)", "To (B)", "L (us)", "B (MB/s)"
+    );
     for g in &t.segments {
-        println!("  {:>10} {:>10} {:>12.3} {:>14.1}", g.from_bytes, g.to_bytes, g.latency_s * 1e6, g.bandwidth_bytes_per_s / 1e6);
+        println!(
+            "  {:>10} {:>10} {:>12.3} {:>14.1}",
+            g.from_bytes,
+            g.to_bytes,
+            g.latency_s * 1e6,
+            g.bandwidth_bytes_per_s / 1e6
+        );
     }
     println!(
         "# break points: {}; eager/rendezvous switch: {}",
         if t.break_points_bytes.is_empty() {
             "none".to_string()
         } else {
-            t.break_points_bytes.iter().map(|b| format!("{b} B")).collect::<Vec<_>>().join(", ")
+            t.break_points_bytes
+                .iter()
+                .map(|b| format!("{b} B"))
+                .collect::<Vec<_>>()
+                .join(", ")
         },
-        t.eager_threshold_bytes.map(|b| format!("{b} B")).unwrap_or_else(|| "not seen".into())
+        t.eager_threshold_bytes
+            .map(|b| format!("{b} B"))
+            .unwrap_or_else(|| "not seen".into())
     );
     if !t.fit.outlier_sizes_bytes.is_empty() {
         println!(
             "# left out of the fit as outliers (host busy?): {}",
-            t.fit.outlier_sizes_bytes.iter().map(|b| format!("{b} B")).collect::<Vec<_>>().join(", ")
+            t.fit
+                .outlier_sizes_bytes
+                .iter()
+                .map(|b| format!("{b} B"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     println!(

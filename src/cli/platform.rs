@@ -32,7 +32,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     match &args.out {
         Some(p) => {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("{}: cannot create directory", dir.display()))?;
             }
             std::fs::write(p, xml).with_context(|| format!("{}: cannot write", p.display()))?;
         }

@@ -100,8 +100,8 @@ pub struct FitQuality {
     pub heldout_mean_rel_error: f64,
     /// Largest relative error of the final fit over the sizes it used.
     pub fit_max_rel_error: f64,
-    /// Sizes the first fit missed by far (max(25%, 5 x the median miss)), left out of the final
-    /// fit; their medians still drive the SMPI factors.
+    /// Spikes left out of the fit: sizes slower than 1.5x a larger size (see network::fit::spikes);
+    /// their medians still drive the SMPI factors.
     pub outlier_sizes_bytes: Vec<u64>,
 }
 

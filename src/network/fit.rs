@@ -22,7 +22,13 @@ struct Line {
 /// Weighted least squares of t = a + b s with a >= 0 and b >= MIN_SLOPE, weights 1/t^2.
 fn fit_line(s: &[f64], t: &[f64]) -> Line {
     let w: Vec<f64> = t.iter().map(|&t| 1.0 / (t * t).max(1e-300)).collect();
-    let sse = |a: f64, b: f64| -> f64 { s.iter().zip(t).zip(&w).map(|((&s, &t), &w)| w * (t - a - b * s).powi(2)).sum() };
+    let sse = |a: f64, b: f64| -> f64 {
+        s.iter()
+            .zip(t)
+            .zip(&w)
+            .map(|((&s, &t), &w)| w * (t - a - b * s).powi(2))
+            .sum()
+    };
     let (sw, sws, swt) = (
         w.iter().sum::<f64>(),
         s.iter().zip(&w).map(|(s, w)| w * s).sum::<f64>(),
@@ -50,7 +56,11 @@ fn fit_line(s: &[f64], t: &[f64]) -> Line {
         consider(0.0, (swst / swss).max(MIN_SLOPE));
     }
     consider(((swt - MIN_SLOPE * sws) / sw).max(0.0), MIN_SLOPE);
-    best.unwrap_or(Line { a: 0.0, b: MIN_SLOPE, sse: sse(0.0, MIN_SLOPE) })
+    best.unwrap_or(Line {
+        a: 0.0,
+        b: MIN_SLOPE,
+        sse: sse(0.0, MIN_SLOPE),
+    })
 }
 
 /// The result of a fit: segments plus the error it leaves.
@@ -63,7 +73,11 @@ pub struct Fit {
 
 /// Fits `k` segments exactly (dynamic programming over break positions); `None` when there are
 /// too few points.
-fn fit_k(s: &[f64], k: usize, cost: &[Vec<Option<Line>>]) -> Option<(f64, Vec<(usize, usize, Line)>)> {
+fn fit_k(
+    s: &[f64],
+    k: usize,
+    cost: &[Vec<Option<Line>>],
+) -> Option<(f64, Vec<(usize, usize, Line)>)> {
     let n = s.len();
     if n < k * MIN_POINTS {
         return None;
@@ -95,7 +109,11 @@ fn fit_k(s: &[f64], k: usize, cost: &[Vec<Option<Line>>]) -> Option<(f64, Vec<(u
     let mut e = n;
     for j in (1..=k).rev() {
         let b = from[j][e];
-        parts.push((b, e - 1, cost[b][e - 1].expect("chosen segments have a fit")));
+        parts.push((
+            b,
+            e - 1,
+            cost[b][e - 1].expect("chosen segments have a fit"),
+        ));
         e = b;
     }
     parts.reverse();
@@ -111,7 +129,10 @@ pub fn fit_segments(points: &[(u64, f64)]) -> Fit {
     let t: Vec<f64> = pts.iter().map(|p| p.1).collect();
     let n = s.len();
     if n == 0 {
-        return Fit { segments: Vec::new(), sse: 0.0 };
+        return Fit {
+            segments: Vec::new(),
+            sse: 0.0,
+        };
     }
     let mut cost = vec![vec![None; n]; n];
     for i in 0..n {
@@ -125,7 +146,9 @@ pub fn fit_segments(points: &[(u64, f64)]) -> Fit {
     let mut chosen: Option<(f64, f64, Vec<(usize, usize, Line)>)> = None;
     for k in 1..=MAX_SEGMENTS {
         let Some((sse, parts)) = (if n < MIN_POINTS {
-            cost[0][n - 1].map(|l| (l.sse, vec![(0, n - 1, l)])).or_else(|| Some((0.0, vec![(0, n - 1, fit_line(&s, &t))])))
+            cost[0][n - 1]
+                .map(|l| (l.sse, vec![(0, n - 1, l)]))
+                .or_else(|| Some((0.0, vec![(0, n - 1, fit_line(&s, &t))])))
         } else {
             fit_k(&s, k, &cost)
         }) else {
@@ -154,33 +177,54 @@ pub fn fit_segments(points: &[(u64, f64)]) -> Fit {
     Fit { segments, sse }
 }
 
-/// [`fit_segments`], then again without the points the first fit misses by more than
-/// max(25%, 5 x the median miss) (a rank descheduled during a size's samples on a loaded host),
-/// at most a fifth of the points. Returns the fit and the sizes left out.
-pub fn fit_segments_robust(points: &[(u64, f64)]) -> (Fit, Vec<u64>) {
-    let first = fit_segments(points);
-    let errs: Vec<f64> = points.iter().map(|&(s, t)| ((predict(&first.segments, s) - t) / t).abs()).collect();
-    let mut sorted = errs.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
-    let bound = (5.0 * median).max(0.25);
-    let mut worst: Vec<(usize, f64)> = errs.iter().copied().enumerate().filter(|e| e.1 > bound).collect();
-    worst.sort_by(|a, b| b.1.total_cmp(&a.1));
-    worst.truncate(points.len() / 5);
-    if worst.is_empty() {
-        return (first, Vec::new());
+/// Sizes whose time is a spike: more than 1.5x the faster of the next two (larger) sizes, or,
+/// for the largest size, more than 1.5x what the previous size's time scaled by the size ratio
+/// allows. A one-way time does not fall as messages grow, so such a point was slowed by something
+/// else (a rank descheduled on a busy host).
+pub fn spikes(points: &[(u64, f64)]) -> Vec<u64> {
+    let mut pts: Vec<(u64, f64)> = points.to_vec();
+    pts.sort_by_key(|p| p.0);
+    let n = pts.len();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let next = pts[i + 1..]
+            .iter()
+            .take(2)
+            .map(|p| p.1)
+            .fold(f64::INFINITY, f64::min);
+        let spike = if next.is_finite() {
+            pts[i].1 > 1.5 * next
+        } else if i > 0 && pts[i - 1].0 > 0 {
+            pts[i].1 > 1.5 * pts[i - 1].1 * (pts[i].0 as f64 / pts[i - 1].0 as f64)
+        } else {
+            false
+        };
+        if spike {
+            out.push(pts[i].0);
+        }
     }
-    let out: Vec<usize> = worst.iter().map(|w| w.0).collect();
-    let kept: Vec<(u64, f64)> = points.iter().enumerate().filter(|(i, _)| !out.contains(i)).map(|(_, p)| *p).collect();
-    let mut sizes: Vec<u64> = out.iter().map(|&i| points[i].0).collect();
-    sizes.sort_unstable();
-    (fit_segments(&kept), sizes)
+    out
+}
+
+/// [`fit_segments`] on the points that are not [`spikes`]; returns the fit and the spikes.
+pub fn fit_segments_robust(points: &[(u64, f64)]) -> (Fit, Vec<u64>) {
+    let out = spikes(points);
+    let kept: Vec<(u64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|p| !out.contains(&p.0))
+        .collect();
+    (fit_segments(&kept), out)
 }
 
 /// The segments' prediction for `size`: the last segment that starts at or below it (the first
 /// segment below its start).
 pub fn predict(segments: &[Segment], size: u64) -> f64 {
-    let seg = segments.iter().rev().find(|g| g.from_bytes <= size).or(segments.first());
+    let seg = segments
+        .iter()
+        .rev()
+        .find(|g| g.from_bytes <= size)
+        .or(segments.first());
     match seg {
         Some(g) => g.latency_s + size as f64 / g.bandwidth_bytes_per_s,
         None => f64::NAN,
@@ -194,9 +238,17 @@ pub fn heldout_errors(points: &[(u64, f64)]) -> (Vec<u64>, Vec<f64>) {
     pts.sort_by_key(|p| p.0);
     let n = pts.len();
     let out: Vec<usize> = (1..n.saturating_sub(1)).filter(|i| i % 3 == 2).collect();
-    let kept: Vec<(u64, f64)> = pts.iter().enumerate().filter(|(i, _)| !out.contains(i)).map(|(_, p)| *p).collect();
+    let kept: Vec<(u64, f64)> = pts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !out.contains(i))
+        .map(|(_, p)| *p)
+        .collect();
     let (fit, _) = fit_segments_robust(&kept);
     let sizes = out.iter().map(|&i| pts[i].0).collect();
-    let errs = out.iter().map(|&i| ((predict(&fit.segments, pts[i].0) - pts[i].1) / pts[i].1).abs()).collect();
+    let errs = out
+        .iter()
+        .map(|&i| ((predict(&fit.segments, pts[i].0) - pts[i].1) / pts[i].1).abs())
+        .collect();
     (sizes, errs)
 }

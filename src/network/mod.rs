@@ -12,11 +12,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::model::network::{FitQuality, NetworkTable, SelfCheck, SelfCheckRow, Segment};
+use crate::model::network::{FitQuality, NetworkTable, Segment, SelfCheck, SelfCheckRow};
 use crate::model::simjob::{ActorSpec, SimAction, SimJob};
 
 /// Self-check bound: simulated vs measured one-way time, relative, at every size.
 pub const SELF_CHECK_TOLERANCE: f64 = 0.05;
+
+/// Largest break point taken for an eager/rendezvous switch.
+pub const EAGER_MAX_BYTES: u64 = 1 << 20;
 
 /// Reads a network table (schema and version checked).
 pub fn load_table(path: &Path) -> Result<NetworkTable> {
@@ -42,22 +45,34 @@ impl NetworkTable {
 
     /// The smallest-message latency of the fit, seconds.
     pub fn latency_s(&self) -> f64 {
-        self.segments.first().map(|g| g.latency_s).unwrap_or(f64::NAN)
+        self.segments
+            .first()
+            .map(|g| g.latency_s)
+            .unwrap_or(f64::NAN)
     }
 
     /// The bandwidth of the segment holding the largest messages, bytes/s.
     pub fn bandwidth_bytes_per_s(&self) -> f64 {
-        self.segments.last().map(|g| g.bandwidth_bytes_per_s).unwrap_or(f64::NAN)
+        self.segments
+            .last()
+            .map(|g| g.bandwidth_bytes_per_s)
+            .unwrap_or(f64::NAN)
     }
 
     /// The SMPI settings rebuilt as factor lists (what `smpi.cfg` says), for evaluation.
     pub fn smpi_derived(&self) -> smpi::Derived {
-        smpi::settings(&self.pingpong, &self.overheads, &self.segments, self.eager_threshold_bytes)
+        smpi::settings(
+            &self.pingpong,
+            &self.overheads,
+            &self.segments,
+            self.eager_threshold_bytes,
+        )
     }
 }
 
-/// The break point with the largest upward jump (the right segment's time at the break over the
-/// left segment's), when that jump is over 5%: the eager/rendezvous switch.
+/// The break point at or below 1 MiB with the largest upward jump (the right segment's time at
+/// the break over the left segment's), when that jump is over 5%: the eager/rendezvous switch.
+/// MPI eager limits are KiB-sized; larger breaks are caches running out or a busy host.
 pub fn eager_threshold(segments: &[Segment]) -> Option<u64> {
     segments
         .windows(2)
@@ -67,21 +82,34 @@ pub fn eager_threshold(segments: &[Segment]) -> Option<u64> {
             let right = w[1].latency_s + s / w[1].bandwidth_bytes_per_s;
             (w[1].from_bytes, right / left)
         })
-        .filter(|(_, r)| *r > 1.05)
+        .filter(|(s, r)| *r > 1.05 && *s <= EAGER_MAX_BYTES)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(s, _)| s)
 }
 
 /// Builds the table from raw results: fit, held-out error, eager threshold, SMPI settings.
 pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> NetworkTable {
-    let points: Vec<(u64, f64)> = raw.pingpong.iter().map(|p| (p.size_bytes, p.median_s)).collect();
+    let points: Vec<(u64, f64)> = raw
+        .pingpong
+        .iter()
+        .map(|p| (p.size_bytes, p.median_s))
+        .collect();
     let (f, outliers) = fit::fit_segments_robust(&points);
     let (heldout, errs) = fit::heldout_errors(&points);
-    let fit_max = points.iter().filter(|p| !outliers.contains(&p.0)).map(|&(s, t)| ((fit::predict(&f.segments, s) - t) / t).abs()).fold(0.0, f64::max);
+    let fit_max = points
+        .iter()
+        .filter(|p| !outliers.contains(&p.0))
+        .map(|&(s, t)| ((fit::predict(&f.segments, s) - t) / t).abs())
+        .fold(0.0, f64::max);
     let eager = eager_threshold(&f.segments);
     let derived = smpi::settings(&raw.pingpong, &raw.overheads, &f.segments, eager);
     NetworkTable {
-        launch: crate::model::network::Launch { command: raw.command, hosts, ranks: raw.ranks, host0: raw.host0 },
+        launch: crate::model::network::Launch {
+            command: raw.command,
+            hosts,
+            ranks: raw.ranks,
+            host0: raw.host0,
+        },
         duration_s,
         pingpong: raw.pingpong,
         overheads: raw.overheads,
@@ -92,7 +120,11 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         fit: FitQuality {
             heldout_sizes_bytes: heldout,
             heldout_max_rel_error: errs.iter().copied().fold(0.0, f64::max),
-            heldout_mean_rel_error: if errs.is_empty() { 0.0 } else { errs.iter().sum::<f64>() / errs.len() as f64 },
+            heldout_mean_rel_error: if errs.is_empty() {
+                0.0
+            } else {
+                errs.iter().sum::<f64>() / errs.len() as f64
+            },
             fit_max_rel_error: fit_max,
             outlier_sizes_bytes: outliers,
         },
@@ -104,9 +136,18 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
 /// The simulation job of the self-check: one pair of actors per size, pair i starting at
 /// i * gap so that no two exchanges overlap; each does one round trip with SMPI's overheads as
 /// sleeps (the simulator's send/recv do not apply smpi/os and smpi/or themselves).
-pub fn self_check_job(table: &NetworkTable, platform: &Path, host_a: &str, host_b: &str) -> (SimJob, f64) {
+pub fn self_check_job(
+    table: &NetworkTable,
+    platform: &Path,
+    host_a: &str,
+    host_b: &str,
+) -> (SimJob, f64) {
     let d = table.smpi_derived();
-    let max_t = table.pingpong.iter().map(|p| p.median_s).fold(0.0, f64::max);
+    let max_t = table
+        .pingpong
+        .iter()
+        .map(|p| p.median_s)
+        .fold(0.0, f64::max);
     let gap = (4.0 * max_t).max(1e-3).ceil_to_pow10();
     let mut actors = Vec::new();
     for (i, p) in table.pingpong.iter().enumerate() {
@@ -116,7 +157,10 @@ pub fn self_check_job(table: &NetworkTable, platform: &Path, host_a: &str, host_
         let mut ping = vec![sleep(i as f64 * gap)];
         ping.extend([
             sleep(os),
-            SimAction::Send { to: b.clone(), bytes: p.size_bytes },
+            SimAction::Send {
+                to: b.clone(),
+                bytes: p.size_bytes,
+            },
             SimAction::Recv { from: b.clone() },
             sleep(or),
         ]);
@@ -124,12 +168,30 @@ pub fn self_check_job(table: &NetworkTable, platform: &Path, host_a: &str, host_
             SimAction::Recv { from: a.clone() },
             sleep(or),
             sleep(os),
-            SimAction::Send { to: a.clone(), bytes: p.size_bytes },
+            SimAction::Send {
+                to: a.clone(),
+                bytes: p.size_bytes,
+            },
         ];
-        actors.push(ActorSpec { name: a, host: host_a.to_string(), actions: ping });
-        actors.push(ActorSpec { name: b, host: host_b.to_string(), actions: pong });
+        actors.push(ActorSpec {
+            name: a,
+            host: host_a.to_string(),
+            actions: ping,
+        });
+        actors.push(ActorSpec {
+            name: b,
+            host: host_b.to_string(),
+            actions: pong,
+        });
     }
-    (SimJob { platform: platform.to_path_buf(), cfg: table.smpi.cfg.clone(), actors }, gap)
+    (
+        SimJob {
+            platform: platform.to_path_buf(),
+            cfg: table.smpi.cfg.clone(),
+            actors,
+        },
+        gap,
+    )
 }
 
 trait CeilPow10 {
@@ -144,7 +206,8 @@ impl CeilPow10 for f64 {
 /// Replays the ping-pong through the simulator (one child process) on `platform` and compares
 /// with the measured medians.
 pub fn self_check(table: &NetworkTable, platform: &Path) -> Result<SelfCheck> {
-    let xml = std::fs::read_to_string(platform).map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", platform.display()))?;
+    let xml = std::fs::read_to_string(platform)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", platform.display()))?;
     let hosts = platform::host_ids(&xml);
     let (a, b) = match hosts.as_slice() {
         [] => anyhow::bail!("{}: no hosts", platform.display()),
@@ -156,7 +219,12 @@ pub fn self_check(table: &NetworkTable, platform: &Path) -> Result<SelfCheck> {
     let mut rows = Vec::new();
     for (i, p) in table.pingpong.iter().enumerate() {
         let name = format!("ping{i}");
-        let finish = out.actors.iter().find(|x| x.name == name).map(|x| x.finish_s).unwrap_or(f64::NAN);
+        let finish = out
+            .actors
+            .iter()
+            .find(|x| x.name == name)
+            .map(|x| x.finish_s)
+            .unwrap_or(f64::NAN);
         let simulated_s = (finish - i as f64 * gap) / 2.0;
         rows.push(SelfCheckRow {
             size_bytes: p.size_bytes,
@@ -167,5 +235,10 @@ pub fn self_check(table: &NetworkTable, platform: &Path) -> Result<SelfCheck> {
         });
     }
     let max_rel_error = rows.iter().map(|r| r.rel_error).fold(0.0, f64::max);
-    Ok(SelfCheck { platform: platform.display().to_string(), rows, max_rel_error, tolerance: SELF_CHECK_TOLERANCE })
+    Ok(SelfCheck {
+        platform: platform.display().to_string(),
+        rows,
+        max_rel_error,
+        tolerance: SELF_CHECK_TOLERANCE,
+    })
 }

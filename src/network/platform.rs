@@ -16,12 +16,27 @@ use crate::network::smpi::{segment_factors, FactorList};
 
 /// Template names, in the order `--help` lists them.
 pub const TEMPLATES: &[(&str, &str)] = &[
-    ("localhost", "this kind of 2-core machine, shared memory, from a measured ping-pong"),
+    (
+        "localhost",
+        "this kind of 2-core machine, shared memory, from a measured ping-pong",
+    ),
     ("cluster-gige", "hosts on one 1 Gb/s Ethernet switch"),
-    ("cluster-ib", "hosts on a 100 Gb/s class (InfiniBand EDR) switch"),
-    ("lan-100m", "switched Fast Ethernet (100 Mb/s), as in the ChronosMix case study"),
-    ("xdsl", "peers on asymmetric DSL lines, tens of ms apart (dPerf's xDSL scenario)"),
-    ("grid5000", "clusters at several Grid'5000 sites joined by a backbone (dPerf's Table I)"),
+    (
+        "cluster-ib",
+        "hosts on a 100 Gb/s class (InfiniBand EDR) switch",
+    ),
+    (
+        "lan-100m",
+        "switched Fast Ethernet (100 Mb/s), as in the ChronosMix case study",
+    ),
+    (
+        "xdsl",
+        "peers on asymmetric DSL lines, tens of ms apart (dPerf's xDSL scenario)",
+    ),
+    (
+        "grid5000",
+        "clusters at several Grid'5000 sites joined by a backbone (dPerf's Table I)",
+    ),
 ];
 
 /// A link: bandwidth in bytes/s, latency in seconds.
@@ -84,7 +99,11 @@ fn num(v: f64) -> String {
     let digits_before = v.abs().max(1.0).log10().floor() as usize + 1;
     let keep = 6usize.saturating_sub(digits_before);
     let s = format!("{:.*}", keep, v);
-    let t = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    let t = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
     if t.is_empty() || t == "-0" {
         "0".into()
     } else {
@@ -93,11 +112,16 @@ fn num(v: f64) -> String {
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn header(out: &mut String, comment: &str, cfg: &[String]) {
-    out.push_str("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
+    out.push_str(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n",
+    );
     out.push_str("<!--");
     for line in comment.lines() {
         let _ = writeln!(out, "  {}", line.replace("--", "-"));
@@ -107,14 +131,23 @@ fn header(out: &mut String, comment: &str, cfg: &[String]) {
         out.push_str("  <config>\n");
         for item in cfg {
             let (k, v) = item.split_once(':').unwrap_or((item, ""));
-            let _ = writeln!(out, "    <prop id=\"{}\" value=\"{}\"/>", xml_escape(k), xml_escape(v));
+            let _ = writeln!(
+                out,
+                "    <prop id=\"{}\" value=\"{}\"/>",
+                xml_escape(k),
+                xml_escape(v)
+            );
         }
         out.push_str("  </config>\n");
     }
 }
 
 fn host_xml(out: &mut String, indent: &str, h: &HostSpec) {
-    let core = if h.cores > 1 { format!(" core=\"{}\"", h.cores) } else { String::new() };
+    let core = if h.cores > 1 {
+        format!(" core=\"{}\"", h.cores)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "{indent}<host id=\"{}\" speed=\"{}\"{core}><prop id=\"mpicast/order\" value=\"{}\"/></host>",
@@ -125,8 +158,19 @@ fn host_xml(out: &mut String, indent: &str, h: &HostSpec) {
 }
 
 /// A star zone: hosts, one link pair per host, an optional backbone and router (gateway).
-fn star_zone(out: &mut String, id: &str, hosts: &[HostSpec], backbone: Option<Link>, router: Option<&str>, indent: &str) {
-    let _ = writeln!(out, "{indent}<zone id=\"{}\" routing=\"Cluster\">", xml_escape(id));
+fn star_zone(
+    out: &mut String,
+    id: &str,
+    hosts: &[HostSpec],
+    backbone: Option<Link>,
+    router: Option<&str>,
+    indent: &str,
+) {
+    let _ = writeln!(
+        out,
+        "{indent}<zone id=\"{}\" routing=\"Cluster\">",
+        xml_escape(id)
+    );
     let inner = format!("{indent}  ");
     for h in hosts {
         host_xml(out, &inner, h);
@@ -140,23 +184,40 @@ fn star_zone(out: &mut String, id: &str, hosts: &[HostSpec], backbone: Option<Li
                 fmt_bw(h.up.bw),
                 fmt_lat(h.up.lat)
             );
-            let _ = writeln!(out, "{inner}<host_link id=\"{n}\" up=\"{n}_link_UP\" down=\"{n}_link_DOWN\"/>");
+            let _ = writeln!(
+                out,
+                "{inner}<host_link id=\"{n}\" up=\"{n}_link_UP\" down=\"{n}_link_DOWN\"/>"
+            );
         } else {
-            let _ = writeln!(out, "{inner}<link id=\"{n}_up\" bandwidth=\"{}\" latency=\"{}\"/>", fmt_bw(h.up.bw), fmt_lat(h.up.lat));
+            let _ = writeln!(
+                out,
+                "{inner}<link id=\"{n}_up\" bandwidth=\"{}\" latency=\"{}\"/>",
+                fmt_bw(h.up.bw),
+                fmt_lat(h.up.lat)
+            );
             let _ = writeln!(
                 out,
                 "{inner}<link id=\"{n}_down\" bandwidth=\"{}\" latency=\"{}\"/>",
                 fmt_bw(h.down.bw),
                 fmt_lat(h.down.lat)
             );
-            let _ = writeln!(out, "{inner}<host_link id=\"{n}\" up=\"{n}_up\" down=\"{n}_down\"/>");
+            let _ = writeln!(
+                out,
+                "{inner}<host_link id=\"{n}\" up=\"{n}_up\" down=\"{n}_down\"/>"
+            );
         }
     }
     if let Some(r) = router {
         let _ = writeln!(out, "{inner}<router id=\"{}\"/>", xml_escape(r));
     }
     if let Some(b) = backbone {
-        let _ = writeln!(out, "{inner}<backbone id=\"{}-backbone\" bandwidth=\"{}\" latency=\"{}\"/>", xml_escape(id), fmt_bw(b.bw), fmt_lat(b.lat));
+        let _ = writeln!(
+            out,
+            "{inner}<backbone id=\"{}-backbone\" bandwidth=\"{}\" latency=\"{}\"/>",
+            xml_escape(id),
+            fmt_bw(b.bw),
+            fmt_lat(b.lat)
+        );
     }
     let _ = writeln!(out, "{indent}</zone>");
 }
@@ -164,7 +225,18 @@ fn star_zone(out: &mut String, id: &str, hosts: &[HostSpec], backbone: Option<Li
 /// One host with `cores` cores and a loopback route (messages between its processes).
 fn single_host(out: &mut String, name: &str, speed_flops: f64, cores: u32, loopback: Link) {
     out.push_str("  <zone id=\"world\" routing=\"Full\">\n");
-    host_xml(out, "    ", &HostSpec { name: name.into(), speed_flops, cores, order: 0, up: loopback, down: loopback });
+    host_xml(
+        out,
+        "    ",
+        &HostSpec {
+            name: name.into(),
+            speed_flops,
+            cores,
+            order: 0,
+            up: loopback,
+            down: loopback,
+        },
+    );
     let _ = writeln!(
         out,
         "    <link id=\"loopback\" bandwidth=\"{}\" latency=\"{}\" sharing_policy=\"FATPIPE\"/>",
@@ -172,7 +244,10 @@ fn single_host(out: &mut String, name: &str, speed_flops: f64, cores: u32, loopb
         fmt_lat(loopback.lat)
     );
     let n = xml_escape(name);
-    let _ = writeln!(out, "    <route src=\"{n}\" dst=\"{n}\"><link_ctn id=\"loopback\"/></route>");
+    let _ = writeln!(
+        out,
+        "    <route src=\"{n}\" dst=\"{n}\"><link_ctn id=\"loopback\"/></route>"
+    );
     out.push_str("  </zone>\n");
 }
 
@@ -189,12 +264,16 @@ const NOMINAL_SPEED: f64 = 1e9;
 /// The localhost figures: shared-memory ping-pong between 2 ranks of this 2-core machine kind
 /// (OpenMPI 4.1 vader BTL), fitted by `mpicast bench network` (see LOCALHOST_ORIGIN).
 const LOCALHOST_SEGMENTS: &[(u64, f64, f64)] = &[
-    // (first size in bytes, latency s, bandwidth B/s)
-    (0, 1.30e-7, 8.0e9),
-    (4096, 2.05e-6, 6.0e9),
-    (65536, 4.5e-6, 4.8e9),
+    // (first size in bytes, latency s, bandwidth B/s), rounded from the fit of
+    // tests/fixtures/network/pingpong_shm.txt (medians 0.13-0.16 us up to 256 B, 0.38 us at
+    // 3 KiB, 2.3 us at 4 KiB, 85.5 us at 1 MiB, 2.76 ms at 16 MiB).
+    (0, 0.15e-6, 14.6e9),
+    (4096, 2.0e-6, 15.0e9),
+    (393216, 0.05e-6, 11.9e9),
+    (2097152, 0.05e-6, 8.9e9),
+    (6291456, 0.05e-6, 6.9e9),
 ];
-const LOCALHOST_ORIGIN: &str = "measured on this 2-core VM kind with `mpicast bench network` (OpenMPI 4.1.4, shared memory)";
+const LOCALHOST_ORIGIN: &str = "ping-pong measured on this 2-core VM kind with mpicast's CTC (OpenMPI 4.1.4, vader\nshared memory, 2 ranks, median of adaptive repetitions), recorded in tests/fixtures/network/pingpong_shm.txt";
 
 /// Generates template `name` for `hosts` hosts (for localhost: one host with `hosts` cores).
 pub fn template(name: &str, hosts: usize) -> Result<String> {
@@ -206,9 +285,20 @@ pub fn template(name: &str, hosts: usize) -> Result<String> {
         "localhost" => {
             let segs: Vec<Segment> = LOCALHOST_SEGMENTS
                 .iter()
-                .map(|&(from, lat, bw)| Segment { from_bytes: from, to_bytes: from, latency_s: lat, bandwidth_bytes_per_s: bw })
+                .map(|&(from, lat, bw)| Segment {
+                    from_bytes: from,
+                    to_bytes: from,
+                    latency_s: lat,
+                    bandwidth_bytes_per_s: bw,
+                })
                 .collect();
-            let link = Link { lat: segs[0].latency_s, bw: segs.iter().map(|g| g.bandwidth_bytes_per_s).fold(0.0, f64::max) };
+            let link = Link {
+                lat: segs[0].latency_s,
+                bw: segs
+                    .iter()
+                    .map(|g| g.bandwidth_bytes_per_s)
+                    .fold(0.0, f64::max),
+            };
             let (lat, bw) = segment_factors(&segs[1..], link.lat, link.bw);
             let bw = with_first(bw, segs[0].bandwidth_bytes_per_s / link.bw);
             let cfg = vec![
@@ -220,18 +310,25 @@ pub fn template(name: &str, hosts: usize) -> Result<String> {
             ];
             let seg_text: Vec<String> = segs
                 .iter()
-                .map(|g| format!("  from {} B: {:.3} us + s / {:.2} GB/s", g.from_bytes, g.latency_s * 1e6, g.bandwidth_bytes_per_s / 1e9))
+                .map(|g| {
+                    format!(
+                        "  from {:>7} B: {:.2} us + s / {:.1} GB/s",
+                        g.from_bytes,
+                        g.latency_s * 1e6,
+                        g.bandwidth_bytes_per_s / 1e9
+                    )
+                })
                 .collect();
             header(
                 &mut out,
                 &format!(
                     "localhost: one {hosts}-core host; MPI processes on it talk through shared memory.\n\
                      Origin: {LOCALHOST_ORIGIN}.\n\
-                     One-way time T(s) = L + s / B per segment (the 4096 B break is OpenMPI's eager limit):\n{}\n\
+                     One-way time T(s) = L + s / B per segment (the 4096 B break is OpenMPI's eager limit, the\nlater ones are caches running out):\n{}\n\
                      The loopback link carries the smallest-message latency and the best bandwidth (no TCP window); the\n\
                      smpi/*-factor lists below scale them per size range. Host speed is nominal: compute\n\
                      times come from the machine table (mpicast bench machine).\n\
-                     Generated by: mpicast platform --template localhost --hosts {hosts}",
+                     Generated by mpicast platform, template localhost, {hosts} cores.",
                     seg_text.join("\n")
                 ),
                 &cfg,
@@ -284,7 +381,7 @@ pub fn template(name: &str, hosts: usize) -> Result<String> {
                      70-120 us one-way and 11-11.7 MB/s.",
                 ),
             };
-            header(&mut out, &format!("{text}\nHost speed is nominal (compute times come from the machine table).\nGenerated by: mpicast platform --template {name} --hosts {hosts}"), &cfg);
+            header(&mut out, &format!("{text}\nHost speed is nominal (compute times come from the machine table).\nGenerated by mpicast platform, template {name}, {hosts} hosts."), &cfg);
             let hs: Vec<HostSpec> = (0..hosts)
                 .map(|k| HostSpec {
                     name: padded("node-", k, hosts, ""),
@@ -299,7 +396,11 @@ pub fn template(name: &str, hosts: usize) -> Result<String> {
         }
         "xdsl" => {
             // (name, down B/s, up B/s, line latency s): ADSL, ADSL2+, VDSL2 profiles in turn.
-            let profiles = [("adsl", 1.0e6, 0.125e6, 20e-3), ("adsl2", 2.5e6, 0.125e6, 15e-3), ("vdsl", 6.25e6, 1.25e6, 8e-3)];
+            let profiles = [
+                ("adsl", 1.0e6, 0.125e6, 20e-3),
+                ("adsl2", 2.5e6, 0.125e6, 15e-3),
+                ("vdsl", 6.25e6, 1.25e6, 8e-3),
+            ];
             header(
                 &mut out,
                 &format!(
@@ -311,7 +412,7 @@ pub fn template(name: &str, hosts: usize) -> Result<String> {
                      limited by the sender's upload. TCP's window (SimGrid's network/TCP-gamma, 4 MiB)\n\
                      bounds a flow to gamma / (2 latency) as on a real line.\n\
                      Origin: nominal consumer DSL figures (sync rates and typical access latencies).\n\
-                     Host speed is nominal. Generated by: mpicast platform --template xdsl --hosts {hosts}"
+                     Host speed is nominal. Generated by mpicast platform, template xdsl, {hosts} hosts."
                 ),
                 &["smpi/bw-factor:0:0.9".to_string(), "smpi/lat-factor:0:1".to_string(), "network/crosstraffic:1".to_string()],
             );
@@ -328,10 +429,23 @@ pub fn template(name: &str, hosts: usize) -> Result<String> {
                     }
                 })
                 .collect();
-            star_zone(&mut out, "internet", &hs, Some(Link { bw: 1.25e9, lat: 10e-3 }), None, "  ");
+            star_zone(
+                &mut out,
+                "internet",
+                &hs,
+                Some(Link {
+                    bw: 1.25e9,
+                    lat: 10e-3,
+                }),
+                None,
+                "  ",
+            );
         }
         "grid5000" => grid5000(&mut out, hosts),
-        _ => bail!("unknown template {name:?}; valid: {}", TEMPLATES.iter().map(|t| t.0).collect::<Vec<_>>().join(", ")),
+        _ => bail!(
+            "unknown template {name:?}; valid: {}",
+            TEMPLATES.iter().map(|t| t.0).collect::<Vec<_>>().join(", ")
+        ),
     }
     out.push_str("</platform>\n");
     Ok(out)
@@ -356,7 +470,13 @@ const G5K: &[(&str, &str, &str, f64)] = &[
     ("sophia", "sol", "AMD 2.6 GHz", 29400.0),
 ];
 /// One-way latency from each site to the RENATER core.
-const G5K_SITE_LAT: &[(&str, f64)] = &[("toulouse", 4e-3), ("lyon", 2e-3), ("nancy", 3e-3), ("orsay", 2e-3), ("sophia", 4.5e-3)];
+const G5K_SITE_LAT: &[(&str, f64)] = &[
+    ("toulouse", 4e-3),
+    ("lyon", 2e-3),
+    ("nancy", 3e-3),
+    ("orsay", 2e-3),
+    ("sophia", 4.5e-3),
+];
 
 fn grid5000(out: &mut String, hosts: usize) {
     // Below 256 peers dPerf used the four clusters Pastel, Sagittaire, Grelon, Gdx; beyond, all.
@@ -366,7 +486,15 @@ fn grid5000(out: &mut String, hosts: usize) {
     let fastest = G5K.iter().map(|c| c.3).fold(f64::INFINITY, f64::min);
     let mut table = String::new();
     for c in clusters {
-        let _ = writeln!(table, "  {:<10} {:<11} {:<19} {:>6.0} s  -> {}", c.0, c.1, c.2, c.3, fmt_speed(4e9 * fastest / c.3));
+        let _ = writeln!(
+            table,
+            "  {:<10} {:<11} {:<19} {:>6.0} s  -> {}",
+            c.0,
+            c.1,
+            c.2,
+            c.3,
+            fmt_speed(4e9 * fastest / c.3)
+        );
     }
     header(
         out,
@@ -381,7 +509,7 @@ fn grid5000(out: &mut String, hosts: usize) {
              Between sites: each site's router reaches the RENATER core over 10 Gb/s links of\n\
              2-4.5 ms (one-way Lyon-Nancy about 5 ms); a cross-site route is site link + core + site link.\n\
              Origin: dPerf Table I for speeds; nominal Grid'5000 / RENATER figures for the network.\n\
-             Generated by: mpicast platform --template grid5000 --hosts {hosts}"
+             Generated by mpicast platform, template grid5000, {hosts} hosts."
         ),
         &[],
     );
@@ -391,12 +519,19 @@ fn grid5000(out: &mut String, hosts: usize) {
     for (i, c) in clusters.iter().enumerate() {
         let count = hosts / nc + usize::from(i < hosts % nc);
         let speed = 4e9 * fastest / c.3;
-        let link = Link { bw: 125e6, lat: 15e-6 };
+        let link = Link {
+            bw: 125e6,
+            lat: 15e-6,
+        };
         let zone = format!("{}-{}", c.1, c.0);
         let hs: Vec<HostSpec> = (0..count)
             .map(|_| {
                 let h = HostSpec {
-                    name: format!("{}{}", padded("g", order, hosts, "-"), format_args!("{}.{}", c.1, c.0)),
+                    name: format!(
+                        "{}{}",
+                        padded("g", order, hosts, "-"),
+                        format_args!("{}.{}", c.1, c.0)
+                    ),
                     speed_flops: speed,
                     cores: 1,
                     order,
@@ -408,12 +543,30 @@ fn grid5000(out: &mut String, hosts: usize) {
             })
             .collect();
         let router = format!("{zone}-router");
-        star_zone(out, &zone, &hs, Some(Link { bw: 1.25e9, lat: 1e-6 }), Some(&router), "    ");
+        star_zone(
+            out,
+            &zone,
+            &hs,
+            Some(Link {
+                bw: 1.25e9,
+                lat: 1e-6,
+            }),
+            Some(&router),
+            "    ",
+        );
         sites.push((zone, router, c.0));
     }
     for (zone, _, site) in &sites {
-        let lat = G5K_SITE_LAT.iter().find(|s| s.0 == *site).map(|s| s.1).unwrap_or(3e-3);
-        let _ = writeln!(out, "    <link id=\"{zone}-wan\" bandwidth=\"1.25GBps\" latency=\"{}\"/>", fmt_lat(lat));
+        let lat = G5K_SITE_LAT
+            .iter()
+            .find(|s| s.0 == *site)
+            .map(|s| s.1)
+            .unwrap_or(3e-3);
+        let _ = writeln!(
+            out,
+            "    <link id=\"{zone}-wan\" bandwidth=\"1.25GBps\" latency=\"{}\"/>",
+            fmt_lat(lat)
+        );
     }
     for (i, (za, ra, _)) in sites.iter().enumerate() {
         for (zb, rb, _) in sites.iter().skip(i + 1) {
@@ -435,7 +588,14 @@ pub fn measured(table: &NetworkTable, cores: u32) -> String {
     let segs: Vec<String> = table
         .segments
         .iter()
-        .map(|g| format!("  from {} B: {:.3} us + s / {:.1} MB/s", g.from_bytes, g.latency_s * 1e6, g.bandwidth_bytes_per_s / 1e6))
+        .map(|g| {
+            format!(
+                "  from {} B: {:.3} us + s / {:.1} MB/s",
+                g.from_bytes,
+                g.latency_s * 1e6,
+                g.bandwidth_bytes_per_s / 1e6
+            )
+        })
         .collect();
     let comment = format!(
         "Measured network: {}\n\
@@ -444,7 +604,8 @@ pub fn measured(table: &NetworkTable, cores: u32) -> String {
          <config> give every measured size range its own factors so that SMPI's ping-pong follows\n\
          the measured medians (smpi/os, smpi/or: MPI_Isend/MPI_Irecv post costs). Host speed is\n\
          nominal: compute times come from the machine table.\n\
-         Generated by: mpicast bench network --platform-out",
+         Generated by mpicast bench network (double dashes in the command above are shown single:\n\
+         XML comments cannot hold them).",
         table.launch.command.join(" "),
         table.pingpong.len(),
         table.launch.host0,
@@ -453,16 +614,29 @@ pub fn measured(table: &NetworkTable, cores: u32) -> String {
         segs.join("\n")
     );
     header(&mut out, &comment, &st.cfg);
-    let link = Link { bw: st.link_bandwidth_bytes_per_s, lat: st.link_latency_s };
+    let link = Link {
+        bw: st.link_bandwidth_bytes_per_s,
+        lat: st.link_latency_s,
+    };
     let hosts = distinct_hosts(&table.launch.hosts);
     if hosts.len() < 2 {
         single_host(&mut out, "localhost", NOMINAL_SPEED, cores, link);
     } else {
-        let half = Link { bw: link.bw, lat: link.lat / 2.0 };
+        let half = Link {
+            bw: link.bw,
+            lat: link.lat / 2.0,
+        };
         let hs: Vec<HostSpec> = hosts
             .iter()
             .enumerate()
-            .map(|(k, h)| HostSpec { name: h.clone(), speed_flops: NOMINAL_SPEED, cores, order: k, up: half, down: half })
+            .map(|(k, h)| HostSpec {
+                name: h.clone(),
+                speed_flops: NOMINAL_SPEED,
+                cores,
+                order: k,
+                up: half,
+                down: half,
+            })
             .collect();
         star_zone(&mut out, "measured", &hs, None, None, "  ");
     }
@@ -486,7 +660,12 @@ pub fn distinct_hosts(hosts: &[String]) -> Vec<String> {
 pub fn host_ids(xml: &str) -> Vec<String> {
     let mut hosts: Vec<(usize, String)> = Vec::new();
     for (i, part) in xml.split("<host ").skip(1).enumerate() {
-        let id = part.split("id=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("").to_string();
+        let id = part
+            .split("id=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("")
+            .to_string();
         let tag_end = part.find("</host>").unwrap_or(part.len());
         let order = part[..tag_end]
             .split("id=\"mpicast/order\" value=\"")

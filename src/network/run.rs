@@ -74,7 +74,12 @@ fn cache_dir() -> PathBuf {
 /// compiler is cached.
 pub fn build(mpicc: &str) -> Result<PathBuf> {
     use std::hash::{Hash, Hasher};
-    let showme = Command::new(mpicc).arg("-showme").output().ok().map(|o| o.stdout).unwrap_or_default();
+    let showme = Command::new(mpicc)
+        .arg("-showme")
+        .output()
+        .ok()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     PINGPONG_C.hash(&mut h);
     mpicc.hash(&mut h);
@@ -84,7 +89,8 @@ pub fn build(mpicc: &str) -> Result<PathBuf> {
     if exe.is_file() {
         return Ok(exe);
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("{}: cannot create directory", dir.display()))?;
     let src = dir.join("pingpong.c");
     std::fs::write(&src, PINGPONG_C).with_context(|| format!("{}: cannot write", src.display()))?;
     let tmp = dir.join(format!("pingpong.tmp{}", std::process::id()));
@@ -94,9 +100,14 @@ pub fn build(mpicc: &str) -> Result<PathBuf> {
         .arg(&src)
         .arg("-lm")
         .output()
-        .with_context(|| format!("cannot run {mpicc} (install openmpi-bin and libopenmpi-dev, or pass --mpicc)"))?;
+        .with_context(|| {
+            format!("cannot run {mpicc} (install openmpi-bin and libopenmpi-dev, or pass --mpicc)")
+        })?;
     if !out.status.success() {
-        bail!("{mpicc} failed to build the ping-pong: {}", String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "{mpicc} failed to build the ping-pong: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     std::fs::rename(&tmp, &exe).with_context(|| format!("{}: cannot write", exe.display()))?;
     Ok(exe)
@@ -105,12 +116,19 @@ pub fn build(mpicc: &str) -> Result<PathBuf> {
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
 fn join(v: &[u64]) -> String {
-    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The full command line.
@@ -125,9 +143,13 @@ pub fn command_line(spec: &RunSpec, exe: &Path, tmpdir: &Path) -> Vec<String> {
             }
             cmd.extend(["--bind-to", "none", "--mca", "orte_tmpdir_base"].map(String::from));
             cmd.push(tmpdir.display().to_string());
-            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u32;
+            let cores = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1) as u32;
             if spec.hosts.is_empty() && spec.ranks > cores {
-                cmd.extend(["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"].map(String::from));
+                cmd.extend(
+                    ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"].map(String::from),
+                );
             }
             if !spec.hosts.is_empty() {
                 cmd.push("--host".into());
@@ -160,7 +182,10 @@ pub fn expected_lines(spec: &RunSpec) -> u64 {
 
 /// Runs the ping-pong; `progress` is called after each result line with the line.
 pub fn run(spec: &RunSpec, exe: &Path, mut progress: impl FnMut(&str)) -> Result<RunResult> {
-    let tmp = tempfile::Builder::new().prefix("mpicast-ompi").tempdir().context("cannot create a temporary directory")?;
+    let tmp = tempfile::Builder::new()
+        .prefix("mpicast-ompi")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let cmd = command_line(spec, exe, tmp.path());
     let mut child = Command::new(&cmd[0])
         .args(&cmd[1..])
@@ -175,7 +200,11 @@ pub fn run(spec: &RunSpec, exe: &Path, mut progress: impl FnMut(&str)) -> Result
         let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
         s
     });
-    let mut res = RunResult { command: cmd.clone(), ranks: spec.ranks, ..Default::default() };
+    let mut res = RunResult {
+        command: cmd.clone(),
+        ranks: spec.ranks,
+        ..Default::default()
+    };
     let stdout = child.stdout.take().expect("piped");
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the ping-pong's output")?;
@@ -186,11 +215,19 @@ pub fn run(spec: &RunSpec, exe: &Path, mut progress: impl FnMut(&str)) -> Result
     let status = child.wait().context("waiting for mpirun")?;
     let err = err_thread.join().unwrap_or_default();
     if !status.success() {
-        let msg: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("---")).take(6).collect();
+        let msg: Vec<&str> = err
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("---"))
+            .take(6)
+            .collect();
         bail!("`{}` failed ({status}): {}", cmd.join(" "), msg.join(" | "));
     }
     if res.pingpong.is_empty() {
-        bail!("`{}` printed no ping-pong results: {}", cmd.join(" "), err.trim());
+        bail!(
+            "`{}` printed no ping-pong results: {}",
+            cmd.join(" "),
+            err.trim()
+        );
     }
     Ok(res)
 }
@@ -202,8 +239,25 @@ pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
     let d = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok());
     match f.first().copied() {
         Some("pp") => {
-            if let (Some(size), Some(reps), Some(min), Some(med), Some(p90), Some(mean), Some(rel)) = (u(1), u(2), d(3), d(4), d(5), d(6), d(7)) {
-                res.pingpong.push(PingPongPoint { size_bytes: size, reps, min_s: min, median_s: med, p90_s: p90, mean_s: mean, rel_stderr: rel });
+            if let (
+                Some(size),
+                Some(reps),
+                Some(min),
+                Some(med),
+                Some(p90),
+                Some(mean),
+                Some(rel),
+            ) = (u(1), u(2), d(3), d(4), d(5), d(6), d(7))
+            {
+                res.pingpong.push(PingPongPoint {
+                    size_bytes: size,
+                    reps,
+                    min_s: min,
+                    median_s: med,
+                    p90_s: p90,
+                    mean_s: mean,
+                    rel_stderr: rel,
+                });
                 return true;
             }
         }
@@ -213,7 +267,11 @@ pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
                 let o = match pos {
                     Some(i) => &mut res.overheads[i],
                     None => {
-                        res.overheads.push(Overhead { size_bytes: size, send_s: 0.0, recv_s: 0.0 });
+                        res.overheads.push(Overhead {
+                            size_bytes: size,
+                            send_s: 0.0,
+                            recv_s: 0.0,
+                        });
                         res.overheads.last_mut().expect("just pushed")
                     }
                 };
@@ -226,7 +284,9 @@ pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
             }
         }
         Some("coll") => {
-            if let (Some(name), Some(size), Some(reps), Some(mean), Some(min)) = (f.get(1), u(2), u(3), d(4), d(5)) {
+            if let (Some(name), Some(size), Some(reps), Some(mean), Some(min)) =
+                (f.get(1), u(2), u(3), d(4), d(5))
+            {
                 res.collectives.push(CollectivePoint {
                     name: name.to_string(),
                     size_bytes: size,
@@ -238,13 +298,11 @@ pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
                 return true;
             }
         }
-        Some("info") => {
-            match (f.get(1).copied(), f.get(2)) {
-                (Some("host0"), Some(h)) => res.host0 = h.to_string(),
-                (Some("nranks"), Some(n)) => res.ranks = n.parse().unwrap_or(res.ranks),
-                _ => {}
-            }
-        }
+        Some("info") => match (f.get(1).copied(), f.get(2)) {
+            (Some("host0"), Some(h)) => res.host0 = h.to_string(),
+            (Some("nranks"), Some(n)) => res.ranks = n.parse().unwrap_or(res.ranks),
+            _ => {}
+        },
         _ => {}
     }
     false

@@ -101,7 +101,10 @@ impl Derived {
 impl Derived {
     /// smpi/os and smpi/or, for SMPI proper.
     pub fn smpi_only_cfg(&self) -> Vec<String> {
-        vec![format!("smpi/os:{}", nonempty(&self.os, "0:0:0")), format!("smpi/or:{}", nonempty(&self.or, "0:0:0"))]
+        vec![
+            format!("smpi/os:{}", nonempty(&self.os, "0:0:0")),
+            format!("smpi/or:{}", nonempty(&self.or, "0:0:0")),
+        ]
     }
 }
 
@@ -116,8 +119,17 @@ fn nonempty(f: &FactorList, empty: &str) -> String {
 /// Derives SMPI settings from a measured ping-pong (medians), the measured post costs and the
 /// fitted segments: one factor entry per measured size range, so the simulated ping-pong matches
 /// the median at every measured size; between measured sizes the segment's bandwidth applies.
-pub fn settings(pingpong: &[PingPongPoint], overheads: &[Overhead], segments: &[Segment], eager: Option<u64>) -> Derived {
-    let mut pp: Vec<(u64, f64)> = pingpong.iter().map(|p| (p.size_bytes, p.median_s)).filter(|p| p.1 > 0.0).collect();
+pub fn settings(
+    pingpong: &[PingPongPoint],
+    overheads: &[Overhead],
+    segments: &[Segment],
+    eager: Option<u64>,
+) -> Derived {
+    let mut pp: Vec<(u64, f64)> = pingpong
+        .iter()
+        .map(|p| (p.size_bytes, p.median_s))
+        .filter(|p| p.1 > 0.0)
+        .collect();
     pp.sort_by_key(|p| p.0);
     let mut ov: Vec<&Overhead> = overheads.iter().collect();
     ov.sort_by_key(|o| o.size_bytes);
@@ -126,8 +138,10 @@ pub fn settings(pingpong: &[PingPongPoint], overheads: &[Overhead], segments: &[
     let mut os = FactorList::default();
     let mut or = FactorList::default();
     for w in ov.windows(2) {
-        os.entries.push((w[0].size_bytes, vec![w[1].send_s.max(0.0), 0.0]));
-        or.entries.push((w[0].size_bytes, vec![w[1].recv_s.max(0.0), 0.0]));
+        os.entries
+            .push((w[0].size_bytes, vec![w[1].send_s.max(0.0), 0.0]));
+        or.entries
+            .push((w[0].size_bytes, vec![w[1].recv_s.max(0.0), 0.0]));
     }
     if ov.len() == 1 {
         os.entries.push((0, vec![ov[0].send_s.max(0.0), 0.0]));
@@ -139,7 +153,11 @@ pub fn settings(pingpong: &[PingPongPoint], overheads: &[Overhead], segments: &[
     for (i, _) in os.entries.clone().iter().enumerate() {
         let lo = os.entries[i].0;
         let hi = os.entries.get(i + 1).map(|e| e.0).unwrap_or(u64::MAX);
-        let min_t = pp.iter().filter(|p| p.0 > lo && p.0 <= hi).map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let min_t = pp
+            .iter()
+            .filter(|p| p.0 > lo && p.0 <= hi)
+            .map(|p| p.1)
+            .fold(f64::INFINITY, f64::min);
         let sum = os.entries[i].1[0] + or.entries[i].1[0];
         if min_t.is_finite() && sum > 0.5 * min_t {
             let k = 0.5 * min_t / sum;
@@ -153,7 +171,11 @@ pub fn settings(pingpong: &[PingPongPoint], overheads: &[Overhead], segments: &[
     // The link: size-0 latency (SimGrid applies factor 1 to size 0) and the bandwidth of the
     // largest messages.
     let link_latency_s = pp.first().map(|p| net(p.0, p.1)).unwrap_or(1e-6).max(1e-9);
-    let link_bandwidth_bytes_per_s = segments.last().map(|g| g.bandwidth_bytes_per_s).unwrap_or(1e9).max(1.0);
+    let link_bandwidth_bytes_per_s = segments
+        .last()
+        .map(|g| g.bandwidth_bytes_per_s)
+        .unwrap_or(1e9)
+        .max(1.0);
     let mut lat_factor = FactorList::default();
     let mut bw_factor = FactorList::default();
     for w in pp.windows(2) {
@@ -174,7 +196,9 @@ pub fn settings(pingpong: &[PingPongPoint], overheads: &[Overhead], segments: &[
             bw = s as f64 / (target - lat);
         }
         lat_factor.entries.push((prev, vec![lat / link_latency_s]));
-        bw_factor.entries.push((prev, vec![bw / link_bandwidth_bytes_per_s]));
+        bw_factor
+            .entries
+            .push((prev, vec![bw / link_bandwidth_bytes_per_s]));
     }
     Derived {
         link_latency_s,
@@ -190,13 +214,20 @@ pub fn settings(pingpong: &[PingPongPoint], overheads: &[Overhead], segments: &[
 
 /// Factor lists from segments alone (for templates): segment k's latency and bandwidth apply
 /// from its first size on.
-pub fn segment_factors(segments: &[Segment], link_latency_s: f64, link_bandwidth_bytes_per_s: f64) -> (FactorList, FactorList) {
+pub fn segment_factors(
+    segments: &[Segment],
+    link_latency_s: f64,
+    link_bandwidth_bytes_per_s: f64,
+) -> (FactorList, FactorList) {
     let mut lat = FactorList::default();
     let mut bw = FactorList::default();
     for g in segments {
         let t = g.from_bytes.saturating_sub(1);
         lat.entries.push((t, vec![g.latency_s / link_latency_s]));
-        bw.entries.push((t, vec![g.bandwidth_bytes_per_s / link_bandwidth_bytes_per_s]));
+        bw.entries.push((
+            t,
+            vec![g.bandwidth_bytes_per_s / link_bandwidth_bytes_per_s],
+        ));
     }
     (lat, bw)
 }
