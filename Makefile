@@ -23,6 +23,7 @@ test: setup
 # Figures that are too slow or too noisy for the test suite: each script prints what it measured.
 bench: build
 	@./scripts/bench_analyze.sh
+	@./scripts/bench_machine.sh
 
 clean:
 	$(CARGO) clean

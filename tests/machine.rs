@@ -17,7 +17,11 @@ fn bench(dir: &Path, name: &str, extra: &[&str]) -> MachineTable {
         .env("XDG_CACHE_HOME", dir.join("cache"))
         .output()
         .expect("mpicast runs");
-    assert!(o.status.success(), "mpicast bench machine {extra:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "mpicast bench machine {extra:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     mpicast::model::read_artifact(&out).expect("a valid mpicast/machine table")
 }
 
@@ -31,37 +35,88 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     assert_eq!(checked, o2);
     for &c in OpClass::ALL {
         let v = &o2.classes[&c];
-        assert!(v.throughput.ns_per_op > 0.0 && v.latency.ns_per_op > 0.0, "{c}: {v:?}");
-        assert!(v.throughput.samples >= 5, "{c}: {} samples", v.throughput.samples);
+        assert!(
+            v.throughput.ns_per_op > 0.0 && v.latency.ns_per_op > 0.0,
+            "{c}: {v:?}"
+        );
+        assert!(
+            v.throughput.samples >= 5,
+            "{c}: {} samples",
+            v.throughput.samples
+        );
     }
     assert_eq!(o2.memory.len(), 16, "4 levels x stream/random x load/store");
     let fit = o2.fit.as_ref().expect("fit present in a full-class table");
     assert!(fit.kernels.len() >= 10);
-    assert!(fit.kernels.iter().all(|k| k.measured.ns_per_op > 0.0 && k.error_fit.is_finite()));
-    assert!(["perf_event", "wall_clock"].contains(&o2.timer.source.as_str()));
+    assert!(fit
+        .kernels
+        .iter()
+        .all(|k| k.measured.ns_per_op > 0.0 && k.error_fit.is_finite()));
+    assert!(["perf_event", "clock"].contains(&o2.timer.source.as_str()));
 
     // Sanity (issue 3).
     let t = |c: OpClass| o2.classes[&c].throughput.ns_per_op;
     let l = |c: OpClass| o2.classes[&c].latency.ns_per_op;
-    assert!(t(OpClass::DoubleDiv) > t(OpClass::DoubleAdd), "div {} <= add {}", t(OpClass::DoubleDiv), t(OpClass::DoubleAdd));
+    assert!(
+        t(OpClass::DoubleDiv) > t(OpClass::DoubleAdd),
+        "div {} <= add {}",
+        t(OpClass::DoubleDiv),
+        t(OpClass::DoubleAdd)
+    );
     assert!(l(OpClass::DoubleDiv) > l(OpClass::DoubleAdd));
-    let l1 = o2.memory_cost("L1", "stream", "load").unwrap().throughput.ns_per_op;
+    let l1 = o2
+        .memory_cost("L1", "stream", "load")
+        .unwrap()
+        .throughput
+        .ns_per_op;
     let dram = o2.memory_cost("DRAM", "random", "load").unwrap();
-    assert!(dram.latency.unwrap().ns_per_op > l1, "DRAM random {:?} vs L1 {l1}", dram.latency);
+    assert!(
+        dram.latency.unwrap().ns_per_op > l1,
+        "DRAM random {:?} vs L1 {l1}",
+        dram.latency
+    );
     assert!(dram.throughput.ns_per_op > l1);
 
     // -O0 keeps every value in memory: simple arithmetic costs more per op than at -O2.
-    let o0 = bench(dir.path(), "o0.json", &["--cflags", "-O0", "--classes", "int_add,double_add,double_mul"]);
+    let o0 = bench(
+        dir.path(),
+        "o0.json",
+        &[
+            "--cflags",
+            "-O0",
+            "--classes",
+            "int_add,double_add,double_mul",
+        ],
+    );
     assert_eq!(o0.classes.len(), 3);
-    assert!(load_table(&dir.path().join("o0.json")).is_err(), "a --classes table is partial");
+    assert!(
+        load_table(&dir.path().join("o0.json")).is_err(),
+        "a --classes table is partial"
+    );
     for c in [OpClass::IntAdd, OpClass::DoubleAdd, OpClass::DoubleMul] {
         let (a, b) = (o0.classes[&c].throughput.ns_per_op, t(c));
         assert!(a > b, "{c}: -O0 {a} ns <= -O2 {b} ns");
     }
+
+    // --compare prints the per-class ratio of two tables (the classes both have).
+    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(["bench", "machine", "--compare"])
+        .args([dir.path().join("o2.json"), dir.path().join("o0.json")])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("double_add"))
+        .expect("double_add row");
+    let ratio: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert!(ratio > 1.0, "-O0 / -O2 ratio {ratio}: {line}");
+    assert!(!text.contains("int_div"), "only classes both tables have");
 }
 
 #[test]
-fn compare_prints_ratios_and_bad_input_is_one_line() {
+fn unknown_class_is_refused_with_the_valid_names() {
     let dir = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
         .args(["bench", "machine", "--classes", "nonsense"])
@@ -70,5 +125,8 @@ fn compare_prints_ratios_and_bad_input_is_one_line() {
         .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("unknown op class") && err.contains("int_add"), "{err}");
+    assert!(
+        err.contains("unknown op class") && err.contains("int_add"),
+        "{err}"
+    );
 }

@@ -199,8 +199,9 @@ fn solve_passive(a: &[Vec<f64>], b: &[f64], passive: &[bool]) -> Vec<f64> {
             if r != col {
                 let f = ata[r][col] / d;
                 if f != 0.0 {
-                    for c in col..=k {
-                        ata[r][c] -= f * ata[col][c];
+                    let pivot_row = ata[col].clone();
+                    for (x, p) in ata[r].iter_mut().zip(&pivot_row).skip(col) {
+                        *x -= f * p;
                     }
                 }
             }

@@ -140,7 +140,8 @@ impl Results {
         let per_op: Vec<f64> = raw.iter().map(|ns| (ns - base_ns) / ops_per_iter).collect();
         let (kmed, kcyc, kins) = job_medians(job);
         let med = median(&per_op);
-        let clamped = !(med >= FLOOR_NS);
+        // NaN (no samples) counts as clamped too.
+        let clamped = med.is_nan() || med < FLOOR_NS;
         let min = per_op.iter().copied().fold(f64::INFINITY, f64::min);
         let max = per_op.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let rmin = raw.iter().copied().fold(f64::INFINITY, f64::min);
@@ -162,17 +163,19 @@ impl Results {
         }
     }
 
-    /// Median over all samples of the share of wall time the driver spent descheduled:
+    /// Share of wall time the driver spent descheduled over all samples (1 - CPU / wall):
     /// how busy the machine was with other work.
     pub fn descheduled_fraction(&self) -> f64 {
-        let v: Vec<f64> = self
+        let (cpu, wall) = self
             .jobs
             .values()
             .flat_map(|j| j.per_iter.iter())
-            .filter(|s| s.wall_ns > 0.0)
-            .map(|s| (1.0 - s.ns / s.wall_ns).max(0.0))
-            .collect();
-        median(&v)
+            .fold((0.0, 0.0), |(c, w), s| (c + s.ns, w + s.wall_ns));
+        if wall > 0.0 {
+            (1.0 - cpu / wall).max(0.0)
+        } else {
+            0.0
+        }
     }
 
     /// True when some job has non-zero cycle counts.

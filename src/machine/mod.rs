@@ -252,11 +252,13 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     let results = measure::run_jobs(&mut driver, &keys, samples, min_sample_ms, &progress)?;
     progress.finish_and_clear();
 
-    let clock = "thread_cpu_time".to_string();
+    let timer_clock = "thread_cpu_time".to_string();
     let descheduled_fraction = results.descheduled_fraction();
     let timer = if driver.counters_used() && results.counted_cycles() {
         TimerInfo {
             source: "perf_event".into(),
+            clock: timer_clock,
+            descheduled_fraction,
             fallback_reason: None,
         }
     } else {
@@ -265,7 +267,9 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
             .clone()
             .unwrap_or_else(|| "perf_event counters read zero".into());
         TimerInfo {
-            source: "wall_clock".into(),
+            source: "clock".into(),
+            clock: timer_clock,
+            descheduled_fraction,
             fallback_reason: Some(reason),
         }
     };

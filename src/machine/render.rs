@@ -55,14 +55,18 @@ pub fn table(t: &MachineTable) -> String {
     );
     let _ = writeln!(
         s,
-        "timer     {} on {}, descheduled {:.0}% of the time (host load){}",
-        t.timer.source,
+        "timer     {} ({}), descheduled {:.1}% of the wall time (host load){}",
+        if t.timer.source == "perf_event" {
+            "perf_event counters + clock"
+        } else {
+            "clock only"
+        },
         t.timer.clock,
         t.timer.descheduled_fraction * 100.0,
         t.timer
             .fallback_reason
             .as_deref()
-            .map(|r| format!(" (counters unavailable: {r})"))
+            .map(|r| format!("; {r}"))
             .unwrap_or_default()
     );
     let _ = writeln!(
@@ -77,8 +81,8 @@ pub fn table(t: &MachineTable) -> String {
     let fitted = t.fit.as_ref();
     let _ = writeln!(
         s,
-        "{:<12} {:>11} {:>8} {:>11} {:>8} {:>10}  {}",
-        "class", "throughput", "spread", "latency", "spread", "fitted", "ns per op"
+        "{:<12} {:>11} {:>8} {:>11} {:>8} {:>10}  ns per op",
+        "class", "throughput", "spread", "latency", "spread", "fitted"
     );
     for (c, v) in &t.classes {
         let f = fitted

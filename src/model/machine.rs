@@ -63,13 +63,14 @@ pub struct CompilerInfo {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TimerInfo {
-    /// "perf_event" (cycles and instructions counted as well as time) or "wall_clock" (time
-    /// only: the counters were not available).
+    /// "perf_event" (cycles and instructions counted as well as time) or "clock" (time only:
+    /// the counters were not available; `fallback_reason` says why).
     pub source: String,
     /// The clock times come from: "thread_cpu_time" (CLOCK_THREAD_CPUTIME_ID of the kernel
     /// driver: time spent descheduled while others use the core is left out).
     pub clock: String,
-    /// Median share of wall time the driver spent descheduled (how loaded the host was).
+    /// Share of wall time the driver spent descheduled over all samples (how loaded the host
+    /// was: another process wanted its core).
     pub descheduled_fraction: f64,
     /// Why the counters were not used, when they were not.
     pub fallback_reason: Option<String>,
