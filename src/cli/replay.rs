@@ -58,7 +58,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(spec) = &args.bench {
-        return bench(spec);
+        return bench(spec, &args.cfg);
     }
     let dir = args.trace_dir.clone().expect("clap requires TRACE_DIR");
     let platform = args.platform.clone().expect("clap requires --platform");
@@ -66,7 +66,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bail!("{}: no such platform file", platform.display());
     }
     let mapping = match &args.mapping {
-        Some(p) => Mapping::Hosts { hosts: crate::sim::replay::read_mapping_file(p)? },
+        Some(p) => Mapping::Hosts {
+            hosts: crate::sim::replay::read_mapping_file(p)?,
+        },
         None => match args.placement {
             Placement::RoundRobin => Mapping::RoundRobin,
             Placement::Block => Mapping::Block,
@@ -83,8 +85,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         timeline: args.timeline,
         ..ReplayOptions::default()
     };
-    let result = crate::sim::replay(&TraceSource::Dir(dir.clone()), &platform, mapping, args.cfg.clone(), options)
-        .with_context(|| dir.display().to_string())?;
+    let result = crate::sim::replay(
+        &TraceSource::Dir(dir.clone()),
+        &platform,
+        mapping,
+        args.cfg.clone(),
+        options,
+    )
+    .with_context(|| dir.display().to_string())?;
     print!("{}", render(&result));
     if let Some(j) = &args.json {
         crate::model::write_artifact(j, &result)?;
@@ -118,34 +126,64 @@ pub fn render(r: &ReplayResult) -> String {
             ));
         }
     } else {
-        s.push_str(&format!("\n{} ranks      min          median       max\n", r.ranks.len()));
+        s.push_str(&format!(
+            "\n{} ranks      min          median       max\n",
+            r.ranks.len()
+        ));
         type Getter = fn(&crate::model::trace::RankStats) -> f64;
-        let cols: [(&str, Getter); 4] =
-            [("finish_s", |k| k.finish_s), ("compute_s", |k| k.compute_s), ("comm_s", |k| k.comm_s), ("wait_s", |k| k.wait_s)];
+        let cols: [(&str, Getter); 4] = [
+            ("finish_s", |k| k.finish_s),
+            ("compute_s", |k| k.compute_s),
+            ("comm_s", |k| k.comm_s),
+            ("wait_s", |k| k.wait_s),
+        ];
         for (name, f) in cols {
             let mut v: Vec<f64> = r.ranks.iter().map(f).collect();
             let med = median(&mut v);
-            s.push_str(&format!("{:<15} {:<12.6} {:<12.6} {:.6}\n", name, v[0], med, v[v.len() - 1]));
+            s.push_str(&format!(
+                "{:<15} {:<12.6} {:<12.6} {:.6}\n",
+                name,
+                v[0],
+                med,
+                v[v.len() - 1]
+            ));
         }
     }
     let mut hosts: Vec<_> = r.hosts.iter().filter(|h| h.ranks > 0).collect();
     hosts.sort_by(|a, b| b.cpu_use.total_cmp(&a.cpu_use));
     s.push_str("\nhost              ranks cores cpu_use\n");
     for h in hosts.iter().take(8) {
-        s.push_str(&format!("{:<17} {:<5} {:<5} {:.1}%\n", h.name, h.ranks, h.cores, 100.0 * h.cpu_use));
+        s.push_str(&format!(
+            "{:<17} {:<5} {:<5} {:.1}%\n",
+            h.name,
+            h.ranks,
+            h.cores,
+            100.0 * h.cpu_use
+        ));
     }
     if hosts.len() > 8 {
-        s.push_str(&format!("... {} more hosts (--json has them all)\n", hosts.len() - 8));
+        s.push_str(&format!(
+            "... {} more hosts (--json has them all)\n",
+            hosts.len() - 8
+        ));
     }
     let mut links: Vec<_> = r.links.iter().filter(|l| l.bytes > 0.0).collect();
     links.sort_by(|a, b| b.utilisation.total_cmp(&a.utilisation));
     if !links.is_empty() {
         s.push_str("\nlink                        bytes        utilisation\n");
         for l in links.iter().take(8) {
-            s.push_str(&format!("{:<27} {:<12.4e} {:.1}%\n", l.name, l.bytes, 100.0 * l.utilisation));
+            s.push_str(&format!(
+                "{:<27} {:<12.4e} {:.1}%\n",
+                l.name,
+                l.bytes,
+                100.0 * l.utilisation
+            ));
         }
         if links.len() > 8 {
-            s.push_str(&format!("... {} more links (--json has them all)\n", links.len() - 8));
+            s.push_str(&format!(
+                "... {} more links (--json has them all)\n",
+                links.len() - 8
+            ));
         }
     }
     for w in &r.warnings {
@@ -183,17 +221,25 @@ pub fn write_halo(dir: &Path, ranks: u32, iters: u64, bytes: u64, compute_s: f64
         }
         for (i, &p) in nb.iter().enumerate() {
             // Direction i's message arrives as the neighbour's opposite direction (i ^ 1).
-            w.action(&TraceAction::Isend { req: 4 + i as u64, to: p, bytes, tag: i as i32, comm: 0 })?;
+            w.action(&TraceAction::Isend {
+                req: 4 + i as u64,
+                to: p,
+                bytes,
+                tag: i as i32,
+                comm: 0,
+            })?;
         }
         w.action(&TraceAction::Waitall { reqs: vec![] })?;
-        w.action(&TraceAction::Compute { compute: crate::model::trace::Compute::Seconds(compute_s) })?;
+        w.action(&TraceAction::Compute {
+            compute: crate::model::trace::Compute::Seconds(compute_s),
+        })?;
         w.end_loop()?;
         w.finish()?;
     }
     Ok(())
 }
 
-fn bench(spec: &str) -> Result<ExitCode> {
+fn bench(spec: &str, cfg: &[String]) -> Result<ExitCode> {
     let (ranks, iters) = spec
         .split_once('x')
         .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u64>().ok()?)))
@@ -203,7 +249,10 @@ fn bench(spec: &str) -> Result<ExitCode> {
     let t0 = Instant::now();
     write_halo(&traces, ranks, iters, 8192, 1e-4)?;
     let gen_s = t0.elapsed().as_secs_f64();
-    let cores = 16u32;
+    let cores: u32 = std::env::var("MPICAST_BENCH_CORES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
     let hosts = ranks.div_ceil(cores);
     let platform = tmp.path().join("cluster.xml");
     std::fs::write(
@@ -211,13 +260,27 @@ fn bench(spec: &str) -> Result<ExitCode> {
         format!(
             "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n\
              <platform version=\"4.1\">\n  <cluster id=\"c\" prefix=\"node-\" suffix=\"\" radical=\"0-{}\" speed=\"1Gf\" \
-             core=\"{cores}\" bw=\"1.25GBps\" lat=\"1us\" bb_bw=\"100GBps\" bb_lat=\"1us\" bb_sharing_policy=\"FATPIPE\"/>\n</platform>\n",
-            hosts - 1
+             core=\"{cores}\" bw=\"1.25GBps\" lat=\"1us\" sharing_policy=\"SPLITDUPLEX\"{bb}/>\n</platform>\n",
+            hosts - 1,
+            bb = if std::env::var("MPICAST_BENCH_BB").is_ok() {
+                " bb_bw=\"100GBps\" bb_lat=\"1us\" bb_sharing_policy=\"FATPIPE\""
+            } else {
+                ""
+            }
         ),
     )?;
     let t1 = Instant::now();
-    let opts = ReplayOptions { link_usage: false, ..ReplayOptions::default() };
-    let r = crate::sim::replay(&TraceSource::Dir(traces), &platform, Mapping::Block, vec![], opts)?;
+    let opts = ReplayOptions {
+        link_usage: false,
+        ..ReplayOptions::default()
+    };
+    let r = crate::sim::replay(
+        &TraceSource::Dir(traces),
+        &platform,
+        Mapping::Block,
+        cfg.to_vec(),
+        opts,
+    )?;
     let total_s = t1.elapsed().as_secs_f64();
     println!(
         "bench halo2d {ranks} ranks x {iters} iterations on {hosts} hosts x {cores} cores: {} messages, \

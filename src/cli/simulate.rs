@@ -30,7 +30,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let job: SimJob = read_artifact(args.job.as_deref().expect("clap requires --job or --replay"))?;
+    let job: SimJob = read_artifact(
+        args.job
+            .as_deref()
+            .expect("clap requires --job or --replay"),
+    )?;
     let outcome = crate::sim::job::run_job(&job)?;
     match args.out {
         Some(p) => write_artifact(&p, &outcome)?,

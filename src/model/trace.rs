@@ -52,39 +52,128 @@ pub type Counts = Vec<u64>;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum TraceAction {
-    Compute { compute: Compute },
+    Compute {
+        compute: Compute,
+    },
     /// Declares communicator `id` as these world ranks, in communicator-rank order.
-    CommDef { id: u32, ranks: Vec<u32> },
-    Send { to: u32, bytes: u64, tag: i32, comm: u32 },
+    CommDef {
+        id: u32,
+        ranks: Vec<u32>,
+    },
+    Send {
+        to: u32,
+        bytes: u64,
+        tag: i32,
+        comm: u32,
+    },
     /// `bytes` is the receive buffer size (informational: the message size is the sender's).
-    Recv { from: Peer, bytes: Option<u64>, tag: Tag, comm: u32 },
-    Isend { req: u64, to: u32, bytes: u64, tag: i32, comm: u32 },
-    Irecv { req: u64, from: Peer, bytes: Option<u64>, tag: Tag, comm: u32 },
-    Wait { req: u64 },
+    Recv {
+        from: Peer,
+        bytes: Option<u64>,
+        tag: Tag,
+        comm: u32,
+    },
+    Isend {
+        req: u64,
+        to: u32,
+        bytes: u64,
+        tag: i32,
+        comm: u32,
+    },
+    Irecv {
+        req: u64,
+        from: Peer,
+        bytes: Option<u64>,
+        tag: Tag,
+        comm: u32,
+    },
+    Wait {
+        req: u64,
+    },
     /// Empty: every request still outstanding.
-    Waitall { reqs: Vec<u64> },
+    Waitall {
+        reqs: Vec<u64>,
+    },
     /// Completes the request if its transfer is done, never blocks.
-    Test { req: u64 },
-    Sendrecv { to: u32, send_bytes: u64, send_tag: i32, from: Peer, recv_bytes: Option<u64>, recv_tag: Tag, comm: u32 },
-    Barrier { comm: u32 },
-    Bcast { bytes: u64, root: u32, comm: u32 },
-    Reduce { bytes: u64, root: u32, comm: u32 },
-    Allreduce { bytes: u64, comm: u32 },
+    Test {
+        req: u64,
+    },
+    Sendrecv {
+        to: u32,
+        send_bytes: u64,
+        send_tag: i32,
+        from: Peer,
+        recv_bytes: Option<u64>,
+        recv_tag: Tag,
+        comm: u32,
+    },
+    Barrier {
+        comm: u32,
+    },
+    Bcast {
+        bytes: u64,
+        root: u32,
+        comm: u32,
+    },
+    Reduce {
+        bytes: u64,
+        root: u32,
+        comm: u32,
+    },
+    Allreduce {
+        bytes: u64,
+        comm: u32,
+    },
     /// `bytes` is each rank's contribution.
-    Gather { bytes: u64, root: u32, comm: u32 },
-    Gatherv { counts: Counts, root: u32, comm: u32 },
+    Gather {
+        bytes: u64,
+        root: u32,
+        comm: u32,
+    },
+    Gatherv {
+        counts: Counts,
+        root: u32,
+        comm: u32,
+    },
     /// `bytes` is each rank's share.
-    Scatter { bytes: u64, root: u32, comm: u32 },
-    Scatterv { counts: Counts, root: u32, comm: u32 },
-    Allgather { bytes: u64, comm: u32 },
-    Allgatherv { counts: Counts, comm: u32 },
+    Scatter {
+        bytes: u64,
+        root: u32,
+        comm: u32,
+    },
+    Scatterv {
+        counts: Counts,
+        root: u32,
+        comm: u32,
+    },
+    Allgather {
+        bytes: u64,
+        comm: u32,
+    },
+    Allgatherv {
+        counts: Counts,
+        comm: u32,
+    },
     /// `bytes` is the block sent to each rank.
-    Alltoall { bytes: u64, comm: u32 },
+    Alltoall {
+        bytes: u64,
+        comm: u32,
+    },
     /// `send[j]`: bytes this rank sends to rank j; `recv[j]`: bytes it receives from rank j.
-    Alltoallv { send: Counts, recv: Counts, comm: u32 },
+    Alltoallv {
+        send: Counts,
+        recv: Counts,
+        comm: u32,
+    },
     /// `counts[j]`: bytes of the result block rank j keeps.
-    ReduceScatter { counts: Counts, comm: u32 },
-    Scan { bytes: u64, comm: u32 },
+    ReduceScatter {
+        counts: Counts,
+        comm: u32,
+    },
+    Scan {
+        bytes: u64,
+        comm: u32,
+    },
 }
 
 /// Which host each rank runs on.

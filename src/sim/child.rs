@@ -27,7 +27,10 @@ pub fn mpicast_exe() -> Result<PathBuf> {
             return Ok(cand);
         }
     }
-    bail!("cannot find the mpicast executable next to {} (set MPICAST_EXE)", me.display())
+    bail!(
+        "cannot find the mpicast executable next to {} (set MPICAST_EXE)",
+        me.display()
+    )
 }
 
 /// Runs `job` in a child `mpicast simulate` process and returns its outcome.
@@ -40,8 +43,14 @@ pub fn replay(job: &ReplayJob) -> Result<ReplayResult> {
     run_child(job, "--replay")
 }
 
-fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(job: &J, flag: &str) -> Result<O> {
-    let dir = tempfile::Builder::new().prefix("mpicast-sim").tempdir().context("cannot create a temporary directory")?;
+fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
+    job: &J,
+    flag: &str,
+) -> Result<O> {
+    let dir = tempfile::Builder::new()
+        .prefix("mpicast-sim")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let job_path = dir.path().join("job.json");
     let out_path = dir.path().join("outcome.json");
     write_artifact(&job_path, job)?;
@@ -56,8 +65,16 @@ fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(job: &J, flag
         .with_context(|| format!("cannot start {}", exe.display()))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("(no message)");
-        bail!("simulation failed ({}): {}", output.status, last.trim_start_matches("mpicast: "));
+        let last = stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .last()
+            .unwrap_or("(no message)");
+        bail!(
+            "simulation failed ({}): {}",
+            output.status,
+            last.trim_start_matches("mpicast: ")
+        );
     }
     Ok(read_artifact(&out_path)?)
 }

@@ -60,7 +60,8 @@ impl C<'_> {
     }
     fn sendrecv(&mut self, to: u32, bytes: u64, from: u32) {
         let (wt, wf) = (self.c.world_rank(to), self.c.world_rank(from));
-        self.r.sendrecv(wt, bytes, wf, self.tag, coll_ctx(self.c.id));
+        self.r
+            .sendrecv(wt, bytes, wf, self.tag, coll_ctx(self.c.id));
     }
     fn reduce(&mut self, bytes: u64) {
         self.r.reduce_compute(bytes);
@@ -70,12 +71,22 @@ impl C<'_> {
 pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), Stop> {
     use TraceAction as A;
     let n = c.size;
-    let root_ok = |root: u32| if root < n { Ok(root) } else { Err(Stop(format!("root {root} is not below {n}"))) };
+    let root_ok = |root: u32| {
+        if root < n {
+            Ok(root)
+        } else {
+            Err(Stop(format!("root {root} is not below {n}")))
+        }
+    };
     let counts_ok = |k: &Vec<u64>| {
         if k.len() == n as usize {
             Ok(())
         } else {
-            Err(Stop(format!("{} counts for communicator {} of size {n}", k.len(), c.id)))
+            Err(Stop(format!(
+                "{} counts for communicator {} of size {n}",
+                k.len(),
+                c.id
+            )))
         }
     };
     let mut x = C { r: rank, c, tag: 0 };
@@ -302,7 +313,11 @@ fn gather(x: &mut C, counts: &[u64], root: u32) {
     let (n, me) = (x.n(), x.me());
     let vr = (me + n - root) % n;
     // Bytes of the subtree rooted at virtual rank v with extent `mask`.
-    let subtree = |v: u32, mask: u32| -> u64 { (v..(v + mask).min(n)).map(|i| counts[((i + root) % n) as usize]).sum() };
+    let subtree = |v: u32, mask: u32| -> u64 {
+        (v..(v + mask).min(n))
+            .map(|i| counts[((i + root) % n) as usize])
+            .sum()
+    };
     let mut mask = 1;
     while mask < n {
         if vr & mask != 0 {
@@ -320,7 +335,11 @@ fn gather(x: &mut C, counts: &[u64], root: u32) {
 fn scatter(x: &mut C, counts: &[u64], root: u32) {
     let (n, me) = (x.n(), x.me());
     let vr = (me + n - root) % n;
-    let subtree = |v: u32, mask: u32| -> u64 { (v..(v + mask).min(n)).map(|i| counts[((i + root) % n) as usize]).sum() };
+    let subtree = |v: u32, mask: u32| -> u64 {
+        (v..(v + mask).min(n))
+            .map(|i| counts[((i + root) % n) as usize])
+            .sum()
+    };
     let mut mask = 1;
     while mask < n {
         if vr & mask != 0 {

@@ -20,7 +20,9 @@ static ENGINE_STARTED: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    #[error("the SimGrid engine was already initialised in this process (one simulation per process)")]
+    #[error(
+        "the SimGrid engine was already initialised in this process (one simulation per process)"
+    )]
     AlreadyStarted,
     #[error("{0}: not a readable platform file")]
     PlatformMissing(String),
@@ -52,11 +54,17 @@ impl Engine {
         if ENGINE_STARTED.swap(true, Ordering::SeqCst) {
             return Err(SimError::AlreadyStarted);
         }
-        let thresh = if opts.verbose { "root.thresh:warning" } else { "root.thresh:critical" };
+        let thresh = if opts.verbose {
+            "root.thresh:warning"
+        } else {
+            "root.thresh:critical"
+        };
         let thresh = CString::new(thresh).expect("static string");
         let mut args: Vec<CString> = vec![CString::new("mpicast-sim").expect("static string")];
         for c in &opts.cfg {
-            args.push(CString::new(format!("--cfg={c}")).map_err(|_| SimError::BadName(c.clone()))?);
+            args.push(
+                CString::new(format!("--cfg={c}")).map_err(|_| SimError::BadName(c.clone()))?,
+            );
         }
         // simgrid_init may permute/remove the arguments it consumes: give it owned storage that
         // lives as long as the process (SimGrid keeps pointers into argv).
@@ -76,7 +84,9 @@ impl Engine {
                 ffi::sg_link_load_plugin_init();
             }
         }
-        Ok(Engine { _not_send: std::marker::PhantomData })
+        Ok(Engine {
+            _not_send: std::marker::PhantomData,
+        })
     }
 
     /// Loads a SimGrid platform file (XML). SimGrid aborts the process on a malformed file, so
@@ -128,7 +138,12 @@ impl Engine {
     }
 
     /// Creates an actor on `host` that runs `body` once the simulation runs.
-    pub fn spawn(&self, name: &str, host: Host, body: impl FnOnce() + 'static) -> Result<(), SimError> {
+    pub fn spawn(
+        &self,
+        name: &str,
+        host: Host,
+        body: impl FnOnce() + 'static,
+    ) -> Result<(), SimError> {
         spawn_actor(name, host, Box::new(body))
     }
 
@@ -184,7 +199,11 @@ pub struct Host(ffi::sg_host_t);
 impl Host {
     pub fn name(&self) -> String {
         // SAFETY: live host; SimGrid returns a NUL-terminated string it owns.
-        unsafe { CStr::from_ptr(ffi::sg_host_get_name(self.0)).to_string_lossy().into_owned() }
+        unsafe {
+            CStr::from_ptr(ffi::sg_host_get_name(self.0))
+                .to_string_lossy()
+                .into_owned()
+        }
     }
     /// Peak speed, flop/s per core.
     pub fn speed_flops(&self) -> f64 {
@@ -213,7 +232,9 @@ impl Host {
             let mut d = ffi::xbt_dynar_new(std::mem::size_of::<ffi::sg_link_t>() as _, None);
             ffi::sg_host_get_route(self.0, other.0, d);
             let n = ffi::xbt_dynar_length(d);
-            let links = (0..n).map(|i| Link(*(ffi::xbt_dynar_get_ptr(d, i) as *const ffi::sg_link_t))).collect();
+            let links = (0..n)
+                .map(|i| Link(*(ffi::xbt_dynar_get_ptr(d, i) as *const ffi::sg_link_t)))
+                .collect();
             ffi::xbt_dynar_free(&mut d);
             links
         }
@@ -232,7 +253,11 @@ pub struct Link(ffi::sg_link_t);
 impl Link {
     pub fn name(&self) -> String {
         // SAFETY: live link; SimGrid owns the string.
-        unsafe { CStr::from_ptr(ffi::sg_link_get_name(self.0)).to_string_lossy().into_owned() }
+        unsafe {
+            CStr::from_ptr(ffi::sg_link_get_name(self.0))
+                .to_string_lossy()
+                .into_owned()
+        }
     }
     pub fn bandwidth_bytes_per_s(&self) -> f64 {
         // SAFETY: live link.
@@ -310,7 +335,12 @@ impl Mailbox {
         let raw = Box::into_raw(Box::new(payload)) as *mut c_void;
         // SAFETY: as for put.
         let c = unsafe { ffi::sg_mailbox_put_async(self.0, raw, bytes as i64) };
-        Comm { raw: c, slot: None, done: false, bare: false }
+        Comm {
+            raw: c,
+            slot: None,
+            done: false,
+            bare: false,
+        }
     }
 
     /// Starts a send that carries no payload, only `bytes` of simulated size (replay traffic).
@@ -318,7 +348,12 @@ impl Mailbox {
         // SAFETY: the payload is a pointer to a static byte that nobody dereferences (receivers
         // of bare sends use get_bare_async, which never reads it).
         let c = unsafe { ffi::sg_mailbox_put_async(self.0, bare_payload(), bytes as i64) };
-        Comm { raw: c, slot: None, done: false, bare: true }
+        Comm {
+            raw: c,
+            slot: None,
+            done: false,
+            bare: true,
+        }
     }
 
     /// Sends `bytes` of simulated size without payload and without waiting: SimGrid completes
@@ -339,7 +374,12 @@ impl Mailbox {
         // SAFETY: the slot is heap-allocated and owned by the returned Comm (leaked if the Comm is
         // dropped before completion).
         let c = unsafe { ffi::sg_mailbox_get_async(self.0, &mut *slot as *mut *mut c_void) };
-        Comm { raw: c, slot: Some(slot), done: false, bare: true }
+        Comm {
+            raw: c,
+            slot: Some(slot),
+            done: false,
+            bare: true,
+        }
     }
 
     /// Receives one payload; blocks until a matching send arrives.
@@ -354,7 +394,12 @@ impl Mailbox {
         // SAFETY: the slot is heap-allocated and owned by the returned Comm, so it outlives the
         // communication as long as the Comm is waited before being dropped.
         let c = unsafe { ffi::sg_mailbox_get_async(self.0, &mut *slot as *mut *mut c_void) };
-        Comm { raw: c, slot: Some(slot), done: false, bare: false }
+        Comm {
+            raw: c,
+            slot: Some(slot),
+            done: false,
+            bare: false,
+        }
     }
 }
 
@@ -409,6 +454,17 @@ impl Comm {
 
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Drops our handle on a communication that is known to be over (its receiver's wait
+    /// returned) without a simcall. A handle released while the transfer still runs only makes
+    /// SimGrid log a warning; the transfer goes on.
+    pub fn release_completed(mut self) {
+        if !self.done {
+            // SAFETY: live comm handle that we own one reference to; after this we never use it.
+            unsafe { ffi::sg_comm_unref(self.raw) };
+            self.done = true;
+        }
     }
 }
 

@@ -40,7 +40,10 @@ pub fn replay(
     let dir = match source {
         TraceSource::Dir(d) => d.clone(),
         TraceSource::Actions(ranks) => {
-            tmp = tempfile::Builder::new().prefix("mpicast-trace").tempdir().context("cannot create a temporary directory")?;
+            tmp = tempfile::Builder::new()
+                .prefix("mpicast-trace")
+                .tempdir()
+                .context("cannot create a temporary directory")?;
             let n = ranks.len() as u32;
             for (r, actions) in ranks.iter().enumerate() {
                 let mut w = crate::trace::TraceWriter::create(tmp.path(), r as u32, n)
@@ -55,6 +58,13 @@ pub fn replay(
     };
     let ranks = crate::trace::discover(&dir)?;
     crate::trace::validate_dir(&dir, ranks)?;
-    let job = ReplayJob { trace_dir: std::path::absolute(&dir)?, ranks, platform: std::path::absolute(platform)?, mapping, cfg, options };
+    let job = ReplayJob {
+        trace_dir: std::path::absolute(&dir)?,
+        ranks,
+        platform: std::path::absolute(platform)?,
+        mapping,
+        cfg,
+        options,
+    };
     child::replay(&job)
 }

@@ -27,8 +27,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::model::trace::{
-    Compute, HostStats, LinkStats, Mapping, Peer, RankStats, ReplayJob, ReplayResult, Tag, TimelineEvent, TraceAction,
-    COMM_WORLD,
+    Compute, HostStats, LinkStats, Mapping, Peer, RankStats, ReplayJob, ReplayResult, Tag,
+    TimelineEvent, TraceAction, COMM_WORLD,
 };
 use crate::sim::engine::{self, Comm, Engine, EngineOptions, Host, Link, Mailbox};
 use crate::sim::job::DEFAULT_NETWORK_MODEL;
@@ -226,8 +226,18 @@ impl Rank {
                 }
                 None => {
                     let mbox = w.mailbox();
-                    let link = Rc::new(Link2 { mbox, matched_at: Cell::new(f64::NAN), issued: Cell::new(0) });
-                    w.queues[to as usize].unexpected.push_back(Envelope { src: me, tag, ctx, bytes, link: Rc::clone(&link) });
+                    let link = Rc::new(Link2 {
+                        mbox,
+                        matched_at: Cell::new(f64::NAN),
+                        issued: Cell::new(0),
+                    });
+                    w.queues[to as usize].unexpected.push_back(Envelope {
+                        src: me,
+                        tag,
+                        ctx,
+                        bytes,
+                        link: Rc::clone(&link),
+                    });
                     link
                 }
             }
@@ -240,7 +250,17 @@ impl Rank {
         };
         issued(&self.world, &link);
         self.count_link_bytes(to, bytes);
-        Req { comm, link, pending: Pending { recv: false, peer: Some(to), tag: Some(tag), ctx, bytes } }
+        Req {
+            comm,
+            link,
+            pending: Pending {
+                recv: false,
+                peer: Some(to),
+                tag: Some(tag),
+                ctx,
+                bytes,
+            },
+        }
     }
 
     fn count_link_bytes(&self, to: u32, bytes: u64) {
@@ -251,10 +271,17 @@ impl Rank {
         let key = (w.rank_host[self.me as usize], w.rank_host[to as usize]);
         if !w.routes.contains_key(&key) {
             // Route lookups are plain calls (no simcall): safe under the borrow.
-            let route: Vec<usize> = key.0.route_links(key.1).iter().filter_map(|l| w.link_index.get(l).copied()).collect();
+            let route: Vec<usize> = key
+                .0
+                .route_links(key.1)
+                .iter()
+                .filter_map(|l| w.link_index.get(l).copied())
+                .collect();
             w.routes.insert(key, route);
         }
-        let World { routes, link_bytes, .. } = &mut *w;
+        let World {
+            routes, link_bytes, ..
+        } = &mut *w;
         for &i in &routes[&key] {
             link_bytes[i] += bytes as f64;
         }
@@ -278,28 +305,54 @@ impl Rank {
                 }
                 None => {
                     let mbox = w.mailbox();
-                    let link = Rc::new(Link2 { mbox, matched_at: Cell::new(f64::NAN), issued: Cell::new(0) });
-                    w.queues[me].posted.push_back(Posted { src: from, tag, ctx, link: Rc::clone(&link) });
+                    let link = Rc::new(Link2 {
+                        mbox,
+                        matched_at: Cell::new(f64::NAN),
+                        issued: Cell::new(0),
+                    });
+                    w.queues[me].posted.push_back(Posted {
+                        src: from,
+                        tag,
+                        ctx,
+                        link: Rc::clone(&link),
+                    });
                     (link, 0)
                 }
             }
         };
         let comm = link.mbox.get_bare_async();
         issued(&self.world, &link);
-        Req { comm: Some(comm), link, pending: Pending { recv: true, peer: from, tag, ctx, bytes } }
+        Req {
+            comm: Some(comm),
+            link,
+            pending: Pending {
+                recv: true,
+                peer: from,
+                tag,
+                ctx,
+                bytes,
+            },
+        }
     }
 
     /// Blocks until every request completes; splits the time into waiting (before the last
     /// partner arrived) and communication.
     pub(crate) fn complete(&mut self, reqs: &mut [Req]) {
-        if reqs.iter().all(|r| r.comm.as_ref().is_none_or(|c| c.is_done())) {
+        if reqs
+            .iter()
+            .all(|r| r.comm.as_ref().is_none_or(|c| c.is_done()))
+        {
             return;
         }
         {
             let mut w = self.world.borrow_mut();
             let st = &mut w.status[self.me as usize];
             st.blocked.clear();
-            st.blocked.extend(reqs.iter().filter(|r| r.comm.is_some()).map(|r| r.pending.clone()));
+            st.blocked.extend(
+                reqs.iter()
+                    .filter(|r| r.comm.is_some())
+                    .map(|r| r.pending.clone()),
+            );
         }
         let t0 = engine::now();
         for r in reqs.iter_mut() {
@@ -308,11 +361,17 @@ impl Rank {
             }
         }
         let t1 = engine::now();
-        let matched = reqs.iter().map(|r| r.link.matched_at.get()).filter(|m| !m.is_nan()).fold(t0, f64::max);
+        let matched = reqs
+            .iter()
+            .map(|r| r.link.matched_at.get())
+            .filter(|m| !m.is_nan())
+            .fold(t0, f64::max);
         let wait = (matched.min(t1) - t0).max(0.0);
         self.wait_s += wait;
         self.comm_s += (t1 - t0) - wait;
-        self.world.borrow_mut().status[self.me as usize].blocked.clear();
+        self.world.borrow_mut().status[self.me as usize]
+            .blocked
+            .clear();
     }
 
     pub(crate) fn send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) {
@@ -349,16 +408,27 @@ impl Rank {
 
     fn comm(&self, id: u32) -> Result<CommView, Stop> {
         if id == COMM_WORLD {
-            return Ok(CommView { id, members: None, me: self.me, size: self.world_size });
+            return Ok(CommView {
+                id,
+                members: None,
+                me: self.me,
+                size: self.world_size,
+            });
         }
-        self.comms.get(&id).cloned().ok_or_else(|| Stop(format!("communicator {id} used before its `comm` line")))
+        self.comms
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Stop(format!("communicator {id} used before its `comm` line")))
     }
 
     fn peer(c: &CommView, p: Peer) -> Result<Option<u32>, Stop> {
         match p {
             Peer::Any => Ok(None),
             Peer::Rank(r) if r < c.size => Ok(Some(c.world_rank(r))),
-            Peer::Rank(r) => Err(Stop(format!("rank {r} is not in communicator {} of size {}", c.id, c.size))),
+            Peer::Rank(r) => Err(Stop(format!(
+                "rank {r} is not in communicator {} of size {}",
+                c.id, c.size
+            ))),
         }
     }
 
@@ -419,28 +489,58 @@ impl Rank {
                     .position(|&r| r == self.me)
                     .ok_or_else(|| Stop(format!("comm {id}: rank {} is not a member", self.me)))?;
                 if ranks.iter().any(|&r| r >= self.world_size) {
-                    return Err(Stop(format!("comm {id}: members must be below {}", self.world_size)));
+                    return Err(Stop(format!(
+                        "comm {id}: members must be below {}",
+                        self.world_size
+                    )));
                 }
                 let size = ranks.len() as u32;
-                self.comms.insert(*id, CommView { id: *id, members: Some(Rc::new(ranks.clone())), me: me as u32, size });
+                self.comms.insert(
+                    *id,
+                    CommView {
+                        id: *id,
+                        members: Some(Rc::new(ranks.clone())),
+                        me: me as u32,
+                        size,
+                    },
+                );
             }
-            A::Send { to, bytes, tag, comm } => {
+            A::Send {
+                to,
+                bytes,
+                tag,
+                comm,
+            } => {
                 let c = self.comm(*comm)?;
                 let to = Self::dest(&c, *to)?;
                 self.send(to, *bytes, *tag, p2p_ctx(*comm));
             }
-            A::Recv { from, tag, comm, .. } => {
+            A::Recv {
+                from, tag, comm, ..
+            } => {
                 let c = self.comm(*comm)?;
                 let from = Self::peer(&c, *from)?;
                 self.recv(from, Self::tag(*tag), p2p_ctx(*comm));
             }
-            A::Isend { req, to, bytes, tag, comm } => {
+            A::Isend {
+                req,
+                to,
+                bytes,
+                tag,
+                comm,
+            } => {
                 let c = self.comm(*comm)?;
                 let to = Self::dest(&c, *to)?;
                 let r = self.post_send(to, *bytes, *tag, p2p_ctx(*comm));
                 self.add_req(*req, r)?;
             }
-            A::Irecv { req, from, tag, comm, .. } => {
+            A::Irecv {
+                req,
+                from,
+                tag,
+                comm,
+                ..
+            } => {
                 let c = self.comm(*comm)?;
                 let from = Self::peer(&c, *from)?;
                 let r = self.post_recv(from, Self::tag(*tag), p2p_ctx(*comm));
@@ -477,7 +577,15 @@ impl Rank {
                     self.tested_done.insert(*req);
                 }
             }
-            A::Sendrecv { to, send_bytes, send_tag, from, recv_tag, comm, .. } => {
+            A::Sendrecv {
+                to,
+                send_bytes,
+                send_tag,
+                from,
+                recv_tag,
+                comm,
+                ..
+            } => {
                 let c = self.comm(*comm)?;
                 let to = Self::dest(&c, *to)?;
                 let from = Self::peer(&c, *from)?;
@@ -514,10 +622,12 @@ impl Rank {
         if !self.reqs.is_empty() {
             let mut ids: Vec<u64> = self.reqs.keys().copied().collect();
             ids.sort_unstable();
-            self.world
-                .borrow_mut()
-                .warnings
-                .push(format!("rank {}: {} request(s) never waited for (first: {}), completed at the end", self.me, ids.len(), ids[0]));
+            self.world.borrow_mut().warnings.push(format!(
+                "rank {}: {} request(s) never waited for (first: {}), completed at the end",
+                self.me,
+                ids.len(),
+                ids[0]
+            ));
             let mut rs: Vec<Req> = ids.iter().filter_map(|id| self.reqs.remove(id)).collect();
             self.complete(&mut rs);
         }
@@ -588,7 +698,10 @@ fn rank_body(mut rank: Box<Rank>, mut reader: TraceReader, host: String) {
         }
         let t0 = engine::now();
         if let Err(Stop(msg)) = rank.play(&a) {
-            world.borrow_mut().errors.push(format!("{}:{line}: {msg}", reader.file()));
+            world
+                .borrow_mut()
+                .errors
+                .push(format!("{}:{line}: {msg}", reader.file()));
             return;
         }
         if timeline {
@@ -616,18 +729,32 @@ fn natural_key(s: &str) -> Vec<(String, u64)> {
             digits.push(ch);
         } else {
             if !digits.is_empty() {
-                out.push((std::mem::take(&mut text), digits.parse().unwrap_or(u64::MAX)));
+                out.push((
+                    std::mem::take(&mut text),
+                    digits.parse().unwrap_or(u64::MAX),
+                ));
                 digits.clear();
             }
             text.push(ch);
         }
     }
-    out.push((text, if digits.is_empty() { 0 } else { digits.parse().unwrap_or(u64::MAX) }));
+    out.push((
+        text,
+        if digits.is_empty() {
+            0
+        } else {
+            digits.parse().unwrap_or(u64::MAX)
+        },
+    ));
     out
 }
 
 fn map_ranks(eng: &Engine, mapping: &Mapping, ranks: u32) -> Result<Vec<Host>> {
-    let mut hosts: Vec<(Vec<(String, u64)>, Host)> = eng.hosts().into_iter().map(|h| (natural_key(&h.name()), h)).collect();
+    let mut hosts: Vec<(Vec<(String, u64)>, Host)> = eng
+        .hosts()
+        .into_iter()
+        .map(|h| (natural_key(&h.name()), h))
+        .collect();
     hosts.sort_by(|a, b| a.0.cmp(&b.0));
     let hosts: Vec<Host> = hosts.into_iter().map(|(_, h)| h).collect();
     if hosts.is_empty() {
@@ -663,12 +790,18 @@ fn describe_ctx(ctx: Ctx) -> String {
 }
 
 fn describe(p: &Pending) -> String {
-    let peer = p.peer.map_or("any rank".to_string(), |r| format!("rank {r}"));
+    let peer = p
+        .peer
+        .map_or("any rank".to_string(), |r| format!("rank {r}"));
     let tag = p.tag.map_or("any tag".to_string(), |t| format!("tag {t}"));
     if p.recv {
         format!("a message from {peer} ({tag}, {})", describe_ctx(p.ctx))
     } else {
-        format!("{peer} to receive {} B ({tag}, {})", p.bytes, describe_ctx(p.ctx))
+        format!(
+            "{peer} to receive {} B ({tag}, {})",
+            p.bytes,
+            describe_ctx(p.ctx)
+        )
     }
 }
 
@@ -681,10 +814,19 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     }
     let mut cfg = vec![DEFAULT_NETWORK_MODEL.to_string()];
     cfg.extend(job.cfg.iter().cloned());
-    let eng = Engine::init(&EngineOptions { cfg, host_load: true, link_load: false, verbose: false })?;
+    let eng = Engine::init(&EngineOptions {
+        cfg,
+        host_load: true,
+        link_load: false,
+        verbose: false,
+    })?;
     eng.load_platform(&job.platform)?;
     let placement = map_ranks(&eng, &job.mapping, n)?;
-    let links = if job.options.link_usage { eng.links() } else { Vec::new() };
+    let links = if job.options.link_usage {
+        eng.links()
+    } else {
+        Vec::new()
+    };
 
     let world = Rc::new(RefCell::new(World {
         queues: (0..n).map(|_| Queues::default()).collect(),
@@ -738,14 +880,20 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             bytes_sent: 0,
         });
         let host_name = host.name();
-        eng.spawn(&format!("rank-{r}"), host, move || rank_body(rank, reader, host_name))?;
+        eng.spawn(&format!("rank-{r}"), host, move || {
+            rank_body(rank, reader, host_name)
+        })?;
     }
     eng.run();
     let makespan = eng.clock();
 
     let mut w = world.borrow_mut();
     if let Some(e) = w.errors.first() {
-        let more = if w.errors.len() > 1 { format!(" (and {} more errors)", w.errors.len() - 1) } else { String::new() };
+        let more = if w.errors.len() > 1 {
+            format!(" (and {} more errors)", w.errors.len() - 1)
+        } else {
+            String::new()
+        };
         bail!("{e}{more}");
     }
     let stuck: Vec<usize> = (0..n as usize).filter(|&r| !w.status[r].finished).collect();
@@ -754,17 +902,32 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         for &r in stuck.iter().take(8) {
             let st = &w.status[r];
             let file = rank_file(&job.trace_dir, r as u32);
-            let file = file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let file = file
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let what: Vec<String> = st.blocked.iter().take(3).map(describe).collect();
-            let more = if st.blocked.len() > 3 { format!(" and {} more", st.blocked.len() - 3) } else { String::new() };
+            let more = if st.blocked.len() > 3 {
+                format!(" and {} more", st.blocked.len() - 3)
+            } else {
+                String::new()
+            };
             parts.push(format!(
                 "rank {r} in `{}` ({file}:{}) waits for {}{more}",
                 st.action,
                 st.line,
-                if what.is_empty() { "nothing known".to_string() } else { what.join(", ") }
+                if what.is_empty() {
+                    "nothing known".to_string()
+                } else {
+                    what.join(", ")
+                }
             ));
         }
-        let more = if stuck.len() > 8 { format!("; and {} more ranks", stuck.len() - 8) } else { String::new() };
+        let more = if stuck.len() > 8 {
+            format!("; and {} more ranks", stuck.len() - 8)
+        } else {
+            String::new()
+        };
         bail!(
             "deadlock at t={makespan:.6} s: {} of {n} ranks never finished: {}{more}",
             stuck.len(),
@@ -789,7 +952,11 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         ));
     }
 
-    let ranks: Vec<RankStats> = w.stats.iter_mut().map(|s| s.take().expect("every rank finished")).collect();
+    let ranks: Vec<RankStats> = w
+        .stats
+        .iter_mut()
+        .map(|s| s.take().expect("every rank finished"))
+        .collect();
     let mut per_host: HashMap<String, u32> = HashMap::new();
     for r in &ranks {
         *per_host.entry(r.host.clone()).or_default() += 1;
@@ -805,7 +972,11 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
                 cores: h.core_count(),
                 speed_flops: h.speed_flops(),
                 computed_flops: h.computed_flops(),
-                cpu_use: if cap > 0.0 { h.computed_flops() / cap } else { 0.0 },
+                cpu_use: if cap > 0.0 {
+                    h.computed_flops() / cap
+                } else {
+                    0.0
+                },
                 name,
             }
         })
@@ -840,7 +1011,8 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
 /// Reads a mapping file: one host name per rank, in rank order; `#` comments and blank lines
 /// are skipped.
 pub fn read_mapping_file(path: &Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read the mapping", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read the mapping", path.display()))?;
     let mut hosts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let l = line.split('#').next().unwrap_or("").trim();
@@ -848,7 +1020,11 @@ pub fn read_mapping_file(path: &Path) -> Result<Vec<String>> {
             continue;
         }
         if l.split_whitespace().count() != 1 {
-            bail!("{}:{}: expected one host name, found {l:?}", path.display(), i + 1);
+            bail!(
+                "{}:{}: expected one host name, found {l:?}",
+                path.display(),
+                i + 1
+            );
         }
         hosts.push(l.to_string());
     }

@@ -49,7 +49,8 @@ pub enum Line {
 // ---- parsing ----------------------------------------------------------------------------------
 
 fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
-    s.parse::<T>().map_err(|_| format!("{what} {s:?} is not a valid number"))
+    s.parse::<T>()
+        .map_err(|_| format!("{what} {s:?} is not a valid number"))
 }
 
 fn seconds(s: &str, what: &str) -> Result<f64, String> {
@@ -131,13 +132,19 @@ impl<'a> Words<'a> {
         }
         for (k, _) in &self.opts {
             if !keys.contains(k) {
-                return Err(format!("{}: unknown option {k:?} (valid: {})", self.op, keys.join(", ")));
+                return Err(format!(
+                    "{}: unknown option {k:?} (valid: {})",
+                    self.op,
+                    keys.join(", ")
+                ));
             }
         }
         Ok(())
     }
     fn comm(&self) -> Result<u32, String> {
-        self.opt("comm").map(|c| num(c, "communicator")).unwrap_or(Ok(COMM_WORLD))
+        self.opt("comm")
+            .map(|c| num(c, "communicator"))
+            .unwrap_or(Ok(COMM_WORLD))
     }
     fn root(&self) -> Result<u32, String> {
         self.opt("root").map(|c| num(c, "root")).unwrap_or(Ok(0))
@@ -161,7 +168,11 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
     let text = text.split('#').next().unwrap_or("");
     let mut it = text.split_whitespace();
     let Some(op) = it.next() else { return Ok(None) };
-    let mut w = Words { op, pos: Vec::new(), opts: Vec::new() };
+    let mut w = Words {
+        op,
+        pos: Vec::new(),
+        opts: Vec::new(),
+    };
     for word in it {
         match word.split_once('=') {
             Some((k, v)) => w.opts.push((k, v)),
@@ -319,14 +330,25 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
 }
 
 fn parse_header(text: &str) -> Result<Header, String> {
-    let w: Vec<&str> = text.split('#').next().unwrap_or("").split_whitespace().collect();
-    let bad = || format!("expected the header `{FORMAT_NAME} {FORMAT_VERSION} rank R size N`, found {text:?}");
+    let w: Vec<&str> = text
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let bad = || {
+        format!(
+            "expected the header `{FORMAT_NAME} {FORMAT_VERSION} rank R size N`, found {text:?}"
+        )
+    };
     if w.first() != Some(&FORMAT_NAME) {
         return Err(bad());
     }
     let version: u32 = w.get(1).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
     if version != FORMAT_VERSION {
-        return Err(format!("{FORMAT_NAME} version {version}, this mpicast reads version {FORMAT_VERSION}"));
+        return Err(format!(
+            "{FORMAT_NAME} version {version}, this mpicast reads version {FORMAT_VERSION}"
+        ));
     }
     if w.len() != 6 || w[2] != "rank" || w[4] != "size" {
         return Err(bad());
@@ -378,7 +400,11 @@ pub fn format_action(a: &TraceAction) -> String {
             while j < c.len() && c[j] == c[i] {
                 j += 1;
             }
-            parts.push(if j - i > 1 { format!("{}x{}", c[i], j - i) } else { c[i].to_string() });
+            parts.push(if j - i > 1 {
+                format!("{}x{}", c[i], j - i)
+            } else {
+                c[i].to_string()
+            });
             i = j;
         }
         parts.join(",")
@@ -387,9 +413,15 @@ pub fn format_action(a: &TraceAction) -> String {
         format!(" root={r}")
     }
     match a {
-        TraceAction::Compute { compute: Compute::Seconds(s) } => format!("compute {s:e}"),
-        TraceAction::Compute { compute: Compute::Flops(f) } => format!("compute flops={f:e}"),
-        TraceAction::Compute { compute: Compute::Blocks(b) } => {
+        TraceAction::Compute {
+            compute: Compute::Seconds(s),
+        } => format!("compute {s:e}"),
+        TraceAction::Compute {
+            compute: Compute::Flops(f),
+        } => format!("compute flops={f:e}"),
+        TraceAction::Compute {
+            compute: Compute::Blocks(b),
+        } => {
             let mut s = "compute blocks".to_string();
             for (id, n) in b {
                 s.push_str(&format!(" {id}x{n}"));
@@ -397,17 +429,58 @@ pub fn format_action(a: &TraceAction) -> String {
             s
         }
         TraceAction::CommDef { id, ranks } => {
-            format!("comm {id} {}", ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","))
+            format!(
+                "comm {id} {}",
+                ranks
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
         }
-        TraceAction::Send { to, bytes, tag: t, comm: c } => format!("send {to} {bytes}{}{}", tag("tag", *t), comm(*c)),
-        TraceAction::Recv { from, bytes, tag: t, comm: c } => {
-            format!("recv {}{}{}{}", peer(*from), opt(*bytes), tsel("tag", *t), comm(*c))
+        TraceAction::Send {
+            to,
+            bytes,
+            tag: t,
+            comm: c,
+        } => format!("send {to} {bytes}{}{}", tag("tag", *t), comm(*c)),
+        TraceAction::Recv {
+            from,
+            bytes,
+            tag: t,
+            comm: c,
+        } => {
+            format!(
+                "recv {}{}{}{}",
+                peer(*from),
+                opt(*bytes),
+                tsel("tag", *t),
+                comm(*c)
+            )
         }
-        TraceAction::Isend { req, to, bytes, tag: t, comm: c } => {
+        TraceAction::Isend {
+            req,
+            to,
+            bytes,
+            tag: t,
+            comm: c,
+        } => {
             format!("isend {req} {to} {bytes}{}{}", tag("tag", *t), comm(*c))
         }
-        TraceAction::Irecv { req, from, bytes, tag: t, comm: c } => {
-            format!("irecv {req} {}{}{}{}", peer(*from), opt(*bytes), tsel("tag", *t), comm(*c))
+        TraceAction::Irecv {
+            req,
+            from,
+            bytes,
+            tag: t,
+            comm: c,
+        } => {
+            format!(
+                "irecv {req} {}{}{}{}",
+                peer(*from),
+                opt(*bytes),
+                tsel("tag", *t),
+                comm(*c)
+            )
         }
         TraceAction::Wait { req } => format!("wait {req}"),
         TraceAction::Waitall { reqs } => {
@@ -418,7 +491,15 @@ pub fn format_action(a: &TraceAction) -> String {
             s
         }
         TraceAction::Test { req } => format!("test {req}"),
-        TraceAction::Sendrecv { to, send_bytes, send_tag, from, recv_bytes, recv_tag, comm: c } => format!(
+        TraceAction::Sendrecv {
+            to,
+            send_bytes,
+            send_tag,
+            from,
+            recv_bytes,
+            recv_tag,
+            comm: c,
+        } => format!(
             "sendrecv {to} {send_bytes} {}{}{}{}{}",
             peer(*from),
             opt(*recv_bytes),
@@ -427,22 +508,59 @@ pub fn format_action(a: &TraceAction) -> String {
             comm(*c)
         ),
         TraceAction::Barrier { comm: c } => format!("barrier{}", comm(*c)),
-        TraceAction::Bcast { bytes, root: r, comm: c } => format!("bcast {bytes}{}{}", root(*r), comm(*c)),
-        TraceAction::Reduce { bytes, root: r, comm: c } => format!("reduce {bytes}{}{}", root(*r), comm(*c)),
-        TraceAction::Gather { bytes, root: r, comm: c } => format!("gather {bytes}{}{}", root(*r), comm(*c)),
-        TraceAction::Scatter { bytes, root: r, comm: c } => format!("scatter {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Bcast {
+            bytes,
+            root: r,
+            comm: c,
+        } => format!("bcast {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Reduce {
+            bytes,
+            root: r,
+            comm: c,
+        } => format!("reduce {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Gather {
+            bytes,
+            root: r,
+            comm: c,
+        } => format!("gather {bytes}{}{}", root(*r), comm(*c)),
+        TraceAction::Scatter {
+            bytes,
+            root: r,
+            comm: c,
+        } => format!("scatter {bytes}{}{}", root(*r), comm(*c)),
         TraceAction::Allreduce { bytes, comm: c } => format!("allreduce {bytes}{}", comm(*c)),
         TraceAction::Allgather { bytes, comm: c } => format!("allgather {bytes}{}", comm(*c)),
         TraceAction::Alltoall { bytes, comm: c } => format!("alltoall {bytes}{}", comm(*c)),
         TraceAction::Scan { bytes, comm: c } => format!("scan {bytes}{}", comm(*c)),
-        TraceAction::Gatherv { counts: n, root: r, comm: c } => format!("gatherv counts={}{}{}", counts(n), root(*r), comm(*c)),
-        TraceAction::Scatterv { counts: n, root: r, comm: c } => {
+        TraceAction::Gatherv {
+            counts: n,
+            root: r,
+            comm: c,
+        } => format!("gatherv counts={}{}{}", counts(n), root(*r), comm(*c)),
+        TraceAction::Scatterv {
+            counts: n,
+            root: r,
+            comm: c,
+        } => {
             format!("scatterv counts={}{}{}", counts(n), root(*r), comm(*c))
         }
-        TraceAction::Allgatherv { counts: n, comm: c } => format!("allgatherv counts={}{}", counts(n), comm(*c)),
-        TraceAction::ReduceScatter { counts: n, comm: c } => format!("reduce_scatter counts={}{}", counts(n), comm(*c)),
-        TraceAction::Alltoallv { send, recv, comm: c } => {
-            format!("alltoallv send={} recv={}{}", counts(send), counts(recv), comm(*c))
+        TraceAction::Allgatherv { counts: n, comm: c } => {
+            format!("allgatherv counts={}{}", counts(n), comm(*c))
+        }
+        TraceAction::ReduceScatter { counts: n, comm: c } => {
+            format!("reduce_scatter counts={}{}", counts(n), comm(*c))
+        }
+        TraceAction::Alltoallv {
+            send,
+            recv,
+            comm: c,
+        } => {
+            format!(
+                "alltoallv send={} recv={}{}",
+                counts(send),
+                counts(recv),
+                comm(*c)
+            )
         }
     }
 }
@@ -524,18 +642,48 @@ impl TraceReader {
     /// Opens a rank's file and reads its header line.
     pub fn open(path: &Path) -> Result<TraceReader, TraceError> {
         let file = path.display().to_string();
-        let mut lines = ChunkedLines { path: path.to_path_buf(), offset: 0, buf: Vec::new(), pos: 0, eof: false };
+        let mut lines = ChunkedLines {
+            path: path.to_path_buf(),
+            offset: 0,
+            buf: Vec::new(),
+            pos: 0,
+            eof: false,
+        };
         let mut line_no = 0;
         let header = loop {
             line_no += 1;
             match lines.next_line() {
-                Err(e) => return Err(TraceError { file, line: 0, msg: format!("cannot read: {e}") }),
-                Ok(None) => return Err(TraceError { file, line: line_no, msg: "empty file: no header line".into() }),
+                Err(e) => {
+                    return Err(TraceError {
+                        file,
+                        line: 0,
+                        msg: format!("cannot read: {e}"),
+                    })
+                }
+                Ok(None) => {
+                    return Err(TraceError {
+                        file,
+                        line: line_no,
+                        msg: "empty file: no header line".into(),
+                    })
+                }
                 Ok(Some(l)) if l.trim().is_empty() || l.trim_start().starts_with('#') => continue,
-                Ok(Some(l)) => break parse_header(&l).map_err(|msg| TraceError { file: file.clone(), line: line_no, msg })?,
+                Ok(Some(l)) => {
+                    break parse_header(&l).map_err(|msg| TraceError {
+                        file: file.clone(),
+                        line: line_no,
+                        msg,
+                    })?
+                }
             }
         };
-        Ok(TraceReader { file, lines, line_no, stack: Vec::new(), header })
+        Ok(TraceReader {
+            file,
+            lines,
+            line_no,
+            stack: Vec::new(),
+            header,
+        })
     }
 
     pub fn file(&self) -> &str {
@@ -543,7 +691,11 @@ impl TraceReader {
     }
 
     fn err(&self, line: u64, msg: String) -> TraceError {
-        TraceError { file: self.file.clone(), line, msg }
+        TraceError {
+            file: self.file.clone(),
+            line,
+            msg,
+        }
     }
 
     fn raw_line(&mut self) -> Result<Option<(Line, u64)>, TraceError> {
@@ -576,13 +728,19 @@ impl TraceReader {
                 Some((Line::Action(a), l)) => {
                     *count += 1;
                     if *count > MAX_LOOP_BODY_LINES {
-                        return Err(self.err(start_line, format!("loop body longer than {MAX_LOOP_BODY_LINES} lines")));
+                        return Err(self.err(
+                            start_line,
+                            format!("loop body longer than {MAX_LOOP_BODY_LINES} lines"),
+                        ));
                     }
                     body.push(Node::Act(a, l));
                 }
             }
             if body.len() > MAX_LOOP_BODY_LINES {
-                return Err(self.err(start_line, format!("loop body longer than {MAX_LOOP_BODY_LINES} lines")));
+                return Err(self.err(
+                    start_line,
+                    format!("loop body longer than {MAX_LOOP_BODY_LINES} lines"),
+                ));
             }
         }
     }
@@ -605,7 +763,11 @@ impl TraceReader {
                     Node::Act(a, l) => return Ok(Some((a.clone(), *l))),
                     Node::Loop(n, inner) => {
                         if *n > 0 {
-                            self.stack.push(Frame { body: Rc::clone(inner), pos: 0, left: *n });
+                            self.stack.push(Frame {
+                                body: Rc::clone(inner),
+                                pos: 0,
+                                left: *n,
+                            });
                         }
                         continue;
                     }
@@ -614,12 +776,18 @@ impl TraceReader {
             match self.raw_line()? {
                 None => return Ok(None),
                 Some((Line::Action(a), l)) => return Ok(Some((a, l))),
-                Some((Line::End, l)) => return Err(self.err(l, "`end` without a matching `loop`".into())),
+                Some((Line::End, l)) => {
+                    return Err(self.err(l, "`end` without a matching `loop`".into()))
+                }
                 Some((Line::Loop(n), l)) => {
                     let mut count = 0;
                     let body = self.read_body(l, &mut count)?;
                     if n > 0 && !body.is_empty() {
-                        self.stack.push(Frame { body: Rc::new(body), pos: 0, left: n });
+                        self.stack.push(Frame {
+                            body: Rc::new(body),
+                            pos: 0,
+                            left: n,
+                        });
                     }
                 }
             }
@@ -634,11 +802,16 @@ pub fn discover(dir: &Path) -> anyhow::Result<u32> {
     use anyhow::{bail, Context};
     let mut n = 0u32;
     let mut max = None::<u32>;
-    for e in std::fs::read_dir(dir).with_context(|| format!("{}: cannot read the trace directory", dir.display()))? {
+    for e in std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot read the trace directory", dir.display()))?
+    {
         let e = e.with_context(|| format!("{}: cannot read the trace directory", dir.display()))?;
         let name = e.file_name();
         let name = name.to_string_lossy();
-        if let Some(r) = name.strip_prefix("rank-").and_then(|s| s.strip_suffix(".trace")) {
+        if let Some(r) = name
+            .strip_prefix("rank-")
+            .and_then(|s| s.strip_suffix(".trace"))
+        {
             if let Ok(r) = r.parse::<u32>() {
                 n += 1;
                 max = Some(max.map_or(r, |m: u32| m.max(r)));
@@ -649,7 +822,12 @@ pub fn discover(dir: &Path) -> anyhow::Result<u32> {
         None => bail!("{}: no rank-<R>.trace files", dir.display()),
         Some(m) if m + 1 != n => {
             let missing = (0..=m).find(|r| !rank_file(dir, *r).is_file()).unwrap_or(0);
-            bail!("{}: rank files are not 0..{}: {} is missing", dir.display(), m, rank_file(dir, missing).display())
+            bail!(
+                "{}: rank files are not 0..{}: {} is missing",
+                dir.display(),
+                m,
+                rank_file(dir, missing).display()
+            )
         }
         Some(_) => Ok(n),
     }
@@ -663,7 +841,10 @@ pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
         if rd.header.rank != r || rd.header.size != ranks {
             return Err(rd.err(
                 1,
-                format!("header says rank {} size {}, expected rank {r} size {ranks}", rd.header.rank, rd.header.size),
+                format!(
+                    "header says rank {} size {}, expected rank {r} size {ranks}",
+                    rd.header.rank, rd.header.size
+                ),
             ));
         }
         let mut comms: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
@@ -677,16 +858,26 @@ pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
     Ok(())
 }
 
-fn check_action(a: &TraceAction, ranks: u32, comms: &mut std::collections::HashMap<u32, u32>, me: u32) -> Result<(), String> {
+fn check_action(
+    a: &TraceAction,
+    ranks: u32,
+    comms: &mut std::collections::HashMap<u32, u32>,
+    me: u32,
+) -> Result<(), String> {
     use TraceAction as A;
     let size = |c: u32, comms: &std::collections::HashMap<u32, u32>| {
-        comms.get(&c).copied().ok_or_else(|| format!("communicator {c} used before its `comm {c} RANKS` line"))
+        comms
+            .get(&c)
+            .copied()
+            .ok_or_else(|| format!("communicator {c} used before its `comm {c} RANKS` line"))
     };
     let rank_ok = |r: u32, n: u32, what: &str| {
         if r < n {
             Ok(())
         } else {
-            Err(format!("{what} {r} is not a rank of a communicator of size {n}"))
+            Err(format!(
+                "{what} {r} is not a rank of a communicator of size {n}"
+            ))
         }
     };
     let peer_ok = |p: Peer, n: u32| match p {
@@ -703,7 +894,9 @@ fn check_action(a: &TraceAction, ranks: u32, comms: &mut std::collections::HashM
     match a {
         A::CommDef { id, ranks: members } => {
             if members.is_empty() || members.iter().any(|&m| m >= ranks) {
-                return Err(format!("comm {id}: members must be world ranks below {ranks}"));
+                return Err(format!(
+                    "comm {id}: members must be world ranks below {ranks}"
+                ));
             }
             if !members.contains(&me) {
                 return Err(format!("comm {id}: this rank ({me}) is not a member"));
@@ -711,25 +904,36 @@ fn check_action(a: &TraceAction, ranks: u32, comms: &mut std::collections::HashM
             comms.insert(*id, members.len() as u32);
         }
         A::Compute { .. } | A::Wait { .. } | A::Waitall { .. } | A::Test { .. } => {}
-        A::Send { to, comm, .. } | A::Isend { to, comm, .. } => rank_ok(*to, size(*comm, comms)?, "destination")?,
-        A::Recv { from, comm, .. } | A::Irecv { from, comm, .. } => peer_ok(*from, size(*comm, comms)?)?,
+        A::Send { to, comm, .. } | A::Isend { to, comm, .. } => {
+            rank_ok(*to, size(*comm, comms)?, "destination")?
+        }
+        A::Recv { from, comm, .. } | A::Irecv { from, comm, .. } => {
+            peer_ok(*from, size(*comm, comms)?)?
+        }
         A::Sendrecv { to, from, comm, .. } => {
             let n = size(*comm, comms)?;
             rank_ok(*to, n, "destination")?;
             peer_ok(*from, n)?;
         }
-        A::Barrier { comm } | A::Allreduce { comm, .. } | A::Allgather { comm, .. } | A::Alltoall { comm, .. } | A::Scan { comm, .. } => {
+        A::Barrier { comm }
+        | A::Allreduce { comm, .. }
+        | A::Allgather { comm, .. }
+        | A::Alltoall { comm, .. }
+        | A::Scan { comm, .. } => {
             size(*comm, comms)?;
         }
-        A::Bcast { root, comm, .. } | A::Reduce { root, comm, .. } | A::Gather { root, comm, .. } | A::Scatter { root, comm, .. } => {
-            rank_ok(*root, size(*comm, comms)?, "root")?
-        }
+        A::Bcast { root, comm, .. }
+        | A::Reduce { root, comm, .. }
+        | A::Gather { root, comm, .. }
+        | A::Scatter { root, comm, .. } => rank_ok(*root, size(*comm, comms)?, "root")?,
         A::Gatherv { counts, root, comm } | A::Scatterv { counts, root, comm } => {
             let n = size(*comm, comms)?;
             rank_ok(*root, n, "root")?;
             counts_ok(counts, n)?;
         }
-        A::Allgatherv { counts, comm } | A::ReduceScatter { counts, comm } => counts_ok(counts, size(*comm, comms)?)?,
+        A::Allgatherv { counts, comm } | A::ReduceScatter { counts, comm } => {
+            counts_ok(counts, size(*comm, comms)?)?
+        }
         A::Alltoallv { send, recv, comm } => {
             let n = size(*comm, comms)?;
             counts_ok(send, n)?;
@@ -754,8 +958,15 @@ impl TraceWriter {
         std::fs::create_dir_all(dir)?;
         let path = rank_file(dir, rank);
         let mut out = BufWriter::new(File::create(&path)?);
-        writeln!(out, "{FORMAT_NAME} {FORMAT_VERSION} rank {rank} size {size}")?;
-        Ok(TraceWriter { out, path, depth: 0 })
+        writeln!(
+            out,
+            "{FORMAT_NAME} {FORMAT_VERSION} rank {rank} size {size}"
+        )?;
+        Ok(TraceWriter {
+            out,
+            path,
+            depth: 0,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -763,15 +974,32 @@ impl TraceWriter {
     }
 
     pub fn action(&mut self, a: &TraceAction) -> std::io::Result<()> {
-        writeln!(self.out, "{:indent$}{}", "", format_action(a), indent = 2 * self.depth)
+        writeln!(
+            self.out,
+            "{:indent$}{}",
+            "",
+            format_action(a),
+            indent = 2 * self.depth
+        )
     }
 
     pub fn comment(&mut self, text: &str) -> std::io::Result<()> {
-        writeln!(self.out, "{:indent$}# {}", "", text.replace('\n', " "), indent = 2 * self.depth)
+        writeln!(
+            self.out,
+            "{:indent$}# {}",
+            "",
+            text.replace('\n', " "),
+            indent = 2 * self.depth
+        )
     }
 
     pub fn begin_loop(&mut self, count: u64) -> std::io::Result<()> {
-        writeln!(self.out, "{:indent$}loop {count}", "", indent = 2 * self.depth)?;
+        writeln!(
+            self.out,
+            "{:indent$}loop {count}",
+            "",
+            indent = 2 * self.depth
+        )?;
         self.depth += 1;
         Ok(())
     }
@@ -787,7 +1015,11 @@ impl TraceWriter {
     /// Flushes the file; loops left open are an error.
     pub fn finish(mut self) -> std::io::Result<()> {
         if self.depth != 0 {
-            return Err(std::io::Error::other(format!("{}: {} loop(s) left open", self.path.display(), self.depth)));
+            return Err(std::io::Error::other(format!(
+                "{}: {} loop(s) left open",
+                self.path.display(),
+                self.depth
+            )));
         }
         self.out.flush()
     }

@@ -24,12 +24,25 @@ pub fn export_dir(dir: &Path, n: u32, out: &Path) -> Result<PathBuf> {
     export_dir_with(dir, n, out, 1e9, 0.0)
 }
 
-pub fn export_dir_with(dir: &Path, n: u32, out: &Path, speed_flops: f64, reduce_flops_per_byte: f64) -> Result<PathBuf> {
+pub fn export_dir_with(
+    dir: &Path,
+    n: u32,
+    out: &Path,
+    speed_flops: f64,
+    reduce_flops_per_byte: f64,
+) -> Result<PathBuf> {
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let mut index = String::new();
     for r in 0..n {
         let path = out.join(format!("smpi-{r}.txt"));
-        export_rank(&rank_file(dir, r), r, n, &path, speed_flops, reduce_flops_per_byte)?;
+        export_rank(
+            &rank_file(dir, r),
+            r,
+            n,
+            &path,
+            speed_flops,
+            reduce_flops_per_byte,
+        )?;
         index.push_str(&format!("{}\n", std::path::absolute(&path)?.display()));
     }
     let idx = out.join("traces.txt");
@@ -39,14 +52,23 @@ pub fn export_dir_with(dir: &Path, n: u32, out: &Path, speed_flops: f64, reduce_
 
 fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> Result<()> {
     let mut rd = TraceReader::open(src)?;
-    let mut out = BufWriter::new(File::create(dst).with_context(|| format!("{}: cannot write", dst.display()))?);
+    let mut out = BufWriter::new(
+        File::create(dst).with_context(|| format!("{}: cannot write", dst.display()))?,
+    );
     // Outstanding requests: id -> (src, dst, tag) as SMPI's `wait` names them.
     let mut reqs: HashMap<u64, (u32, u32, i32)> = HashMap::new();
     let mut order: Vec<u64> = Vec::new();
     writeln!(out, "{r} init")?;
     while let Some((a, line)) = rd.next_action()? {
-        let bad = |what: &str| anyhow::anyhow!("{}:{line}: cannot export to SMPI: {what}", rd.file());
-        let world = |c: u32| if c == COMM_WORLD { Ok(()) } else { Err(bad("communicators other than the world")) };
+        let bad =
+            |what: &str| anyhow::anyhow!("{}:{line}: cannot export to SMPI: {what}", rd.file());
+        let world = |c: u32| {
+            if c == COMM_WORLD {
+                Ok(())
+            } else {
+                Err(bad("communicators other than the world"))
+            }
+        };
         let src_of = |p: Peer| match p {
             Peer::Rank(s) => Ok(s),
             Peer::Any => Err(bad("ANY_SOURCE")),
@@ -56,33 +78,68 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
             Tag::Any => Err(bad("ANY_TAG")),
         };
         let size_of = |b: Option<u64>| b.ok_or_else(|| bad("a receive without its size"));
-        let list = |v: &[u64]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ");
+        let list = |v: &[u64]| {
+            v.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         use TraceAction as A;
         match &a {
             A::Compute { compute } => {
                 let flops = match compute {
                     Compute::Seconds(s) => s * speed,
                     Compute::Flops(f) => *f,
-                    Compute::Blocks(_) => return Err(bad("block counts (estimate them into seconds first)")),
+                    Compute::Blocks(_) => {
+                        return Err(bad("block counts (estimate them into seconds first)"))
+                    }
                 };
                 writeln!(out, "{r} compute {flops}")?;
             }
             A::CommDef { .. } => return Err(bad("communicators other than the world")),
-            A::Send { to, bytes, tag, comm } => {
+            A::Send {
+                to,
+                bytes,
+                tag,
+                comm,
+            } => {
                 world(*comm)?;
                 writeln!(out, "{r} send {to} {tag} {bytes}")?;
             }
-            A::Recv { from, bytes, tag, comm } => {
+            A::Recv {
+                from,
+                bytes,
+                tag,
+                comm,
+            } => {
                 world(*comm)?;
-                writeln!(out, "{r} recv {} {} {}", src_of(*from)?, tag_of(*tag)?, size_of(*bytes)?)?;
+                writeln!(
+                    out,
+                    "{r} recv {} {} {}",
+                    src_of(*from)?,
+                    tag_of(*tag)?,
+                    size_of(*bytes)?
+                )?;
             }
-            A::Isend { req, to, bytes, tag, comm } => {
+            A::Isend {
+                req,
+                to,
+                bytes,
+                tag,
+                comm,
+            } => {
                 world(*comm)?;
                 writeln!(out, "{r} isend {to} {tag} {bytes}")?;
                 reqs.insert(*req, (r, *to, *tag));
                 order.push(*req);
             }
-            A::Irecv { req, from, bytes, tag, comm } => {
+            A::Irecv {
+                req,
+                from,
+                bytes,
+                tag,
+                comm,
+            } => {
                 world(*comm)?;
                 let (s, t) = (src_of(*from)?, tag_of(*tag)?);
                 writeln!(out, "{r} irecv {s} {t} {}", size_of(*bytes)?)?;
@@ -96,7 +153,11 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
                 }
             }
             A::Waitall { reqs: ids } => {
-                let ids: Vec<u64> = if ids.is_empty() { order.clone() } else { ids.clone() };
+                let ids: Vec<u64> = if ids.is_empty() {
+                    order.clone()
+                } else {
+                    ids.clone()
+                };
                 if ids.len() == order.len() && !ids.is_empty() {
                     writeln!(out, "{r} waitall")?;
                     reqs.clear();
@@ -110,7 +171,15 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
                     }
                 }
             }
-            A::Sendrecv { to, send_bytes, send_tag, from, recv_bytes, recv_tag, comm } => {
+            A::Sendrecv {
+                to,
+                send_bytes,
+                send_tag,
+                from,
+                recv_bytes,
+                recv_tag,
+                comm,
+            } => {
                 world(*comm)?;
                 let (s, t) = (src_of(*from)?, tag_of(*recv_tag)?);
                 writeln!(out, "{r} irecv {s} {t} {}", size_of(*recv_bytes)?)?;
@@ -152,15 +221,30 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
             }
             A::Gatherv { counts, root, comm } => {
                 world(*comm)?;
-                writeln!(out, "{r} gatherv {} {} {root}", counts[r as usize], list(counts))?;
+                writeln!(
+                    out,
+                    "{r} gatherv {} {} {root}",
+                    counts[r as usize],
+                    list(counts)
+                )?;
             }
             A::Scatterv { counts, root, comm } => {
                 world(*comm)?;
-                writeln!(out, "{r} scatterv {} {} {root}", list(counts), counts[r as usize])?;
+                writeln!(
+                    out,
+                    "{r} scatterv {} {} {root}",
+                    list(counts),
+                    counts[r as usize]
+                )?;
             }
             A::Allgatherv { counts, comm } => {
                 world(*comm)?;
-                writeln!(out, "{r} allgatherv {} {}", counts[r as usize], list(counts))?;
+                writeln!(
+                    out,
+                    "{r} allgatherv {} {}",
+                    counts[r as usize],
+                    list(counts)
+                )?;
             }
             A::Alltoallv { send, recv, comm } => {
                 world(*comm)?;
@@ -170,7 +254,12 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
             A::ReduceScatter { counts, comm } => {
                 world(*comm)?;
                 let total: u64 = counts.iter().sum();
-                writeln!(out, "{r} reducescatter {} {}", list(counts), total as f64 * fpb)?;
+                writeln!(
+                    out,
+                    "{r} reducescatter {} {}",
+                    list(counts),
+                    total as f64 * fpb
+                )?;
             }
             A::Scan { .. } => return Err(bad("scan (SMPI's replay has no scan action)")),
         }
@@ -189,5 +278,6 @@ pub fn write_hostfile(path: &Path, hosts: &[String]) -> Result<()> {
     if hosts.is_empty() {
         bail!("no hosts for the hostfile");
     }
-    std::fs::write(path, hosts.join("\n") + "\n").with_context(|| format!("{}: cannot write", path.display()))
+    std::fs::write(path, hosts.join("\n") + "\n")
+        .with_context(|| format!("{}: cannot write", path.display()))
 }

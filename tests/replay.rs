@@ -1,0 +1,690 @@
+//! Trace replay (issue 6): analytic cases (exact), MPI semantics (eager/rendezvous, matching,
+//! ANY_SOURCE, oversubscription, loops), the pattern suite cross-checked against SMPI's own replay
+//! (within 5%), deadlock reports and malformed-trace errors.
+//!
+//! Platforms: platforms/two_hosts.xml (two 1 Gf hosts, one 125 MB/s 50 us link) and
+//! tests/fixtures/traces/cluster16.xml (16 nodes, private 125 MB/s 50 us links, a backbone).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mpicast::model::trace::{
+    Compute, Mapping, Peer, ReplayOptions, ReplayResult, Tag, TraceAction as A,
+};
+use mpicast::sim::TraceSource;
+use mpicast::trace::TraceWriter;
+
+const L: f64 = 50e-6;
+const B: f64 = 125e6;
+const UNIT: [&str; 3] = [
+    "smpi/bw-factor:0:1",
+    "smpi/lat-factor:0:1",
+    "network/crosstraffic:0",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+fn two_hosts() -> PathBuf {
+    root().join("platforms/two_hosts.xml")
+}
+fn cluster() -> PathBuf {
+    root().join("tests/fixtures/traces/cluster16.xml")
+}
+
+fn setup() {
+    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+}
+
+fn try_replay(
+    ranks: Vec<Vec<A>>,
+    platform: &Path,
+    cfg: &[&str],
+    opts: ReplayOptions,
+) -> anyhow::Result<ReplayResult> {
+    setup();
+    mpicast::sim::replay(
+        &TraceSource::Actions(ranks),
+        platform,
+        Mapping::RoundRobin,
+        cfg.iter().map(|s| s.to_string()).collect(),
+        opts,
+    )
+}
+
+fn replay(ranks: Vec<Vec<A>>, platform: &Path, cfg: &[&str]) -> ReplayResult {
+    try_replay(ranks, platform, cfg, ReplayOptions::default()).expect("replay runs")
+}
+
+fn exact(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 1e-9 * want.max(1.0),
+        "{what}: replayed {got} s, expected {want} s"
+    );
+}
+
+fn send(to: u32, bytes: u64) -> A {
+    A::Send {
+        to,
+        bytes,
+        tag: 0,
+        comm: 0,
+    }
+}
+fn recv(from: u32, bytes: u64) -> A {
+    A::Recv {
+        from: Peer::Rank(from),
+        bytes: Some(bytes),
+        tag: Tag::Value(0),
+        comm: 0,
+    }
+}
+fn secs(s: f64) -> A {
+    A::Compute {
+        compute: Compute::Seconds(s),
+    }
+}
+
+// ---- analytic ------------------------------------------------------------------------------
+
+#[test]
+fn one_gigaflop_on_a_one_gf_host_takes_one_second() {
+    let r = replay(
+        vec![
+            vec![A::Compute {
+                compute: Compute::Flops(1e9),
+            }],
+            vec![secs(0.25)],
+        ],
+        &two_hosts(),
+        &[],
+    );
+    exact(r.makespan_s, 1.0, "1e9 flops on 1 Gf");
+    exact(r.ranks[1].compute_s, 0.25, "0.25 s compute");
+    let h0 = r.hosts.iter().find(|h| h.name == "h0").unwrap();
+    exact(h0.computed_flops, 1e9, "host-load plugin flops");
+    exact(h0.cpu_use, 1.0, "h0 busy all the time");
+}
+
+#[test]
+fn ping_pong_matches_latency_plus_size_over_bandwidth_both_protocols() {
+    // SMPI model with unit factors, no cross traffic: one message takes L + S/B whether it is eager
+    // (1 kB, receiver already waiting) or rendezvous (1 MB). A round trip is twice that.
+    for bytes in [1_000u64, 1_000_000] {
+        let r = replay(
+            vec![
+                vec![send(1, bytes), recv(1, bytes)],
+                vec![recv(0, bytes), send(0, bytes)],
+            ],
+            &two_hosts(),
+            &UNIT,
+        );
+        exact(
+            r.makespan_s,
+            2.0 * (L + bytes as f64 / B),
+            &format!("ping-pong of {bytes} B"),
+        );
+        assert_eq!(r.messages, 2);
+        exact(r.links[0].bytes, 2.0 * bytes as f64, "link bytes");
+    }
+}
+
+#[test]
+fn ping_pong_under_default_smpi_factors() {
+    // tests/sim.rs's formula for 1 MB (latency x 11.6436, bandwidth x 0.940694, 5% reverse
+    // traffic), twice.
+    let mb = 1_000_000u64;
+    let r = replay(
+        vec![
+            vec![send(1, mb), recv(1, mb)],
+            vec![recv(0, mb), send(0, mb)],
+        ],
+        &two_hosts(),
+        &[],
+    );
+    let one = 11.6436 * L + 1.05 * mb as f64 / (0.940694 * B);
+    assert!(
+        (r.makespan_s - 2.0 * one).abs() < 2e-7,
+        "replayed {} s, expected {} s",
+        r.makespan_s,
+        2.0 * one
+    );
+}
+
+#[test]
+fn eager_sends_do_not_wait_for_the_receiver_rendezvous_sends_do() {
+    // The receiver computes 1 s before receiving.
+    for (bytes, sender_done) in [(1_000u64, 0.0), (1_000_000, 1.0 + L + 1e6 / B)] {
+        let r = replay(
+            vec![vec![send(1, bytes)], vec![secs(1.0), recv(0, bytes)]],
+            &two_hosts(),
+            &UNIT,
+        );
+        exact(
+            r.ranks[0].finish_s,
+            sender_done,
+            &format!("sender of {bytes} B"),
+        );
+        exact(
+            r.ranks[1].finish_s,
+            1.0 + L + bytes as f64 / B,
+            &format!("receiver of {bytes} B"),
+        );
+    }
+    // The threshold is an option: 1 kB becomes rendezvous with a 512-byte threshold.
+    let opts = ReplayOptions {
+        eager_threshold_bytes: 512,
+        ..ReplayOptions::default()
+    };
+    let r = try_replay(
+        vec![vec![send(1, 1000)], vec![secs(1.0), recv(0, 1000)]],
+        &two_hosts(),
+        &UNIT,
+        opts,
+    )
+    .unwrap();
+    exact(r.ranks[0].finish_s, 1.0 + L + 1000.0 / B, "rendezvous 1 kB");
+    exact(r.ranks[0].wait_s, 1.0, "late receiver counted as waiting");
+}
+
+#[test]
+fn oversubscribed_core_is_shared_and_loops_unfold() {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..2 {
+        let mut w = TraceWriter::create(dir.path(), r, 2).unwrap();
+        w.begin_loop(1000).unwrap();
+        w.action(&secs(1e-3)).unwrap();
+        w.end_loop().unwrap();
+        w.finish().unwrap();
+    }
+    let mapping = Mapping::Hosts {
+        hosts: vec!["h0".into(), "h0".into()],
+    };
+    let r = mpicast::sim::replay(
+        &TraceSource::Dir(dir.path().into()),
+        &two_hosts(),
+        mapping,
+        vec![],
+        ReplayOptions::default(),
+    )
+    .unwrap();
+    exact(r.makespan_s, 2.0, "two ranks x 1 s on one core");
+}
+
+#[test]
+fn matching_by_tag_in_posting_order_and_any_source() {
+    // Rank 0 sends tag 1 then tag 2 (eager); rank 1 receives tag 2 first: MPI matches by tag.
+    let t = |tag| A::Send {
+        to: 1,
+        bytes: 100,
+        tag,
+        comm: 0,
+    };
+    let rv = |tag| A::Recv {
+        from: Peer::Rank(0),
+        bytes: None,
+        tag: Tag::Value(tag),
+        comm: 0,
+    };
+    replay(
+        vec![vec![t(1), t(2)], vec![rv(2), rv(1)]],
+        &two_hosts(),
+        &[],
+    );
+    // Master-worker with ANY_SOURCE and ANY_TAG: 3 workers, each computes then reports.
+    let any = A::Recv {
+        from: Peer::Any,
+        bytes: None,
+        tag: Tag::Any,
+        comm: 0,
+    };
+    let mut ranks = vec![vec![any.clone(), any.clone(), any]];
+    for w in 1..4u32 {
+        ranks.push(vec![
+            secs(0.1 * w as f64),
+            A::Send {
+                to: 0,
+                bytes: 10,
+                tag: w as i32,
+                comm: 0,
+            },
+        ]);
+    }
+    let r = replay(ranks, &cluster(), &UNIT);
+    assert!(
+        r.makespan_s > 0.3 && r.makespan_s < 0.31,
+        "{}",
+        r.makespan_s
+    );
+}
+
+#[test]
+fn communicators_and_nonblocking_requests() {
+    // comm 1 = world ranks {1, 3}: a bcast inside it, while 0 and 2 exchange with isend/irecv.
+    let def = A::CommDef {
+        id: 1,
+        ranks: vec![1, 3],
+    };
+    let r = replay(
+        vec![
+            vec![
+                A::Isend {
+                    req: 1,
+                    to: 2,
+                    bytes: 10,
+                    tag: 0,
+                    comm: 0,
+                },
+                A::Wait { req: 1 },
+            ],
+            vec![
+                def.clone(),
+                A::Bcast {
+                    bytes: 1000,
+                    root: 0,
+                    comm: 1,
+                },
+            ],
+            vec![
+                A::Irecv {
+                    req: 7,
+                    from: Peer::Rank(0),
+                    bytes: None,
+                    tag: Tag::Value(0),
+                    comm: 0,
+                },
+                A::Test { req: 7 },
+                A::Waitall { reqs: vec![] },
+            ],
+            vec![
+                def,
+                A::Bcast {
+                    bytes: 1000,
+                    root: 0,
+                    comm: 1,
+                },
+            ],
+        ],
+        &cluster(),
+        &UNIT,
+    );
+    assert_eq!(r.messages, 2);
+}
+
+// ---- errors --------------------------------------------------------------------------------
+
+#[test]
+fn a_receive_never_matched_is_a_deadlock_naming_ranks_and_operations() {
+    let err = try_replay(
+        vec![vec![secs(0.5)], vec![recv(0, 8)]],
+        &two_hosts(),
+        &[],
+        ReplayOptions::default(),
+    )
+    .unwrap_err();
+    let e = format!("{err:#}");
+    assert!(e.contains("deadlock") && e.contains("1 of 2 ranks"), "{e}");
+    assert!(
+        e.contains(
+            "rank 1 in `recv` (rank-1.trace:2) waits for a message from rank 0 (tag 0, comm 0)"
+        ),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+#[test]
+fn a_collective_not_entered_by_all_is_a_deadlock() {
+    let b = A::Barrier { comm: 0 };
+    let err = try_replay(
+        vec![vec![b.clone()], vec![b.clone()], vec![b], vec![]],
+        &cluster(),
+        &[],
+        ReplayOptions::default(),
+    )
+    .unwrap_err();
+    let e = format!("{err:#}");
+    assert!(
+        e.contains("deadlock") && e.contains("in `barrier`") && e.contains("collective traffic"),
+        "{e}"
+    );
+    assert!(
+        e.contains("rank 0 in") && e.contains("rank 2 in") && !e.contains("rank 3 in"),
+        "{e}"
+    );
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn malformed_traces_give_one_line_naming_file_and_line() {
+    let cases: [(&str, &str); 5] = [
+        (
+            "mpicast-trace 1 rank 1 size 2\ncompute 1\nsend 0 12x\n",
+            "rank-1.trace:3: bytes \"12x\" is not a valid number",
+        ),
+        (
+            "mpicast-trace 1 rank 1 size 2\nfrobnicate 3\n",
+            "rank-1.trace:2: unknown action \"frobnicate\"",
+        ),
+        ("hello\n", "rank-1.trace:1: expected the header"),
+        (
+            "mpicast-trace 1 rank 1 size 2\nloop 3\ncompute 1\n",
+            "rank-1.trace:2: loop without a matching `end`",
+        ),
+        (
+            "mpicast-trace 1 rank 1 size 2\nsend 5 10\n",
+            "rank-1.trace:2: destination 5 is not a rank",
+        ),
+    ];
+    for (text, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("rank-0.trace"),
+            "mpicast-trace 1 rank 0 size 2\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("rank-1.trace"), text).unwrap();
+        let o = cli(&[
+            "replay",
+            dir.path().to_str().unwrap(),
+            "--platform",
+            two_hosts().to_str().unwrap(),
+        ]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains(want), "wanted {want:?} in {e}");
+    }
+}
+
+#[test]
+fn cli_prints_the_report_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    for r in 0..2 {
+        let mut w = TraceWriter::create(&t, r, 2).unwrap();
+        w.action(&secs(0.5)).unwrap();
+        w.action(&A::Allreduce { bytes: 8, comm: 0 }).unwrap();
+        w.finish().unwrap();
+    }
+    let json = dir.path().join("r.json");
+    let o = cli(&[
+        "replay",
+        t.to_str().unwrap(),
+        "--platform",
+        two_hosts().to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.starts_with("makespan        0.5"), "{out}");
+    let r: ReplayResult = mpicast::model::read_artifact(&json).unwrap();
+    assert_eq!(r.ranks.len(), 2);
+}
+
+// ---- the pattern suite, cross-checked with SMPI's replay --------------------------------------
+
+/// Writes `ranks` per-rank action lists into a trace directory.
+fn write(dir: &Path, ranks: &[Vec<A>]) {
+    for (r, acts) in ranks.iter().enumerate() {
+        let mut w = TraceWriter::create(dir, r as u32, ranks.len() as u32).unwrap();
+        for a in acts {
+            w.action(a).unwrap();
+        }
+        w.finish().unwrap();
+    }
+}
+
+fn isend(req: u64, to: u32, bytes: u64, tag: i32) -> A {
+    A::Isend {
+        req,
+        to,
+        bytes,
+        tag,
+        comm: 0,
+    }
+}
+fn irecv(req: u64, from: u32, bytes: u64, tag: i32) -> A {
+    A::Irecv {
+        req,
+        from: Peer::Rank(from),
+        bytes: Some(bytes),
+        tag: Tag::Value(tag),
+        comm: 0,
+    }
+}
+
+fn ping_pong() -> Vec<Vec<A>> {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for bytes in [8u64, 4096, 100_000, 1_000_000] {
+        for _ in 0..3 {
+            a.extend([send(1, bytes), recv(1, bytes)]);
+            b.extend([recv(0, bytes), send(0, bytes)]);
+        }
+    }
+    vec![a, b]
+}
+
+fn ring(n: u32, bytes: u64) -> Vec<Vec<A>> {
+    (0..n)
+        .map(|r| {
+            let mut v = Vec::new();
+            for _ in 0..5 {
+                v.extend([
+                    irecv(1, (r + n - 1) % n, bytes, 0),
+                    isend(2, (r + 1) % n, bytes, 0),
+                    A::Waitall { reqs: vec![] },
+                    secs(1e-3),
+                ]);
+            }
+            v
+        })
+        .collect()
+}
+
+fn halo(px: u32, py: u32, bytes: u64) -> Vec<Vec<A>> {
+    let n = px * py;
+    (0..n)
+        .map(|r| {
+            let (x, y) = (r % px, r / px);
+            let nb = [
+                ((x + px - 1) % px) + y * px,
+                ((x + 1) % px) + y * px,
+                x + ((y + py - 1) % py) * px,
+                x + ((y + 1) % py) * px,
+            ];
+            let mut v = Vec::new();
+            for _ in 0..5 {
+                for (i, &p) in nb.iter().enumerate() {
+                    v.push(irecv(i as u64, p, bytes, i as i32 ^ 1));
+                }
+                for (i, &p) in nb.iter().enumerate() {
+                    v.push(isend(4 + i as u64, p, bytes, i as i32));
+                }
+                v.push(A::Waitall { reqs: vec![] });
+                v.push(secs(2e-3));
+            }
+            v
+        })
+        .collect()
+}
+
+fn collective(n: u32, a: A) -> Vec<Vec<A>> {
+    (0..n)
+        .map(|_| vec![secs(1e-3), a.clone(), secs(1e-3), a.clone()])
+        .collect()
+}
+
+fn master_worker(workers: u32, tasks_per_worker: u32) -> Vec<Vec<A>> {
+    let mut master = Vec::new();
+    let mut ranks = vec![];
+    for _ in 0..tasks_per_worker {
+        for w in 1..=workers {
+            master.push(send(w, 200_000));
+        }
+        for w in 1..=workers {
+            master.push(recv(w, 1000));
+        }
+    }
+    ranks.push(master);
+    for w in 1..=workers {
+        let mut v = Vec::new();
+        for _ in 0..tasks_per_worker {
+            v.extend([recv(0, 200_000), secs(5e-3 * w as f64), send(0, 1000)]);
+        }
+        ranks.push(v);
+    }
+    ranks
+}
+
+/// Replays with ours and with `smpirun -replay`; returns (ours, smpi) makespans.
+fn cross_check(name: &str, ranks: Vec<Vec<A>>, smpi_cfg: &[&str]) -> (f64, f64) {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("traces");
+    write(&t, &ranks);
+    let n = ranks.len() as u32;
+    let opts = ReplayOptions {
+        reduce_flops_per_byte: 0.0,
+        ..ReplayOptions::default()
+    };
+    let ours = mpicast::sim::replay(
+        &TraceSource::Dir(t.clone()),
+        &cluster(),
+        Mapping::RoundRobin,
+        vec![],
+        opts,
+    )
+    .unwrap();
+    let idx =
+        mpicast::trace::smpi::export_dir_with(&t, n, &dir.path().join("smpi"), 1e9, 0.0).unwrap();
+    let hf = dir.path().join("hostfile");
+    mpicast::trace::smpi::write_hostfile(
+        &hf,
+        &(0..n)
+            .map(|r| format!("node-{}", r % 16))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mut cmd = Command::new("smpirun");
+    cmd.current_dir(dir.path()).args([
+        "-np",
+        &n.to_string(),
+        "-platform",
+        cluster().to_str().unwrap(),
+    ]);
+    cmd.args([
+        "-hostfile",
+        hf.to_str().unwrap(),
+        "-replay",
+        idx.to_str().unwrap(),
+    ]);
+    cmd.args(["--log=root.thresh:warning", "--log=smpi_replay.thresh:info"]);
+    for c in smpi_cfg {
+        cmd.arg(format!("--cfg={c}"));
+    }
+    let o = cmd
+        .output()
+        .expect("smpirun runs (apt-get install simgrid / libsimgrid-dev)");
+    let text = String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+    let smpi: f64 = text
+        .lines()
+        .find_map(|l| l.split("Simulation time ").nth(1))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name}: no simulation time from smpirun: {text}"));
+    let diff = (ours.makespan_s - smpi).abs() / smpi;
+    eprintln!(
+        "cross-check {name}: ours {:.6} s, SMPI {:.6} s, difference {:.2}%",
+        ours.makespan_s,
+        smpi,
+        100.0 * diff
+    );
+    assert!(
+        diff <= 0.05,
+        "{name}: ours {} s vs SMPI {} s ({:.1}% apart)",
+        ours.makespan_s,
+        smpi,
+        100.0 * diff
+    );
+    (ours.makespan_s, smpi)
+}
+
+#[test]
+fn pattern_ping_pong_agrees_with_smpi() {
+    cross_check("ping-pong", ping_pong(), &[]);
+}
+
+#[test]
+fn pattern_ring_agrees_with_smpi() {
+    cross_check("ring", ring(8, 200_000), &[]);
+}
+
+#[test]
+fn pattern_halo_2d_agrees_with_smpi() {
+    cross_check("halo 4x4", halo(4, 4, 30_000), &[]);
+}
+
+#[test]
+fn pattern_allreduce_agrees_with_smpi() {
+    cross_check(
+        "allreduce 8 B (recursive doubling)",
+        collective(8, A::Allreduce { bytes: 8, comm: 0 }),
+        &["smpi/allreduce:rdb"],
+    );
+    cross_check(
+        "allreduce 1 MB (Rabenseifner)",
+        collective(
+            8,
+            A::Allreduce {
+                bytes: 1 << 20,
+                comm: 0,
+            },
+        ),
+        &["smpi/allreduce:rab_rdb"],
+    );
+}
+
+#[test]
+fn pattern_alltoall_agrees_with_smpi() {
+    cross_check(
+        "alltoall 64 KiB (pairwise)",
+        collective(
+            8,
+            A::Alltoall {
+                bytes: 65536,
+                comm: 0,
+            },
+        ),
+        &["smpi/alltoall:ring"],
+    );
+}
+
+#[test]
+fn pattern_master_worker_agrees_with_smpi() {
+    cross_check("master-worker", master_worker(7, 4), &[]);
+}
+
+#[test]
+fn golden_halo_trace_replays() {
+    let dir = root().join("traces/golden/halo_2x2");
+    setup();
+    let r = mpicast::sim::replay(
+        &TraceSource::Dir(dir),
+        &cluster(),
+        Mapping::RoundRobin,
+        vec![],
+        ReplayOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.messages, 4 * 100 * 4 + 4 * 2);
+    assert!(r.makespan_s > 100.0 * 1e-4, "{}", r.makespan_s);
+}
