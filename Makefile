@@ -24,6 +24,7 @@ test: setup
 bench: build
 	@./scripts/bench_analyze.sh
 	@./scripts/bench_machine.sh
+	@./scripts/bench_replay.sh
 
 clean:
 	$(CARGO) clean

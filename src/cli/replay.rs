@@ -38,9 +38,10 @@ pub struct Args {
     /// SimGrid configuration item `name:value` (repeatable), e.g. smpi/bw-factor:0:1.
     #[arg(long = "cfg")]
     cfg: Vec<String>,
-    /// Messages from this size on use rendezvous; smaller ones are eager.
-    #[arg(long, default_value_t = 65536)]
-    eager_threshold: u64,
+    /// Messages from this size on use rendezvous; smaller ones are eager [default: the
+    /// `smpi/send-is-detached-thresh` of --cfg, else 65536, SMPI's default].
+    #[arg(long)]
+    eager_threshold: Option<u64>,
     /// Flops charged per byte of reduction arithmetic.
     #[arg(long, default_value_t = 0.125)]
     reduce_flops_per_byte: f64,
@@ -80,7 +81,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::trace::smpi::export_dir(&dir, n, out)?;
     }
     let options = ReplayOptions {
-        eager_threshold_bytes: args.eager_threshold,
+        eager_threshold_bytes: match args.eager_threshold {
+            Some(t) => t,
+            None => eager_threshold_from_cfg(&args.cfg)?.unwrap_or(65536),
+        },
         reduce_flops_per_byte: args.reduce_flops_per_byte,
         timeline: args.timeline,
         ..ReplayOptions::default()
@@ -98,6 +102,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::model::write_artifact(j, &result)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// SimGrid's own eager/rendezvous switch, when the user sets it with --cfg.
+fn eager_threshold_from_cfg(cfg: &[String]) -> Result<Option<u64>> {
+    for c in cfg.iter().rev() {
+        if let Some(v) = c.strip_prefix("smpi/send-is-detached-thresh:") {
+            return v
+                .trim()
+                .parse()
+                .map(Some)
+                .with_context(|| format!("--cfg {c}: the threshold is not a byte count"));
+        }
+    }
+    Ok(None)
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -244,17 +262,24 @@ fn bench(spec: &str, cfg: &[String]) -> Result<ExitCode> {
         .split_once('x')
         .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u64>().ok()?)))
         .with_context(|| format!("--bench {spec:?}: expected RANKSxITERS, e.g. 16384x100"))?;
+    // MPICAST_BENCH_DIR keeps the generated traces and platform (and reuses them) so that the
+    // replay can be profiled alone.
     let tmp = tempfile::Builder::new().prefix("mpicast-bench").tempdir()?;
-    let traces = tmp.path().join("traces");
+    let base = std::env::var_os("MPICAST_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let traces = base.join(format!("halo-{ranks}x{iters}"));
     let t0 = Instant::now();
-    write_halo(&traces, ranks, iters, 8192, 1e-4)?;
+    if crate::trace::discover(&traces).ok() != Some(ranks) {
+        write_halo(&traces, ranks, iters, 8192, 1e-4)?;
+    }
     let gen_s = t0.elapsed().as_secs_f64();
     let cores: u32 = std::env::var("MPICAST_BENCH_CORES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(16);
     let hosts = ranks.div_ceil(cores);
-    let platform = tmp.path().join("cluster.xml");
+    let platform = base.join(format!("cluster-{ranks}.xml"));
     std::fs::write(
         &platform,
         format!(

@@ -11,9 +11,12 @@
 //! The mailbox goes back to the pool once both operations are issued (an actor can be descheduled
 //! between queueing and issuing; the count of issued operations makes that safe).
 //!
-//! Protocols. Below the eager threshold a send is detached: the sender goes on at once and the
-//! transfer starts when the receive is posted (SMPI's default behaviour, `smpi/async-small-thresh`
-//! 0). From the threshold on, the sender blocks until the transfer completes (rendezvous).
+//! Protocols. Below the eager threshold the sender goes on at once and the transfer starts when
+//! the receive is posted (SMPI's default behaviour for its detached sends,
+//! `smpi/async-small-thresh` 0). From the threshold on, the sender blocks until the transfer
+//! completes (rendezvous). Eager sends are not SimGrid-detached (3.32 keeps detached comms in one
+//! global list scanned linearly at each completion); the sender keeps the handle and waits it,
+//! without blocking, once the receiver has the message.
 //!
 //! Collectives are point-to-point algorithms on a separate context per communicator (user
 //! messages never match them), see [`coll`](super::coll).
@@ -51,6 +54,8 @@ struct Link2 {
     matched_at: Cell<f64>,
     /// SimGrid operations issued on `mbox` (the mailbox is recycled at 2).
     issued: Cell<u8>,
+    /// The receiver's wait returned: the transfer is over.
+    received: Cell<bool>,
 }
 
 struct Posted {
@@ -189,6 +194,8 @@ pub(crate) struct Rank {
     speed: f64,
     reqs: HashMap<u64, Req>,
     tested_done: HashSet<u64>,
+    /// Eager sends in flight: the sender holds the SimGrid handle until the receiver is done.
+    eager: Vec<(Rc<Link2>, Comm)>,
     comms: HashMap<u32, CommView>,
     world_size: u32,
     compute_s: f64,
@@ -230,6 +237,7 @@ impl Rank {
                         mbox,
                         matched_at: Cell::new(f64::NAN),
                         issued: Cell::new(0),
+                        received: Cell::new(false),
                     });
                     w.queues[to as usize].unexpected.push_back(Envelope {
                         src: me,
@@ -242,11 +250,21 @@ impl Rank {
                 }
             }
         };
+        // Eager sends are not detached: SimGrid 3.32 removes each finished detached comm from a
+        // global list by a linear scan (O(ranks) per message at scale). The sender keeps the
+        // handle instead and drops it once the receiver has the message.
+        // A 0-byte MPI message still carries its envelope; SimGrid's SMPI model gives a 0-byte
+        // transfer no latency factor, so it would take half what SMPI itself simulates.
+        let wire = bytes.max(1);
         let comm = if bytes < self.opts.eager_threshold {
-            link.mbox.put_bare_detached(bytes);
+            let c = link.mbox.put_bare_async(wire);
+            self.eager.push((Rc::clone(&link), c));
+            if self.eager.len() >= 8 {
+                self.sweep_eager();
+            }
             None
         } else {
-            Some(link.mbox.put_bare_async(bytes))
+            Some(link.mbox.put_bare_async(wire))
         };
         issued(&self.world, &link);
         self.count_link_bytes(to, bytes);
@@ -260,6 +278,21 @@ impl Rank {
                 ctx,
                 bytes,
             },
+        }
+    }
+
+    /// Releases the handles of eager sends whose receiver has the message.
+    fn sweep_eager(&mut self) {
+        let mut i = 0;
+        while i < self.eager.len() {
+            if self.eager[i].0.received.get() {
+                // Waiting (the transfer is over: no blocking) rather than only dropping the
+                // handle: SimGrid forgets the comm from the actor's activity list on wait.
+                let (_, mut c) = self.eager.swap_remove(i);
+                c.wait();
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -309,6 +342,7 @@ impl Rank {
                         mbox,
                         matched_at: Cell::new(f64::NAN),
                         issued: Cell::new(0),
+                        received: Cell::new(false),
                     });
                     w.queues[me].posted.push_back(Posted {
                         src: from,
@@ -342,6 +376,9 @@ impl Rank {
             .iter()
             .all(|r| r.comm.as_ref().is_none_or(|c| c.is_done()))
         {
+            for r in reqs.iter().filter(|r| r.pending.recv) {
+                r.link.received.set(true);
+            }
             return;
         }
         {
@@ -361,6 +398,9 @@ impl Rank {
             }
         }
         let t1 = engine::now();
+        for r in reqs.iter().filter(|r| r.pending.recv) {
+            r.link.received.set(true);
+        }
         let matched = reqs
             .iter()
             .map(|r| r.link.matched_at.get())
@@ -631,18 +671,26 @@ impl Rank {
             let mut rs: Vec<Req> = ids.iter().filter_map(|id| self.reqs.remove(id)).collect();
             self.complete(&mut rs);
         }
-        let mut w = self.world.borrow_mut();
-        w.status[self.me as usize].finished = true;
-        w.stats[self.me as usize] = Some(RankStats {
-            rank: self.me,
-            host: host.to_string(),
-            finish_s: engine::now(),
-            compute_s: self.compute_s,
-            comm_s: self.comm_s,
-            wait_s: self.wait_s,
-            messages_sent: self.messages_sent,
-            bytes_sent: self.bytes_sent,
-        });
+        {
+            let mut w = self.world.borrow_mut();
+            w.status[self.me as usize].finished = true;
+            w.stats[self.me as usize] = Some(RankStats {
+                rank: self.me,
+                host: host.to_string(),
+                finish_s: engine::now(),
+                compute_s: self.compute_s,
+                comm_s: self.comm_s,
+                wait_s: self.wait_s,
+                messages_sent: self.messages_sent,
+                bytes_sent: self.bytes_sent,
+            });
+        }
+        // The rank is done (its eager sends are, for MPI), but SimGrid cancels an exiting actor's
+        // communications: the actor stays until its eager messages are received. One that never
+        // is only shows in the warnings (the simulation ends with this actor blocked here).
+        for (_, mut c) in self.eager.drain(..) {
+            c.wait();
+        }
     }
 }
 
@@ -871,6 +919,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             speed: host.speed_flops(),
             reqs: HashMap::new(),
             tested_done: HashSet::new(),
+            eager: Vec::new(),
             comms: HashMap::new(),
             world_size: n,
             compute_s: 0.0,
@@ -885,7 +934,16 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         })?;
     }
     eng.run();
-    let makespan = eng.clock();
+    // Not the clock: ranks that finished may still hold eager sends nobody receives.
+    let makespan = {
+        let w = world.borrow();
+        w.stats
+            .iter()
+            .flatten()
+            .map(|s| s.finish_s)
+            .fold(0.0, f64::max)
+    };
+    let end_clock = eng.clock();
 
     let mut w = world.borrow_mut();
     if let Some(e) = w.errors.first() {
@@ -929,7 +987,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             String::new()
         };
         bail!(
-            "deadlock at t={makespan:.6} s: {} of {n} ranks never finished: {}{more}",
+            "deadlock at t={end_clock:.6} s: {} of {n} ranks never finished: {}{more}",
             stuck.len(),
             parts.join("; ")
         );
