@@ -1322,31 +1322,13 @@ fn to_expr(e: &CExpr, lookup: &dyn Fn(&str) -> Option<Expr>, call: &dyn Fn(&CExp
 /// `a[k]` reads with a constant k.
 fn cexpr_const_indexes(e: &CExpr) -> Vec<(String, i128)> {
     let mut out = Vec::new();
-    fn walk(e: &CExpr, out: &mut Vec<(String, i128)>) {
-        match e {
-            CExpr::Index { array, index } => {
-                if let (CExpr::Ident(a), CExpr::Int(k)) = (&**array, &**index) {
-                    out.push((a.clone(), *k));
-                }
-                walk(array, out);
-                walk(index, out);
+    visit(e, &mut |x| {
+        if let CExpr::Index { array, index } = x {
+            if let (CExpr::Ident(a), CExpr::Int(k)) = (&**array, &**index) {
+                out.push((a.clone(), *k));
             }
-            CExpr::Binary { left, right, .. } | CExpr::Assign { left, right, .. } | CExpr::Comma(left, right) => {
-                walk(left, out);
-                walk(right, out);
-            }
-            CExpr::Unary { arg, .. } | CExpr::Update { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => walk(arg, out),
-            CExpr::Cast { value, .. } => walk(value, out),
-            CExpr::Call { args, .. } => args.iter().for_each(|a| walk(a, out)),
-            CExpr::Cond { cond, then, otherwise } => {
-                walk(cond, out);
-                walk(then, out);
-                walk(otherwise, out);
-            }
-            _ => {}
         }
-    }
-    walk(e, &mut out);
+    });
     out
 }
 
@@ -1659,66 +1641,48 @@ fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Option<&CExpr>)
 /// Identifiers read by an expression (not inside calls' names).
 fn cexpr_idents(e: &CExpr) -> Vec<String> {
     let mut out = Vec::new();
-    fn walk(e: &CExpr, out: &mut Vec<String>) {
-        match e {
-            CExpr::Ident(n) => out.push(n.clone()),
-            CExpr::Binary { left, right, .. } | CExpr::Assign { left, right, .. } | CExpr::Comma(left, right) => {
-                walk(left, out);
-                walk(right, out);
-            }
-            CExpr::Unary { arg, .. } | CExpr::Update { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => walk(arg, out),
-            CExpr::Cast { value, .. } => walk(value, out),
-            CExpr::Call { args, .. } => args.iter().for_each(|a| walk(a, out)),
-            CExpr::Index { array, index } => {
-                walk(array, out);
-                walk(index, out);
-            }
-            CExpr::Field { base, .. } => walk(base, out),
-            CExpr::Cond { cond, then, otherwise } => {
-                walk(cond, out);
-                walk(then, out);
-                walk(otherwise, out);
-            }
-            CExpr::InitList(v) => v.iter().for_each(|x| walk(x, out)),
-            _ => {}
+    visit(e, &mut |x| {
+        if let CExpr::Ident(n) = x {
+            out.push(n.clone());
         }
-    }
-    walk(e, &mut out);
+    });
     out.sort();
     out.dedup();
     out
 }
 
+/// The direct subexpressions of `e`.
+fn children(e: &CExpr) -> Vec<&CExpr> {
+    match e {
+        CExpr::Binary { left, right, .. } | CExpr::Assign { left, right, .. } | CExpr::Comma(left, right) => {
+            vec![left, right]
+        }
+        CExpr::Unary { arg, .. } | CExpr::Update { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => vec![arg],
+        CExpr::Cast { value, .. } => vec![value],
+        CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().collect(),
+        CExpr::Index { array, index } => vec![array, index],
+        CExpr::Field { base, .. } => vec![base],
+        CExpr::Cond { cond, then, otherwise } => vec![cond, then, otherwise],
+        _ => Vec::new(),
+    }
+}
+
+/// Calls `f` on `e` and every subexpression, outermost first.
+fn visit<'e>(e: &'e CExpr, f: &mut dyn FnMut(&'e CExpr)) {
+    f(e);
+    for c in children(e) {
+        visit(c, f);
+    }
+}
+
 /// Calls inside an expression, outermost first.
 fn cexpr_calls(e: &CExpr) -> Vec<CExpr> {
     let mut out = Vec::new();
-    fn walk(e: &CExpr, out: &mut Vec<CExpr>) {
-        match e {
-            CExpr::Call { args, .. } => {
-                out.push(e.clone());
-                args.iter().for_each(|a| walk(a, out));
-            }
-            CExpr::Binary { left, right, .. } | CExpr::Assign { left, right, .. } | CExpr::Comma(left, right) => {
-                walk(left, out);
-                walk(right, out);
-            }
-            CExpr::Unary { arg, .. } | CExpr::Update { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => walk(arg, out),
-            CExpr::Cast { value, .. } => walk(value, out),
-            CExpr::Index { array, index } => {
-                walk(array, out);
-                walk(index, out);
-            }
-            CExpr::Field { base, .. } => walk(base, out),
-            CExpr::Cond { cond, then, otherwise } => {
-                walk(cond, out);
-                walk(then, out);
-                walk(otherwise, out);
-            }
-            CExpr::InitList(v) => v.iter().for_each(|x| walk(x, out)),
-            _ => {}
+    visit(e, &mut |x| {
+        if matches!(x, CExpr::Call { .. }) {
+            out.push(x.clone());
         }
-    }
-    walk(e, &mut out);
+    });
     out
 }
 

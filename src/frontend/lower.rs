@@ -116,53 +116,18 @@ impl<'a> Lower<'a> {
             return;
         }
         for c in self.named_children(n) {
-            match c.kind() {
-                k::FUNCTION_DEFINITION => {
-                    if let Some(f) = self.function(c) {
-                        self.unit.functions.push(f);
-                    }
-                }
-                k::DECLARATION => {
-                    let decls = self.declaration(c, 0);
-                    self.unit.globals.extend(decls);
-                    self.type_specifier_side_effects(c);
-                }
-                k::TYPE_DEFINITION => self.typedef(c),
-                k::PREPROC_DEF => self.define(c),
-                k::PREPROC_IF | k::PREPROC_IFDEF => {
-                    // Both arms of a conditional are visible to tree-sitter; take the first.
-                    self.top_items_no_alternative(c, depth + 1);
-                }
-                k::LINKAGE_SPECIFICATION | k::DECLARATION_LIST | k::NAMESPACE_DEFINITION => {
-                    self.top_items(c, depth + 1);
-                    if let Some(b) = c.child_by_field_name(k::F_BODY) {
-                        self.top_items(b, depth + 1);
-                    }
-                }
-                k::STRUCT_SPECIFIER | k::UNION_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
-                _ => {}
-            }
+            self.top_item(c, depth);
         }
     }
 
+    /// The children of a preprocessor conditional, without its #else/#elif arm: both arms are
+    /// visible to tree-sitter; the first is taken.
     fn top_items_no_alternative(&mut self, n: Node<'a>, depth: usize) {
         let alt = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| a.id());
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.named_children(&mut cursor).filter(|c| Some(c.id()) != alt).collect();
         for c in kids {
-            // Reuse top_items on a one-child view by dispatching on the child directly.
-            match c.kind() {
-                k::FUNCTION_DEFINITION
-                | k::DECLARATION
-                | k::TYPE_DEFINITION
-                | k::PREPROC_DEF
-                | k::PREPROC_IF
-                | k::PREPROC_IFDEF
-                | k::LINKAGE_SPECIFICATION
-                | k::STRUCT_SPECIFIER
-                | k::ENUM_SPECIFIER => self.top_item(c, depth),
-                _ => {}
-            }
+            self.top_item(c, depth);
         }
     }
 
@@ -181,8 +146,13 @@ impl<'a> Lower<'a> {
             k::TYPE_DEFINITION => self.typedef(c),
             k::PREPROC_DEF => self.define(c),
             k::PREPROC_IF | k::PREPROC_IFDEF => self.top_items_no_alternative(c, depth + 1),
-            k::LINKAGE_SPECIFICATION => self.top_items(c, depth + 1),
-            k::STRUCT_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
+            k::LINKAGE_SPECIFICATION | k::DECLARATION_LIST | k::NAMESPACE_DEFINITION => {
+                self.top_items(c, depth + 1);
+                if let Some(b) = c.child_by_field_name(k::F_BODY) {
+                    self.top_items(b, depth + 1);
+                }
+            }
+            k::STRUCT_SPECIFIER | k::UNION_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
             _ => {}
         }
     }
