@@ -4,8 +4,10 @@
 
 pub mod cli;
 pub mod frontend;
+pub mod instrument;
 pub mod machine;
 pub mod network;
+pub mod predict;
 pub mod model;
 pub mod sim;
 pub mod trace;

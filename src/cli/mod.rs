@@ -6,8 +6,10 @@ mod bench;
 mod bench_machine;
 mod bench_network;
 mod platform;
+mod predict;
 mod replay;
 mod simulate;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -38,8 +40,12 @@ enum Command {
     Bench(bench::Args),
     /// Generate a SimGrid platform file from a template.
     Platform(platform::Args),
+    /// Predict a program's run time on N ranks on a platform.
+    Predict(predict::Args),
     /// Replay per-rank traces through SimGrid with MPI semantics.
     Replay(replay::Args),
+    /// Run a program instrumented under mpirun and collect per-rank traces.
+    Trace(trace::Args),
     /// Run one simulation job in this process (used internally: one SimGrid engine per process).
     #[command(hide = true)]
     Simulate(simulate::Args),
@@ -75,7 +81,9 @@ pub fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Platform(args) => platform::run(args),
+        Command::Predict(args) => predict::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Trace(args) => trace::run(args),
         Command::Simulate(args) => simulate::run(args),
     };
     match result {

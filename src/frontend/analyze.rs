@@ -222,6 +222,7 @@ impl<'a> Analyzer<'a> {
             line_start: f.span.line_start,
             line_end: f.span.line_end,
             block: fid.clone(),
+            params: f.params.iter().map(|p| p.name.clone()).collect(),
             recursive: false,
             ops_per_call: None,
         });
@@ -282,7 +283,30 @@ impl<'a> Analyzer<'a> {
             count,
             trip,
             ops,
+            bytes: Some([sp.byte_start, sp.byte_end]),
+            body_bytes: None,
+            induction: None,
+            cond: None,
         });
+    }
+
+    /// The indicator (or probability) a branch arm adds to its parent's context.
+    fn arm_cond(parent: &Ctx, arm: &Ctx) -> Option<Expr> {
+        if arm.needs_trace.is_some() && parent.needs_trace.is_none() {
+            return None;
+        }
+        let mut c = if arm.conds.len() > parent.conds.len() { arm.conds.last().cloned()? } else { Expr::int(1) };
+        if arm.proba.0 != parent.proba.0 && parent.proba.0 != 0.0 {
+            c = c.mul(num_expr(arm.proba.0 / parent.proba.0));
+        }
+        Some(c)
+    }
+
+    fn set_last_cond(&mut self, parent: &Ctx, arm: &Ctx) {
+        let c = Self::arm_cond(parent, arm);
+        if let Some(b) = self.model.blocks.last_mut() {
+            b.cond = c;
+        }
     }
 
     // ---- Statements -----------------------------------------------------------------------
@@ -334,7 +358,7 @@ impl<'a> Analyzer<'a> {
             Stmt::Break(sp) | Stmt::Continue(sp) | Stmt::Goto(sp) | Stmt::Empty(sp) => seg.extend(*sp),
             Stmt::If { cond, then, otherwise, span } => {
                 // The condition is evaluated where the if is reached: charge it to the segment.
-                seg.extend(Span { line_end: span.line_start, ..*span });
+                seg.extend(Span { line_end: span.line_start, byte_end: span.byte_start, ..*span });
                 let mut ops = std::mem::take(&mut seg.ops);
                 self.expr_ops(cond, &mut ops, false);
                 add_op(&mut ops, OpClass::Branch, Expr::int(1));
@@ -343,12 +367,14 @@ impl<'a> Analyzer<'a> {
                 let (then_ctx, else_ctx) = self.branch_ctx(cond, span.line_start, ctx);
                 let tid = self.block_id(then.span(), BlockKind::Branch);
                 self.push_block(tid.clone(), Some(parent), BlockKind::Branch, then.span(), &then_ctx, None, Ops::new());
+                self.set_last_cond(ctx, &then_ctx);
                 let mut inner = Segment::default();
                 self.stmt(then, &tid, &then_ctx, &mut inner);
                 self.flush(&mut inner, &tid, &then_ctx);
                 if let Some(o) = otherwise {
                     let eid = self.block_id(o.span(), BlockKind::Branch);
                     self.push_block(eid.clone(), Some(parent), BlockKind::Branch, o.span(), &else_ctx, None, Ops::new());
+                    self.set_last_cond(ctx, &else_ctx);
                     let mut inner = Segment::default();
                     self.stmt(o, &eid, &else_ctx, &mut inner);
                     self.flush(&mut inner, &eid, &else_ctx);
@@ -370,6 +396,15 @@ impl<'a> Analyzer<'a> {
                 }
                 let lid = self.block_id(*span, BlockKind::Loop);
                 self.push_block(lid.clone(), Some(parent), BlockKind::Loop, *span, &loop_ctx, Some(trip), ops);
+                if let Some(b) = self.model.blocks.last_mut() {
+                    let bs = body.span();
+                    b.body_bytes = Some([bs.byte_start, bs.byte_end]);
+                    if inner_ctx.loops.len() > ctx.loops.len() {
+                        if let Some((v, lo, hi)) = inner_ctx.loops.last().and_then(|l| l.var.clone()) {
+                            b.induction = Some(Induction { var: v, lo, hi });
+                        }
+                    }
+                }
                 let mut inner = Segment::default();
                 self.stmt(body, &lid, &inner_ctx, &mut inner);
                 self.flush(&mut inner, &lid, &inner_ctx);
@@ -390,12 +425,16 @@ impl<'a> Analyzer<'a> {
                 self.expr_ops(cond, &mut ops, false);
                 let lid = self.block_id(*span, BlockKind::Loop);
                 self.push_block(lid.clone(), Some(parent), BlockKind::Loop, *span, &inner_ctx, Some(trip), ops);
+                if let Some(b) = self.model.blocks.last_mut() {
+                    let bs = body.span();
+                    b.body_bytes = Some([bs.byte_start, bs.byte_end]);
+                }
                 let mut inner = Segment::default();
                 self.stmt(body, &lid, &inner_ctx, &mut inner);
                 self.flush(&mut inner, &lid, &inner_ctx);
             }
             Stmt::Switch { cond, body, span } => {
-                seg.extend(Span { line_end: span.line_start, ..*span });
+                seg.extend(Span { line_end: span.line_start, byte_end: span.byte_start, ..*span });
                 let mut ops = std::mem::take(&mut seg.ops);
                 self.expr_ops(cond, &mut ops, false);
                 add_op(&mut ops, OpClass::Branch, Expr::int(1));
@@ -420,6 +459,7 @@ impl<'a> Analyzer<'a> {
                     }
                     let cid = self.block_id(c.span(), BlockKind::Branch);
                     self.push_block(cid.clone(), Some(parent), BlockKind::Branch, c.span(), &case_ctx, None, Ops::new());
+                    self.set_last_cond(ctx, &case_ctx);
                     let mut inner = Segment::default();
                     match c {
                         Stmt::Case { body, .. } => self.stmts(body, &cid, &case_ctx, &mut inner),
@@ -1000,9 +1040,10 @@ impl<'a> Analyzer<'a> {
     /// Records calls to the program's own functions made from the current segment.
     fn note_calls(&mut self, e: &CExpr, seg: &mut Segment) {
         for c in cexpr_calls(e) {
-            if let CExpr::Call { func, line, .. } = c {
+            if let CExpr::Call { func, line, args } = c {
                 if self.globals.functions.contains_key(&func) {
-                    seg.calls.push((func, line));
+                    let vals = args.iter().map(|a| self.value_expr(a)).collect();
+                    seg.calls.push((func, line, vals));
                 }
             }
         }
@@ -1015,8 +1056,8 @@ impl<'a> Analyzer<'a> {
         let id = self.block_id(sp, BlockKind::Straight);
         let ops = std::mem::take(&mut seg.ops);
         self.push_block(id.clone(), Some(parent), BlockKind::Straight, sp, ctx, None, ops);
-        for (callee, line) in seg.calls.drain(..) {
-            self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line });
+        for (callee, line, args) in seg.calls.drain(..) {
+            self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line, args });
         }
         seg.span = None;
     }
@@ -1153,14 +1194,20 @@ impl<'a> Analyzer<'a> {
 struct Segment {
     span: Option<Span>,
     ops: Ops,
-    calls: Vec<(String, u32)>,
+    calls: Vec<(String, u32, Vec<Option<Expr>>)>,
 }
 
 impl Segment {
     fn extend(&mut self, sp: Span) {
         self.span = Some(match self.span {
             None => sp,
-            Some(s) => Span { line_start: s.line_start.min(sp.line_start), line_end: s.line_end.max(sp.line_end), col: s.col },
+            Some(s) => Span {
+                line_start: s.line_start.min(sp.line_start),
+                line_end: s.line_end.max(sp.line_end),
+                col: s.col,
+                byte_start: s.byte_start.min(sp.byte_start),
+                byte_end: s.byte_end.max(sp.byte_end),
+            },
         });
     }
 }

@@ -7,6 +7,9 @@ pub struct Span {
     pub line_start: u32,
     pub line_end: u32,
     pub col: u32,
+    /// Byte offsets in the file, end exclusive.
+    pub byte_start: u32,
+    pub byte_end: u32,
 }
 
 /// A C scalar base type, as far as op classes care.

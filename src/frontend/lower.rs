@@ -74,7 +74,13 @@ fn line(n: Node) -> u32 {
 }
 
 fn span(n: Node) -> Span {
-    Span { line_start: line(n), line_end: n.end_position().row as u32 + 1, col: n.start_position().column as u32 }
+    Span {
+        line_start: line(n),
+        line_end: n.end_position().row as u32 + 1,
+        col: n.start_position().column as u32,
+        byte_start: n.start_byte() as u32,
+        byte_end: n.end_byte() as u32,
+    }
 }
 
 impl<'a> Lower<'a> {

@@ -107,6 +107,27 @@ pub struct Block {
     pub trip: Option<Count>,
     /// Ops per execution of the block, by class (NI_b).
     pub ops: BTreeMap<OpClass, Expr>,
+    /// Byte range of the block in its file (end exclusive).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes: Option<[u32; 2]>,
+    /// For loops: byte range of the body statement (where a trace point counts iterations).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub body_bytes: Option<[u32; 2]>,
+    /// For loops with a unit step: the induction variable and its inclusive range per entry
+    /// (formulas that may mention enclosing loops' variables).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub induction: Option<Induction>,
+    /// For branch arms: executions per execution of the parent, a 0/1 indicator in rank, size,
+    /// parameters and loop variables, or a probability; absent when it depends on data.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cond: Option<Expr>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Induction {
+    pub var: String,
+    pub lo: Expr,
+    pub hi: Expr,
 }
 
 /// A call to an MPI (or P2PDC) communication or topology routine.
@@ -146,6 +167,9 @@ pub struct CallSite {
     pub callee: String,
     pub file: String,
     pub line: u32,
+    /// Argument values as formulas, null where an argument depends on data.
+    #[serde(default)]
+    pub args: Vec<Option<Expr>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -155,6 +179,9 @@ pub struct FunctionSummary {
     pub line_start: u32,
     pub line_end: u32,
     pub block: String,
+    /// Parameter names, in order.
+    #[serde(default)]
+    pub params: Vec<String>,
     /// Part of a call cycle: its cost per call cannot be summed statically.
     pub recursive: bool,
     /// Ops per call including its callees (counts scaled by call-site counts), when every count

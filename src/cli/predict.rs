@@ -1,0 +1,12 @@
+//! `mpicast predict` (being built).
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> Result<ExitCode> {
+    bail!("predict: not built yet")
+}

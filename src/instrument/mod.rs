@@ -1,0 +1,1 @@
+//! Instrumented runs (`mpicast trace`): being built.

@@ -1,0 +1,1 @@
+//! The estimator: being built.
