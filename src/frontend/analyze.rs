@@ -172,6 +172,9 @@ impl<'a> Analyzer<'a> {
         for (name, v) in &self.opts.bindings {
             self.globals.consts.insert(name.clone(), num_expr(*v));
         }
+        for (name, v) in mpi::CONSTANTS {
+            self.globals.consts.entry(name.to_string()).or_insert(Expr::int(*v));
+        }
         for _ in 0..4 {
             for (name, e, _, _, _) in &pending {
                 if self.globals.consts.contains_key(name) {
@@ -1071,8 +1074,8 @@ impl<'a> Analyzer<'a> {
             Some(s) => {
                 let peer_expr = s.peer.and_then(|i| args.get(i)).and_then(|a| self.value_expr(a));
                 let bytes = match (s.count.and_then(|i| args.get(i)), s.datatype.and_then(|i| args.get(i))) {
-                    (Some(c), Some(CExpr::Ident(dt))) => match (self.value_expr(c), mpi::datatype_size(dt)) {
-                        (Some(n), Some(sz)) => Some(n.mul(Expr::int(sz))),
+                    (Some(c), Some(dt)) if !name.starts_with("P2P") => match (self.value_expr(c), self.datatype_bytes(dt, 0)) {
+                        (Some(n), Some(sz)) => Some(n.mul(sz)),
                         _ => None,
                     },
                     (Some(c), None) if name.starts_with("P2P") => self.byte_count(c),
@@ -1087,8 +1090,20 @@ impl<'a> Analyzer<'a> {
             }
             None => (None, None, None, None, None, None, None),
         };
+        let arg_values = args.iter().map(|a| self.value_expr(a)).collect();
+        let mut arg_lists = BTreeMap::new();
+        for (i, a) in args.iter().enumerate() {
+            if let CExpr::Ident(n) = a {
+                if let Some([CExpr::InitList(v)]) = self.assigned.get(n).map(|v| v.as_slice()) {
+                    let v = v.clone();
+                    arg_lists.insert(i as u32, v.iter().map(|x| self.value_expr(x)).collect());
+                }
+            }
+        }
         self.model.comm.push(CommSite {
             block: id,
+            arg_values,
+            arg_lists,
             call: name.to_string(),
             file: self.file.clone(),
             line,
@@ -1101,6 +1116,30 @@ impl<'a> Analyzer<'a> {
             comm,
             args: args.iter().map(cexpr_text).collect(),
         });
+    }
+
+    /// Bytes of one element of an MPI datatype: predefined ones, and locals built with
+    /// MPI_Type_contiguous or MPI_Type_vector from types whose size is known.
+    fn datatype_bytes(&mut self, dt: &CExpr, depth: usize) -> Option<Expr> {
+        let CExpr::Ident(name) = dt else { return None };
+        if let Some(sz) = mpi::datatype_size(name) {
+            return Some(Expr::int(sz));
+        }
+        if depth > 8 {
+            return None;
+        }
+        let def = match self.assigned.get(name).map(|v| v.as_slice()) {
+            Some([CExpr::Call { func, args, .. }]) => (func.clone(), args.clone()),
+            _ => return None,
+        };
+        match (def.0.as_str(), def.1.as_slice()) {
+            ("MPI_Type_contiguous(out)", [count, old, ..]) => Some(self.value_expr(count)?.mul(self.datatype_bytes(old, depth + 1)?)),
+            ("MPI_Type_vector(out)", [count, blocklen, _stride, old, ..]) => {
+                let n = self.value_expr(count)?.mul(self.value_expr(blocklen)?);
+                Some(n.mul(self.datatype_bytes(old, depth + 1)?))
+            }
+            _ => None,
+        }
     }
 
     // ---- Interprocedural ------------------------------------------------------------------
@@ -1486,11 +1525,18 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
             }
             CExpr::Call { func, args, line } => {
                 for (i, a) in args.iter().enumerate() {
+                    // Committing or freeing a datatype does not change what it describes.
+                    if matches!(func.as_str(), "MPI_Type_commit" | "MPI_Type_free") {
+                        continue;
+                    }
                     if let CExpr::AddrOf(inner) = a {
                         if let CExpr::Ident(n) = &**inner {
                             let v = match (func.as_str(), i) {
                                 ("MPI_Comm_rank", 1) => CExpr::Call { func: "MPI_Comm_rank(out)".into(), args: vec![], line: *line },
                                 ("MPI_Comm_size", 1) => CExpr::Call { func: "MPI_Comm_size(out)".into(), args: vec![], line: *line },
+                                ("MPI_Type_contiguous", 2) | ("MPI_Type_vector", 4) => {
+                                    CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line }
+                                }
                                 ("sscanf", _) if matches!(args.first(), Some(CExpr::Index { .. })) => match &args[0] {
                                     CExpr::Index { array, index } => CExpr::Call {
                                         func: "atoi".into(),

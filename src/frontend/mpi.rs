@@ -48,6 +48,15 @@ pub fn comm_signature(name: &str) -> Option<CommSig> {
     Some(s)
 }
 
+/// Integer constants of mpi.h that programs compare against or pass as peers (OpenMPI's values).
+pub const CONSTANTS: &[(&str, i128)] = &[
+    ("MPI_PROC_NULL", -2),
+    ("MPI_ANY_SOURCE", -1),
+    ("MPI_ANY_TAG", -1),
+    ("MPI_ROOT", -4),
+    ("MPI_UNDEFINED", -32766),
+];
+
 /// Size in bytes of a predefined MPI datatype.
 pub fn datatype_size(name: &str) -> Option<i128> {
     Some(match name {

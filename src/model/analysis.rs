@@ -157,6 +157,13 @@ pub struct CommSite {
     pub comm: Option<String>,
     /// Every argument as written.
     pub args: Vec<String>,
+    /// Every argument's value as a formula, null where it depends on data (or is a buffer).
+    #[serde(default)]
+    pub arg_values: Vec<Option<Expr>>,
+    /// Arguments that name a local array with a constant initializer (e.g. periods of
+    /// MPI_Cart_create): argument position -> element values.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub arg_lists: BTreeMap<u32, Vec<Option<Expr>>>,
 }
 
 /// A call from one of the program's functions to another.
