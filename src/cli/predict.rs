@@ -1,12 +1,342 @@
-//! `mpicast predict` (being built).
+//! `mpicast predict SRC -n N [--platform FILE] [--machine FILE] [-D NAME=VALUE] [--json FILE]
+//! [-- PROGRAM ARGS]`: the predicted run time of a program, without running it (static path) or
+//! from an instrumented run's traces (trace path).
 
-use std::process::ExitCode;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+
+use crate::frontend;
+use crate::model::machine::Variant;
+use crate::model::prediction::Prediction;
+use crate::model::trace::Mapping;
+use crate::predict::{self, WhatIf};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Source files or directories of the program.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Number of ranks (MPI processes).
+    #[arg(short = 'n', long = "ranks")]
+    ranks: u32,
+    /// SimGrid platform (default: this host as measured by `mpicast bench network`, measured on
+    /// first use and cached).
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
+    #[arg(long, value_name = "FILE")]
+    machine: Option<PathBuf>,
+    /// Op costs: raw (throughput kernels) or fitted (calibration fit).
+    #[arg(long, default_value = "raw", value_parser = ["raw", "fitted"])]
+    costs: String,
+    /// Bind a parameter or macro: -D n=1024 (repeatable). Wins over program arguments.
+    #[arg(short = 'D', value_name = "NAME=VALUE")]
+    define: Vec<String>,
+    /// Count data-dependent branches as taken half the time (the static path always does
+    /// for branches without communication, and reports it).
+    #[arg(long, hide = true)]
+    assume_branches: bool,
+    /// Write the prediction (mpicast/prediction JSON) to FILE, `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Use the traces in DIR (from `mpicast trace`) instead of skeleton execution.
+    #[arg(long, value_name = "DIR", conflicts_with = "trace_ranks")]
+    trace: Option<PathBuf>,
+    /// Run `mpicast trace` at K ranks first and predict from its traces.
+    #[arg(long, value_name = "K")]
+    trace_ranks: Option<u32>,
+    /// Compute runs this many times faster on the target.
+    #[arg(long, value_name = "X")]
+    cpu_scale: Option<f64>,
+    /// Every link's bandwidth multiplied by X.
+    #[arg(long, value_name = "X")]
+    bw_scale: Option<f64>,
+    /// Every link's latency multiplied by X.
+    #[arg(long, value_name = "X")]
+    lat_scale: Option<f64>,
+    /// The platform's template with this many hosts.
+    #[arg(long, value_name = "H")]
+    hosts: Option<u32>,
+    /// Cores per host.
+    #[arg(long, value_name = "C")]
+    cores_per_host: Option<u32>,
+    /// One host name per rank, one per line.
+    #[arg(long, value_name = "FILE")]
+    mapping: Option<PathBuf>,
+    /// Share of each core taken by other work (0 to 1).
+    #[arg(long, value_name = "FRACTION")]
+    background_load: Option<f64>,
+    /// How many blocks and functions to list.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Keep the simulated per-rank timeline in the JSON.
+    #[arg(long)]
+    timeline: bool,
+    /// Program arguments, exactly as the program would get them.
+    #[arg(last = true)]
+    program_args: Vec<String>,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("predict: not built yet")
+pub fn run(args: Args) -> Result<ExitCode> {
+    if args.ranks == 0 {
+        bail!("-n must be at least 1");
+    }
+    for (name, v) in [("--cpu-scale", args.cpu_scale), ("--bw-scale", args.bw_scale), ("--lat-scale", args.lat_scale)] {
+        if let Some(v) = v {
+            if !(v > 0.0 && v.is_finite()) {
+                bail!("{name} {v}: must be a positive number");
+            }
+        }
+    }
+    if let Some(l) = args.background_load {
+        if !(0.0..1.0).contains(&l) {
+            bail!("--background-load {l}: must be at least 0 and below 1");
+        }
+    }
+    let defines = super::analyze::parse_bindings(&args.define)?;
+    let files = frontend::collect_sources(&args.inputs)?;
+    let opts = frontend::Options { bindings: defines.clone(), assume_branches: args.assume_branches };
+    let model = frontend::analyze(&files, &opts);
+    let (bindings, notes) = predict::bind_parameters(&model, &defines, &args.program_args)?;
+
+    let machine_path = match &args.machine {
+        Some(p) => p.clone(),
+        None => default_machine()?,
+    };
+    let machine = crate::machine::load_table(&machine_path)?;
+    let platform = match &args.platform {
+        Some(p) => p.clone(),
+        None => default_platform()?,
+    };
+    if !platform.is_file() {
+        bail!("{}: no such platform file", platform.display());
+    }
+    let mapping = match &args.mapping {
+        Some(p) => Mapping::Hosts { hosts: crate::sim::replay::read_mapping_file(p)? },
+        None => Mapping::RoundRobin,
+    };
+    let what_if = WhatIf {
+        cpu_scale: args.cpu_scale,
+        bw_scale: args.bw_scale,
+        lat_scale: args.lat_scale,
+        background_load: args.background_load,
+        hosts: args.hosts,
+        cores_per_host: args.cores_per_host,
+    };
+    let popts = predict::Options {
+        ranks: args.ranks,
+        bindings,
+        args: args.program_args.clone(),
+        machine,
+        machine_path,
+        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
+        platform,
+        cfg: Vec::new(),
+        eager_threshold: None,
+        mapping,
+        what_if,
+        timeline: args.timeline,
+        top: args.top,
+        assumptions: notes,
+    };
+    let prediction = if args.trace.is_some() || args.trace_ranks.is_some() {
+        bail!("the trace path (--trace, --trace-ranks) is not available yet");
+    } else {
+        predict::predict_static(&model, &popts).map_err(|e| with_hint(e, &model))?
+    };
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => {
+            print!("{}", crate::model::to_json(&prediction));
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(p) => crate::model::write_artifact(p, &prediction)?,
+        None => {}
+    }
+    print!("{}", render(&prediction));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adds what would resolve an unbound parameter.
+fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> anyhow::Error {
+    let text = super::one_line(&e);
+    if let Some(name) = text.split("unbound parameter ").nth(1).map(|s| s.split_whitespace().next().unwrap_or("")) {
+        let from_argv = model.parameters.iter().find(|p| p.name == name).and_then(|p| p.argv_index);
+        let hint = match from_argv {
+            Some(k) => format!("pass program argument {k} after `--`, or -D {name}=VALUE"),
+            None => format!("bind it with -D {name}=VALUE, or predict from a trace (--trace-ranks K)"),
+        };
+        return anyhow::anyhow!("{text}; {hint}");
+    }
+    if text.contains("not known before running") || text.contains("depends on data") || text.contains("not modelled statically") {
+        return anyhow::anyhow!("{text}; the static path cannot go on: predict from a trace (--trace-ranks K)");
+    }
+    e
+}
+
+fn cached(name: &str) -> PathBuf {
+    crate::machine::cache_root().join(name)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .collect()
+}
+
+/// Runs this executable's own subcommand (a benchmark), progress on stderr.
+fn run_self(args: &[&str]) -> Result<()> {
+    let exe = crate::sim::child::mpicast_exe()?;
+    let status = Command::new(&exe).args(args).status().with_context(|| format!("cannot start {}", exe.display()))?;
+    if !status.success() {
+        bail!("`mpicast {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// This host's machine table for mpicc -O2, measured on first use.
+fn default_machine() -> Result<PathBuf> {
+    let p = cached(&format!("machines/{}_mpicc_-O2.json", hostname()));
+    if !p.is_file() {
+        eprintln!("mpicast: no machine table for this host yet: measuring one (about a minute), cached in {}", p.display());
+        run_self(&["bench", "machine", "-o", &p.to_string_lossy()])?;
+    }
+    Ok(p)
+}
+
+/// This host's network as a platform, measured on first use.
+fn default_platform() -> Result<PathBuf> {
+    let dir = cached(&format!("networks/{}", hostname()));
+    let p = dir.join("platform.xml");
+    if !p.is_file() {
+        std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        eprintln!("mpicast: no network measurement for this host yet: measuring one, cached in {}", dir.display());
+        let table = dir.join("network.json");
+        run_self(&["bench", "network", "--quick", "-o", &table.to_string_lossy(), "--platform-out", &p.to_string_lossy()])?;
+    }
+    Ok(p)
+}
+
+fn fmt_s(s: f64) -> String {
+    let a = s.abs();
+    if a == 0.0 {
+        "0 s".into()
+    } else if a < 1e-6 {
+        format!("{:.1} ns", s * 1e9)
+    } else if a < 1e-3 {
+        format!("{:.2} us", s * 1e6)
+    } else if a < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+fn short_path(p: &str) -> String {
+    Path::new(p).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| p.to_string())
+}
+
+/// The readable report: prediction, per-rank split, hottest blocks and functions, op classes.
+pub fn render(p: &Prediction) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let prog: Vec<String> = p.program.iter().map(|f| short_path(f)).collect();
+    let _ = writeln!(
+        o,
+        "{} on {} rank{} ({} path), platform {}, machine {} ({} costs)",
+        prog.join(" "),
+        p.ranks,
+        if p.ranks == 1 { "" } else { "s" },
+        p.mode,
+        short_path(&p.platform),
+        p.machine.hostname,
+        p.costs
+    );
+    if !p.bindings.is_empty() {
+        let b: Vec<String> = p.bindings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(o, "parameters: {}", b.join(" "));
+    }
+    if !p.what_if.is_empty() {
+        let b: Vec<String> = p.what_if.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(o, "what-if: {}", b.join(" "));
+    }
+    let _ = writeln!(
+        o,
+        "\npredicted time: {}   (interval {} .. {})\n",
+        fmt_s(p.predicted_s),
+        fmt_s(p.interval_s[0]),
+        fmt_s(p.interval_s[1])
+    );
+    let _ = writeln!(o, "{:>5}  {:<12} {:>11} {:>11} {:>11} {:>11}", "rank", "host", "finish", "compute", "comm", "waiting");
+    let shown = if p.ranks_detail.len() > 16 { 8 } else { p.ranks_detail.len() };
+    for r in p.ranks_detail.iter().take(shown) {
+        let _ = writeln!(
+            o,
+            "{:>5}  {:<12} {:>11} {:>11} {:>11} {:>11}",
+            r.rank,
+            r.host,
+            fmt_s(r.finish_s),
+            fmt_s(r.compute_s),
+            fmt_s(r.comm_s),
+            fmt_s(r.wait_s)
+        );
+    }
+    if shown < p.ranks_detail.len() {
+        let _ = writeln!(o, "  ... {} more ranks (all in --json)", p.ranks_detail.len() - shown);
+    }
+    if !p.blocks.is_empty() {
+        let _ = writeln!(o, "\nhottest blocks (compute, all ranks)");
+        let _ = writeln!(o, "{:>6} {:>11} {:>12}  {:<28} {}", "share", "time", "executions", "block", "op classes");
+        for b in &p.blocks {
+            let mut ops: Vec<(&crate::model::ops::OpClass, &f64)> = b.op_seconds.iter().collect();
+            ops.sort_by(|a, b| b.1.total_cmp(a.1));
+            let split: Vec<String> = ops
+                .iter()
+                .take(4)
+                .map(|(c, s)| format!("{} {:.0}%", c.name(), 100.0 * **s / b.seconds.max(1e-300)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "{:>5.1}% {:>11} {:>12.4e}  {:<28} {}",
+                100.0 * b.share,
+                fmt_s(b.seconds),
+                b.executions,
+                format!("{}:{}-{} {}", short_path(&b.file), b.line_start, b.line_end, b.kind),
+                split.join(", ")
+            );
+        }
+    }
+    if !p.functions.is_empty() {
+        let _ = writeln!(o, "\nfunctions (own blocks, all ranks)");
+        for f in p.functions.iter().filter(|f| f.self_seconds > 0.0) {
+            let _ = writeln!(o, "{:>5.1}% {:>11}  {} ({}:{})", 100.0 * f.share, fmt_s(f.self_seconds), f.name, short_path(&f.file), f.line_start);
+        }
+    }
+    let total: f64 = p.op_classes.values().sum();
+    if total > 0.0 {
+        let mut v: Vec<_> = p.op_classes.iter().collect();
+        v.sort_by(|a, b| b.1.total_cmp(a.1));
+        let parts: Vec<String> = v.iter().take(8).map(|(c, s)| format!("{} {:.0}%", c.name(), 100.0 * **s / total)).collect();
+        let _ = writeln!(o, "\nop classes: {}", parts.join(", "));
+    }
+    let mut by_rank: BTreeMap<&str, ()> = BTreeMap::new();
+    for a in &p.assumptions {
+        by_rank.insert(a, ());
+    }
+    if !by_rank.is_empty() {
+        let _ = writeln!(o, "\nassumptions:");
+        for a in by_rank.keys() {
+            let _ = writeln!(o, "  - {a}");
+        }
+    }
+    for w in &p.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let _ = writeln!(o, "\n({} messages simulated; prediction took {:.2} s)", p.messages, p.wall_s);
+    o
 }

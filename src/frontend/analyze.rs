@@ -1525,8 +1525,9 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
             }
             CExpr::Call { func, args, line } => {
                 for (i, a) in args.iter().enumerate() {
-                    // Committing or freeing a datatype does not change what it describes.
-                    if matches!(func.as_str(), "MPI_Type_commit" | "MPI_Type_free") {
+                    // Committing or freeing a datatype does not change what it describes; MPI_Init leaves
+                    // argc as the program got it.
+                    if matches!(func.as_str(), "MPI_Type_commit" | "MPI_Type_free" | "MPI_Init" | "MPI_Init_thread") {
                         continue;
                     }
                     if let CExpr::AddrOf(inner) = a {

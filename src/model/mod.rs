@@ -8,6 +8,7 @@ pub mod expr;
 pub mod machine;
 pub mod network;
 pub mod ops;
+pub mod prediction;
 pub mod simjob;
 pub mod trace;
 
@@ -32,7 +33,8 @@ pub enum ArtifactError {
     #[error("{path}: is a {found:?} file, expected {expected:?}")]
     WrongKind { path: String, found: String, expected: &'static str },
     #[error("{path}: {schema} version {found}, this mpicast reads version {expected}")]
-    WrongVersion { path: String, schema: &'static str, found: u64, expected: u32 },
+    WrongVersion { path: String, schema: &'static str, found: String, expected: u32 },
+    /// `source` carries the line and column where serde_json found the problem.
     #[error("{path}: malformed {schema}: {source}")]
     Malformed { path: String, schema: &'static str, source: serde_json::Error },
 }
@@ -40,48 +42,122 @@ pub enum ArtifactError {
 /// Reads and checks an artifact file: right schema, right version, well-formed body.
 pub fn read_artifact<T: Artifact>(path: &Path) -> Result<T, ArtifactError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ArtifactError::Io { path: p.clone(), source })?;
-    parse_artifact(&text, &p)
+    let bytes = std::fs::read(path).map_err(|source| ArtifactError::Io { path: p.clone(), source })?;
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => parse_artifact(text, &p),
+        // serde_json says where the bad byte is (line and column).
+        Err(_) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Err(source) => Err(ArtifactError::NotJson { path: p, source }),
+            Ok(_) => parse_artifact(&String::from_utf8_lossy(&bytes), &p),
+        },
+    }
 }
 
 /// Parses an artifact from text; `origin` names it in errors.
 pub fn parse_artifact<T: Artifact>(text: &str, origin: &str) -> Result<T, ArtifactError> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|source| ArtifactError::NotJson { path: origin.to_string(), source })?;
-    let found = value.get("schema").and_then(|v| v.as_str()).unwrap_or("(no schema field)");
+    let kind = |found: String| ArtifactError::WrongKind { path: origin.to_string(), found, expected: T::SCHEMA };
+    let Some(obj) = value.as_object() else {
+        let what = match &value {
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(kind(format!("(JSON {what}, not an object)")));
+    };
+    let found = match obj.get("schema") {
+        None => "(no schema field)".to_string(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => format!("(schema {other})"),
+    };
     if found != T::SCHEMA {
-        return Err(ArtifactError::WrongKind { path: origin.to_string(), found: found.to_string(), expected: T::SCHEMA });
+        return Err(kind(found));
     }
-    let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-    if version != u64::from(T::VERSION) {
+    let version = obj.get("version");
+    if version.and_then(|v| v.as_u64()) != Some(u64::from(T::VERSION)) {
         return Err(ArtifactError::WrongVersion {
             path: origin.to_string(),
             schema: T::SCHEMA,
-            found: version,
+            found: match version {
+                None => "(no version field)".into(),
+                Some(v) => v.to_string(),
+            },
             expected: T::VERSION,
         });
     }
-    serde_json::from_value(value).map_err(|source| ArtifactError::Malformed {
-        path: origin.to_string(),
-        schema: T::SCHEMA,
-        source,
-    })
+    match serde_json::from_value(value) {
+        Ok(t) => Ok(t),
+        // Decode the text again for an error with its line and column.
+        Err(e) => Err(ArtifactError::Malformed {
+            path: origin.to_string(),
+            schema: T::SCHEMA,
+            source: serde_json::from_str::<T>(text).err().unwrap_or(e),
+        }),
+    }
 }
 
-/// Writes an artifact atomically (temporary file in the same directory, then rename).
+/// Writes an artifact atomically (temporary file in the same directory, then rename): a reader,
+/// or another mpicast writing the same file, sees the old file or the new one, never a mix.
 pub fn write_artifact<T: Artifact>(path: &Path, artifact: &T) -> anyhow::Result<()> {
     use anyhow::Context;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
     let text = to_json(artifact);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    // Unique per process and per call: threads of one process may write the same path too.
     let tmp = dir.join(format!(
-        ".{}.tmp{}",
+        ".{}.tmp{}-{}",
         path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-        std::process::id()
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::write(&tmp, text).with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))?;
-    Ok(())
+    let written = std::fs::write(&tmp, text)
+        .with_context(|| format!("{}: cannot write", tmp.display()))
+        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display())));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// An exclusive lock on a cache directory: a `.NAME.lock` file in it, locked flock-style
+/// ([`std::fs::File::lock`]), held from the check of a cache entry to its write so that two
+/// mpicast processes do not both build or measure it. Released on drop, and by the kernel when
+/// the process dies (no stale locks). On a file system without locks it locks nothing: writes
+/// stay atomic, two processes may then both do the work.
+pub struct CacheLock {
+    _file: Option<std::fs::File>,
+}
+
+impl CacheLock {
+    /// Locks `dir/.NAME.lock`, waiting (and saying so on stderr) while another process holds it.
+    pub fn acquire(dir: &Path, name: &str) -> anyhow::Result<CacheLock> {
+        use anyhow::Context;
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+        let path = dir.join(format!(".{name}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("{}: cannot open the lock file", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                eprintln!("mpicast: waiting for another mpicast process (lock {})", path.display());
+                if file.lock().is_err() {
+                    return Ok(CacheLock { _file: None });
+                }
+            }
+            Err(std::fs::TryLockError::Error(_)) => return Ok(CacheLock { _file: None }),
+        }
+        Ok(CacheLock { _file: Some(file) })
+    }
 }
 
 /// Serialises an artifact with its schema and version fields first.

@@ -1,1 +1,397 @@
-//! The estimator: being built.
+//! The estimator (`mpicast predict`): ChronosMix's formula (1) on block executions, then the
+//! resulting per-rank actions replayed on a platform through SimGrid.
+//!
+//! T_burst = sum over blocks b of NE_b * sum over op classes i of t_m(S_i) * NI_b(S_i): NE_b, a
+//! block's executions in the burst, comes from skeleton execution of the analysis (static path,
+//! `skeleton`) or from an instrumented run's counts (trace path); NI_b from the front end; t_m
+//! from the machine table.
+
+pub mod platform;
+pub mod skeleton;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::analysis::ProgramModel;
+use crate::model::machine::{MachineTable, Variant};
+use crate::model::ops::OpClass;
+use crate::model::prediction::{BlockCost, FunctionCost, MachineRef, Prediction};
+use crate::model::trace::{Mapping, ReplayOptions, TraceAction};
+use crate::trace::TraceWriter;
+use skeleton::{Program, Rank, Sink, Unresolved, ASSUMED_P};
+
+/// Costs per op class, in ns: nominal and the table's spread.
+#[derive(Debug, Clone)]
+pub struct Costs {
+    pub nominal: BTreeMap<OpClass, f64>,
+    pub low: BTreeMap<OpClass, f64>,
+    pub high: BTreeMap<OpClass, f64>,
+}
+
+impl Costs {
+    pub fn from_table(t: &MachineTable, variant: Variant) -> Costs {
+        let mut c = Costs { nominal: BTreeMap::new(), low: BTreeMap::new(), high: BTreeMap::new() };
+        for class in OpClass::ALL {
+            let Some(nom) = t.cost(*class, variant) else { continue };
+            let m = &t.classes[class].throughput;
+            // The spread of the raw measure, carried over to the fitted figure.
+            let (lo, hi) = if m.ns_per_op > 0.0 { (m.min_ns / m.ns_per_op, m.max_ns / m.ns_per_op) } else { (1.0, 1.0) };
+            c.nominal.insert(*class, nom);
+            c.low.insert(*class, nom * lo.min(1.0));
+            c.high.insert(*class, nom * hi.max(1.0));
+        }
+        c
+    }
+}
+
+/// What-if knobs (MMT's questions): a faster CPU, a faster network, a loaded host.
+#[derive(Debug, Clone, Default)]
+pub struct WhatIf {
+    pub cpu_scale: Option<f64>,
+    pub bw_scale: Option<f64>,
+    pub lat_scale: Option<f64>,
+    pub background_load: Option<f64>,
+    pub hosts: Option<u32>,
+    pub cores_per_host: Option<u32>,
+}
+
+impl WhatIf {
+    /// Compute seconds on the target: divided by the CPU speed-up, stretched by the share of
+    /// the core other work takes.
+    pub fn compute_factor(&self) -> f64 {
+        let mut f = 1.0;
+        if let Some(s) = self.cpu_scale {
+            f /= s;
+        }
+        if let Some(l) = self.background_load {
+            f /= 1.0 - l;
+        }
+        f
+    }
+
+    pub fn as_map(&self) -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: Option<f64>| {
+            if let Some(v) = v {
+                m.insert(k.to_string(), v);
+            }
+        };
+        put("cpu_scale", self.cpu_scale);
+        put("bw_scale", self.bw_scale);
+        put("lat_scale", self.lat_scale);
+        put("background_load", self.background_load);
+        put("hosts", self.hosts.map(f64::from));
+        put("cores_per_host", self.cores_per_host.map(f64::from));
+        m
+    }
+}
+
+pub struct Options {
+    pub ranks: u32,
+    /// Parameter values (program arguments, -D, defaults), rank and size excluded.
+    pub bindings: BTreeMap<String, f64>,
+    pub args: Vec<String>,
+    pub machine: MachineTable,
+    pub machine_path: PathBuf,
+    pub variant: Variant,
+    pub platform: PathBuf,
+    pub cfg: Vec<String>,
+    pub eager_threshold: Option<u64>,
+    pub mapping: Mapping,
+    pub what_if: WhatIf,
+    pub timeline: bool,
+    pub top: usize,
+    pub assumptions: Vec<String>,
+}
+
+/// Parameter values for the static path: -D first, then program arguments for argv-derived
+/// parameters, then the program's own defaults (reported as assumptions).
+pub fn bind_parameters(
+    model: &ProgramModel,
+    defines: &BTreeMap<String, f64>,
+    args: &[String],
+) -> Result<(BTreeMap<String, f64>, Vec<String>)> {
+    let mut out = defines.clone();
+    let mut notes = Vec::new();
+    // main's argc, as mpirun would pass it.
+    out.entry("argc".into()).or_insert(args.len() as f64 + 1.0);
+    for p in &model.parameters {
+        if out.contains_key(&p.name) {
+            continue;
+        }
+        let Some(k) = p.argv_index else { continue };
+        match args.get(k as usize - 1) {
+            Some(a) => {
+                let v: f64 = a.trim().parse().map_err(|_| {
+                    anyhow::anyhow!("program argument {k} ({a:?}) is not a number, but {} reads {} from it", p.file, p.name)
+                })?;
+                out.insert(p.name.clone(), v);
+            }
+            None => {
+                if let Some(d) = p.default {
+                    out.insert(p.name.clone(), d);
+                    notes.push(format!("{} = {d}: argument {k} not given, the program's default", p.name));
+                }
+            }
+        }
+    }
+    Ok((out, notes))
+}
+
+/// Seconds per execution of every block, for one rank's environment, with a cost table.
+fn block_seconds(model: &ProgramModel, costs: &BTreeMap<OpClass, f64>, env: &HashMap<String, f64>) -> Vec<f64> {
+    model
+        .blocks
+        .iter()
+        .map(|b| {
+            b.ops
+                .iter()
+                .map(|(c, e)| e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0) * 1e-9)
+                .sum()
+        })
+        .collect()
+}
+
+/// Writes one rank's skeleton into a trace, in seconds, and keeps per-block totals.
+struct TraceSink<'w> {
+    writer: Option<&'w mut TraceWriter>,
+    secs: &'w [f64],
+    factor: f64,
+    /// Per block: executions.
+    execs: &'w mut [f64],
+    compute_s: f64,
+    /// Folded loops multiply what their body charges.
+    mult: Vec<f64>,
+}
+
+impl Sink for TraceSink<'_> {
+    fn compute(&mut self, execs: &[(usize, f64)]) -> Result<(), Unresolved> {
+        let m: f64 = self.mult.iter().product();
+        let mut s = 0.0;
+        for (b, n) in execs {
+            s += self.secs[*b] * n;
+            self.execs[*b] += n * m;
+        }
+        let s = s * self.factor;
+        self.compute_s += s * m;
+        if let Some(w) = self.writer.as_deref_mut() {
+            if s > 0.0 {
+                w.action(&skeleton::compute_action(s)).map_err(io_unresolved)?;
+            }
+        }
+        Ok(())
+    }
+    fn action(&mut self, a: TraceAction) -> Result<(), Unresolved> {
+        if let Some(w) = self.writer.as_deref_mut() {
+            w.action(&a).map_err(io_unresolved)?;
+        }
+        Ok(())
+    }
+    fn begin_loop(&mut self, k: u64) -> Result<(), Unresolved> {
+        self.mult.push(k as f64);
+        if let Some(w) = self.writer.as_deref_mut() {
+            w.begin_loop(k).map_err(io_unresolved)?;
+        }
+        Ok(())
+    }
+    fn end_loop(&mut self) -> Result<(), Unresolved> {
+        self.mult.pop();
+        if let Some(w) = self.writer.as_deref_mut() {
+            w.end_loop().map_err(io_unresolved)?;
+        }
+        Ok(())
+    }
+}
+
+fn io_unresolved(e: std::io::Error) -> Unresolved {
+    Unresolved { file: "(trace)".into(), line: 0, what: format!("cannot write a trace: {e}") }
+}
+
+/// The static path's result before simulation.
+pub struct Skeletons {
+    pub dir: tempfile::TempDir,
+    /// Per block, executions over all ranks (nominal).
+    pub execs: Vec<f64>,
+    /// Per rank compute seconds: nominal, low, high.
+    pub compute: Vec<[f64; 3]>,
+    pub assumptions: Vec<String>,
+}
+
+/// Skeleton execution of every rank into a temporary trace directory (compute in seconds).
+pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<Skeletons, Unresolved> {
+    let prog = Program::new(model);
+    let dir = tempfile::Builder::new()
+        .prefix("mpicast-skeleton")
+        .tempdir()
+        .map_err(io_unresolved)?;
+    let n = opts.ranks;
+    let factor = opts.what_if.compute_factor();
+    let mut execs = vec![0.0; model.blocks.len()];
+    let mut compute = Vec::with_capacity(n as usize);
+    let base_env: HashMap<String, f64> = opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let mut scratch = vec![0.0; model.blocks.len()];
+    for r in 0..n {
+        let mut env = base_env.clone();
+        env.insert("rank".into(), r as f64);
+        env.insert("size".into(), n as f64);
+        let secs = block_seconds(model, &costs.nominal, &env);
+        let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
+        let mut row = [0.0; 3];
+        {
+            let mut e = env.clone();
+            e.insert(ASSUMED_P.into(), 0.5);
+            let mut sink = TraceSink { writer: Some(&mut w), secs: &secs, factor, execs: &mut execs, compute_s: 0.0, mult: vec![] };
+            Rank::new(&prog, e).run(&mut sink)?;
+            row[0] = sink.compute_s;
+        }
+        w.finish().map_err(io_unresolved)?;
+        // Bounds: the table's spread, and data-dependent branches never / always taken.
+        for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)].into_iter().enumerate() {
+            let s = block_seconds(model, table, &env);
+            let mut e = env.clone();
+            e.insert(ASSUMED_P.into(), p);
+            scratch.iter_mut().for_each(|x| *x = 0.0);
+            let mut sink = TraceSink { writer: None, secs: &s, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![] };
+            Rank::new(&prog, e).run(&mut sink)?;
+            row[k + 1] = sink.compute_s;
+        }
+        compute.push(row);
+    }
+    let assumptions = prog.assumed.borrow().iter().cloned().collect();
+    Ok(Skeletons { dir, execs, compute, assumptions })
+}
+
+/// The hottest blocks, functions and op classes from per-block execution totals.
+pub fn attribute(
+    model: &ProgramModel,
+    execs: &[f64],
+    costs: &BTreeMap<OpClass, f64>,
+    bindings: &BTreeMap<String, f64>,
+    factor: f64,
+    top: usize,
+) -> (Vec<BlockCost>, Vec<FunctionCost>, BTreeMap<OpClass, f64>) {
+    let env: HashMap<String, f64> = bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let mut blocks = Vec::new();
+    let mut classes: BTreeMap<OpClass, f64> = BTreeMap::new();
+    let mut per_fn: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total = 0.0;
+    for (i, b) in model.blocks.iter().enumerate() {
+        let n = execs.get(i).copied().unwrap_or(0.0);
+        if n == 0.0 {
+            continue;
+        }
+        let mut op_seconds = BTreeMap::new();
+        let mut s = 0.0;
+        for (c, e) in &b.ops {
+            let x = e.eval_map(&env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0) * 1e-9 * n * factor;
+            if x > 0.0 {
+                op_seconds.insert(*c, x);
+                *classes.entry(*c).or_default() += x;
+                s += x;
+            }
+        }
+        total += s;
+        *per_fn.entry(b.function.clone()).or_default() += s;
+        blocks.push(BlockCost {
+            id: b.id.clone(),
+            kind: b.kind.name().into(),
+            function: b.function.clone(),
+            file: b.file.clone(),
+            line_start: b.line_start,
+            line_end: b.line_end,
+            executions: n,
+            seconds: s,
+            share: 0.0,
+            op_seconds,
+        });
+    }
+    let share = |s: f64| if total > 0.0 { s / total } else { 0.0 };
+    blocks.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    blocks.truncate(top);
+    for b in &mut blocks {
+        b.share = share(b.seconds);
+    }
+    let mut functions: Vec<FunctionCost> = model
+        .functions
+        .iter()
+        .map(|f| {
+            let s = per_fn.get(&f.name).copied().unwrap_or(0.0);
+            FunctionCost { name: f.name.clone(), file: f.file.clone(), line_start: f.line_start, self_seconds: s, share: share(s) }
+        })
+        .collect();
+    functions.sort_by(|a, b| b.self_seconds.total_cmp(&a.self_seconds));
+    functions.truncate(top);
+    (blocks, functions, classes)
+}
+
+/// The static path end to end: skeletons, replay, attribution.
+pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction> {
+    let t0 = Instant::now();
+    if opts.ranks == 0 {
+        bail!("-n must be at least 1");
+    }
+    let costs = Costs::from_table(&opts.machine, opts.variant);
+    let sk = skeletons(model, opts, &costs).map_err(|u| anyhow::anyhow!("{u}"))?;
+    let platform = platform::prepare(&opts.platform, &opts.what_if)?;
+    let eager = opts
+        .eager_threshold
+        .or_else(|| platform::eager_threshold(&opts.platform))
+        .unwrap_or(65536);
+    let options = ReplayOptions { eager_threshold_bytes: eager, timeline: opts.timeline, ..Default::default() };
+    let result = crate::sim::replay(
+        &crate::sim::TraceSource::Dir(sk.dir.path().to_path_buf()),
+        platform.path(),
+        opts.mapping.clone(),
+        opts.cfg.clone(),
+        options,
+    )
+    .context("simulation")?;
+    let makespan = result.makespan_s;
+    // The interval: the critical rank's compute moved to its bounds.
+    let (mut down, mut up) = (0.0f64, 0.0f64);
+    for row in &sk.compute {
+        down = down.max(row[0] - row[1]);
+        up = up.max(row[2] - row[0]);
+    }
+    let factor = opts.what_if.compute_factor();
+    let (blocks, functions, op_classes) = attribute(model, &sk.execs, &costs.nominal, &opts.bindings, factor, opts.top);
+    let mut assumptions = opts.assumptions.clone();
+    assumptions.extend(sk.assumptions);
+    Ok(Prediction {
+        program: model.files.clone(),
+        args: opts.args.clone(),
+        ranks: opts.ranks,
+        bindings: opts.bindings.clone(),
+        mode: "static".into(),
+        platform: opts.platform.display().to_string(),
+        machine: machine_ref(&opts.machine, &opts.machine_path),
+        costs: if opts.variant == Variant::Fitted { "fitted".into() } else { "raw".into() },
+        what_if: opts.what_if.as_map(),
+        predicted_s: makespan,
+        interval_s: [(makespan - down).max(0.0), makespan + up],
+        ranks_detail: result.ranks,
+        hosts: result.hosts,
+        links: result.links,
+        blocks,
+        functions,
+        op_classes,
+        assumptions,
+        warnings: result.warnings,
+        messages: result.messages,
+        simulation_wall_s: result.wall_s,
+        wall_s: t0.elapsed().as_secs_f64(),
+        timeline: result.timeline,
+    })
+}
+
+pub fn machine_ref(t: &MachineTable, path: &Path) -> MachineRef {
+    MachineRef {
+        path: path.display().to_string(),
+        hostname: t.host.hostname.clone(),
+        cpu_model: t.host.cpu_model.clone(),
+        compiler: format!("{} {}", t.compiler.cc, t.compiler.cflags.join(" ")),
+    }
+}

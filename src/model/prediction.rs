@@ -1,0 +1,95 @@
+//! The prediction (`mpicast predict --json`, schema `mpicast/prediction`, version 1): the
+//! predicted run time of a program on N ranks on a platform, how it splits per rank, which blocks
+//! and functions cost the most, and what the prediction assumed.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ops::OpClass;
+use super::trace::{HostStats, LinkStats, RankStats, TimelineEvent};
+use super::Artifact;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prediction {
+    /// The source files analysed.
+    pub program: Vec<String>,
+    /// Program arguments given after `--`.
+    pub args: Vec<String>,
+    pub ranks: u32,
+    /// Parameter values used (from program arguments, -D, or the program's own defaults).
+    pub bindings: BTreeMap<String, f64>,
+    /// "static" (skeleton execution of the analysis) or "trace" (an instrumented run's counts).
+    pub mode: String,
+    pub platform: String,
+    pub machine: MachineRef,
+    /// "raw" (throughput costs) or "fitted" (calibration fit).
+    pub costs: String,
+    /// What-if knobs applied (cpu_scale, bw_scale, lat_scale, background_load, ...).
+    pub what_if: BTreeMap<String, f64>,
+    /// Predicted time: when the last rank finishes, seconds.
+    pub predicted_s: f64,
+    /// A range from the machine table's spread (min and max per class) and from data-dependent
+    /// branches taken never or always instead of half the time.
+    pub interval_s: [f64; 2],
+    pub ranks_detail: Vec<RankStats>,
+    pub hosts: Vec<HostStats>,
+    pub links: Vec<LinkStats>,
+    /// Hottest blocks over all ranks (at most 10 unless asked).
+    pub blocks: Vec<BlockCost>,
+    /// Per function, including what it calls.
+    pub functions: Vec<FunctionCost>,
+    /// Compute seconds per op class, summed over all ranks.
+    pub op_classes: BTreeMap<OpClass, f64>,
+    /// What the prediction had to assume (data-dependent branches, sampled loops...).
+    pub assumptions: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Messages simulated and wall time of the simulation, and of the whole prediction.
+    pub messages: u64,
+    pub simulation_wall_s: f64,
+    pub wall_s: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineEvent>,
+}
+
+impl Artifact for Prediction {
+    const SCHEMA: &'static str = "mpicast/prediction";
+    const VERSION: u32 = 1;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MachineRef {
+    /// The machine table file.
+    pub path: String,
+    pub hostname: String,
+    pub cpu_model: String,
+    pub compiler: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BlockCost {
+    pub id: String,
+    pub kind: String,
+    pub function: String,
+    pub file: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    /// Executions over all ranks.
+    pub executions: f64,
+    /// Compute seconds over all ranks.
+    pub seconds: f64,
+    /// Share of all ranks' compute time.
+    pub share: f64,
+    /// Seconds per op class over all ranks (the "instruction mode" split).
+    pub op_seconds: BTreeMap<OpClass, f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionCost {
+    pub name: String,
+    pub file: String,
+    pub line_start: u32,
+    /// Compute seconds of the function's own blocks over all ranks (callees not included).
+    pub self_seconds: f64,
+    pub share: f64,
+}
