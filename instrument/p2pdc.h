@@ -93,16 +93,23 @@ int P2Pwait(void);
  * sync scheme: blocking; 1 exactly when every peer passes local_converged = 1 in this same
  * call (an MPI_Allreduce with MIN), so all peers stop after the same iteration.
  *
- * async and hybrid schemes: never blocks. Decisions are taken in numbered epochs, each an
+ * async scheme: never blocks. Decisions are taken in numbered epochs, each an
  * MPI_Iallreduce (MIN) on a communicator of its own. A peer posts epoch e + 1 in the call
  * that finds epoch e complete (epoch 1 in its first call). Its contribution to an epoch is 1
  * only if local_converged was 1 in every call since it posted the previous epoch, so a peer
  * that converged on stale data and then moved again reports 0. When an epoch completes with
  * 1 (every peer reported sustained local convergence in that epoch), every peer returns 1
  * in the call that observes it, so all stop after that same epoch, though after different
- * numbers of iterations. The decision is not a consistent snapshot: data in flight when it
- * is taken are not looked at, so the final iterate may be slightly less converged than each
- * peer's local test says (check it, e.g. with a synchronous residual after P2Pset_scheme). */
+ * numbers of iterations.
+ *
+ * hybrid scheme: the same epochs, and the peers of a group, which iterate in step, also
+ * agree (a blocking MPI_Allreduce MAX inside the group, the only wait) to stop after the same
+ * iteration: a member's receive would otherwise wait for a group peer that has stopped. The
+ * peers of a group must therefore call P2Pconverged equally often.
+ *
+ * The async decision is not a consistent snapshot: data in flight when it is taken are not
+ * looked at, so the final iterate may be somewhat less converged than each peer's local test
+ * says (check it, e.g. with a synchronous residual after P2Pset_scheme). */
 int P2Pconverged(int local_converged);
 
 /* Collective, blocking: the global sum, minimum or maximum of `value` (for results after the

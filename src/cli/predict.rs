@@ -170,7 +170,7 @@ fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> 
         };
         return anyhow::anyhow!("{text}; {hint}");
     }
-    if text.contains("not known before running") || text.contains("depends on data") || text.contains("not modelled statically") {
+    if e.downcast_ref::<predict::skeleton::Unresolved>().is_some() {
         return anyhow::anyhow!("{text}; the static path cannot go on: predict from a trace (--trace-ranks K)");
     }
     e

@@ -673,6 +673,8 @@ impl<'a> Analyzer<'a> {
         match rhs {
             CExpr::Call { func, .. } if func == "MPI_Comm_rank(out)" => return Some(Expr::var("rank")),
             CExpr::Call { func, .. } if func == "MPI_Comm_size(out)" => return Some(Expr::var("size")),
+            CExpr::Call { func, args, .. } if func == "P2Prank" && args.is_empty() => return Some(Expr::var("rank")),
+            CExpr::Call { func, args, .. } if func == "P2Psize" && args.is_empty() => return Some(Expr::var("size")),
             _ => {}
         }
         if let Some((index, default)) = argv_read(rhs) {
@@ -1093,7 +1095,15 @@ impl<'a> Analyzer<'a> {
         let arg_values = args.iter().map(|a| self.value_expr(a)).collect();
         let mut arg_lists = BTreeMap::new();
         for (i, a) in args.iter().enumerate() {
-            if let CExpr::Ident(n) = a {
+            let array = match a {
+                CExpr::Ident(n) => Some(n),
+                CExpr::Index { array, .. } => match &**array {
+                    CExpr::Ident(n) => Some(n),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(n) = array {
                 if let Some([CExpr::InitList(v)]) = self.assigned.get(n).map(|v| v.as_slice()) {
                     let v = v.clone();
                     arg_lists.insert(i as u32, v.iter().map(|x| self.value_expr(x)).collect());

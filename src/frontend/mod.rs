@@ -6,7 +6,7 @@ pub mod analyze;
 pub mod ir;
 mod kinds;
 pub mod lower;
-mod mpi;
+pub mod mpi;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -334,7 +334,7 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
         bail!("-n must be at least 1");
     }
     let costs = Costs::from_table(&opts.machine, opts.variant);
-    let sk = skeletons(model, opts, &costs).map_err(|u| anyhow::anyhow!("{u}"))?;
+    let sk = skeletons(model, opts, &costs).map_err(anyhow::Error::new)?;
     let platform = platform::prepare(&opts.platform, &opts.what_if)?;
     let eager = opts
         .eager_threshold

@@ -23,6 +23,8 @@ pub struct Unresolved {
     pub what: String,
 }
 
+impl std::error::Error for Unresolved {}
+
 impl std::fmt::Display for Unresolved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}: {}", self.file, self.line, self.what)
@@ -48,6 +50,8 @@ pub struct Program<'a> {
     /// parent (loops summed over their range, branch arms weighted by their condition).
     own: std::cell::RefCell<HashMap<usize, Result<Execs, Unresolved>>>,
     contrib: std::cell::RefCell<HashMap<usize, Result<Execs, Unresolved>>>,
+    /// Evaluated executions: (block, contrib or own, values of the variables it mentions).
+    evaluated: std::cell::RefCell<HashMap<(usize, bool, Vec<u64>), Rc<Vec<(usize, f64)>>>>,
     /// Data-dependent branches assumed taken with probability ASSUMED_P.
     pub assumed: std::cell::RefCell<BTreeSet<String>>,
     pub main: Option<usize>,
@@ -94,6 +98,7 @@ impl<'a> Program<'a> {
             vars: vec![BTreeSet::new(); n],
             own: Default::default(),
             contrib: Default::default(),
+            evaluated: Default::default(),
             assumed: Default::default(),
             main: func_block.get("main").copied(),
         };
@@ -380,6 +385,34 @@ impl<'p, 'a> Rank<'p, 'a> {
         Ok(())
     }
 
+    /// Queues the executions of block `i`'s subtree (as seen from its parent when `contrib`),
+    /// evaluated once per distinct value of the variables the subtree mentions.
+    fn charge_subtree(&mut self, i: usize, contrib: bool) -> Result<(), Unresolved> {
+        let prog = self.prog;
+        let mut key_vals: Vec<u64> = prog.vars[i].iter().map(|v| self.env.get(v).map_or(u64::MAX, |x| x.to_bits())).collect();
+        key_vals.push(self.env.get(ASSUMED_P).map_or(u64::MAX, |x| x.to_bits()));
+        let key = (i, contrib, key_vals);
+        let cached = prog.evaluated.borrow().get(&key).cloned();
+        let vals = match cached {
+            Some(v) => v,
+            None => {
+                let ex = if contrib { prog.contrib_execs(i, 0)? } else { prog.own_execs(i)? };
+                let mut out = Vec::with_capacity(ex.len());
+                for (j, e) in ex.iter() {
+                    let n = self.eval(e, i, "execution count")?;
+                    if n != 0.0 {
+                        out.push((*j, n));
+                    }
+                }
+                let out = Rc::new(out);
+                prog.evaluated.borrow_mut().insert(key, out.clone());
+                out
+            }
+        };
+        self.pending.extend(vals.iter().copied());
+        Ok(())
+    }
+
     /// Runs main.
     pub fn run(&mut self, sink: &mut dyn Sink) -> Result<(), Unresolved> {
         let Some(m) = self.prog.main else {
@@ -393,8 +426,7 @@ impl<'p, 'a> Rank<'p, 'a> {
     fn exec(&mut self, i: usize, sink: &mut dyn Sink) -> Result<(), Unresolved> {
         let prog = self.prog;
         if !prog.has_comm[i] {
-            let ex = prog.own_execs(i)?;
-            return self.charge(&ex, 1.0, i);
+            return self.charge_subtree(i, false);
         }
         self.pending.push((i, 1.0));
         if let Some(site) = prog.comm.get(&i) {
@@ -443,8 +475,7 @@ impl<'p, 'a> Rank<'p, 'a> {
     fn child(&mut self, c: usize, sink: &mut dyn Sink) -> Result<(), Unresolved> {
         let prog = self.prog;
         if !prog.has_comm[c] {
-            let ex = prog.contrib_execs(c, 0)?;
-            return self.charge(&ex, 1.0, c);
+            return self.charge_subtree(c, true);
         }
         let b = &prog.model.blocks[c];
         match b.kind {
@@ -539,6 +570,11 @@ impl<'p, 'a> Rank<'p, 'a> {
     }
 
     fn bytes(&self, site: &CommSite, i: usize) -> Result<u64, Unresolved> {
+        if site.bytes.is_none() {
+            if let Some(b) = self.bytes_from_list(site) {
+                return Ok(b);
+            }
+        }
         match &site.bytes {
             Some(e) => Ok(self.eval(e, i, &format!("{}: message size", site.call))?.max(0.0).round() as u64),
             None => Err(self.prog.unresolved(
@@ -546,6 +582,19 @@ impl<'p, 'a> Rank<'p, 'a> {
                 format!("{}: message size `{}` is not known before running", site.call, site.size_text.clone().unwrap_or_default()),
             )),
         }
+    }
+
+    /// A count read from a constant-initialised array (`face[d]` with `int face[3] = {...}`)
+    /// times a predefined datatype's size.
+    fn bytes_from_list(&self, site: &CommSite) -> Option<u64> {
+        let sig = crate::frontend::mpi::comm_signature(&site.call)?;
+        let (ck, dk) = (sig.count?, sig.datatype?);
+        let list = site.arg_lists.get(&(ck as u32))?;
+        let key = self.normalise(site.args.get(ck)?)?;
+        let idx: usize = key.split_once('[')?.1.strip_suffix(']')?.parse().ok()?;
+        let count = list.get(idx)?.as_ref()?.eval_map(&self.env).ok()?;
+        let size = crate::frontend::mpi::datatype_size(site.args.get(dk)?.trim())?;
+        Some((count * size as f64).max(0.0).round() as u64)
     }
 
     fn comm_of(&self, site: &CommSite, i: usize, k: Option<usize>) -> Result<u32, Unresolved> {
