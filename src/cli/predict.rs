@@ -72,6 +72,9 @@ pub struct Args {
     /// How many blocks and functions to list.
     #[arg(long, default_value_t = 10)]
     top: usize,
+    /// Write the per-rank traces the prediction simulates (compute in seconds) to DIR.
+    #[arg(long, value_name = "DIR")]
+    save_traces: Option<PathBuf>,
     /// Keep the simulated per-rank timeline in the JSON.
     #[arg(long)]
     timeline: bool,
@@ -141,6 +144,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         timeline: args.timeline,
         top: args.top,
         assumptions: notes,
+        save_traces: args.save_traces.clone(),
     };
     let prediction = if args.trace.is_some() || args.trace_ranks.is_some() {
         bail!("the trace path (--trace, --trace-ranks) is not available yet");

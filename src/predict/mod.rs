@@ -105,6 +105,8 @@ pub struct Options {
     pub timeline: bool,
     pub top: usize,
     pub assumptions: Vec<String>,
+    /// Keep the skeleton's per-rank traces (compute in seconds) in this directory.
+    pub save_traces: Option<PathBuf>,
 }
 
 /// Parameter values for the static path: -D first, then program arguments for argv-derived
@@ -335,6 +337,14 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
     }
     let costs = Costs::from_table(&opts.machine, opts.variant);
     let sk = skeletons(model, opts, &costs).map_err(anyhow::Error::new)?;
+    if let Some(d) = &opts.save_traces {
+        std::fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
+        for r in 0..opts.ranks {
+            let from = crate::trace::rank_file(sk.dir.path(), r);
+            let to = crate::trace::rank_file(d, r);
+            std::fs::copy(&from, &to).with_context(|| format!("{}: cannot write", to.display()))?;
+        }
+    }
     let platform = platform::prepare(&opts.platform, &opts.what_if)?;
     let eager = opts
         .eager_threshold

@@ -1,0 +1,193 @@
+//! `mpicast predict`, static path: formula (1) on a hand-counted program, skeleton execution's
+//! communication against the program's pattern, what-if knobs, errors that say what to do.
+//! Runs the real binary with real SimGrid; the machine table is a fixture with hand-set costs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mpicast::model::trace::{Peer, TraceAction};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn predict(args: &[&str]) -> Output {
+    let r = root();
+    Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .current_dir(&r)
+        .arg("predict")
+        .args(args)
+        .output()
+        .expect("run mpicast")
+}
+
+const MACHINE: &str = "tests/fixtures/machine/fixed.json";
+const LOCALHOST: &str = "platforms/localhost.xml";
+
+fn json(args: &[&str]) -> serde_json::Value {
+    // Options go before `--`: what follows it is the program's.
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    let mut a = args[..split].to_vec();
+    a.extend(["--machine", MACHINE, "--json", "-"]);
+    a.extend(&args[split..]);
+    let out = predict(&a);
+    assert!(out.status.success(), "predict {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["schema"], "mpicast/prediction");
+    assert_eq!(v["version"], 1);
+    v
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+/// Per iteration, read off the C: s * 0.5 (double_mul, 2 ns), + 2.0 (double_add, 1 ns), the
+/// loop's overhead (loop_iter, 0.5 ns), i < 1000 * (rank + 1) (int_cmp 0.25 ns, int_mul, int_add
+/// 0.25 ns: the bound is evaluated every time), i++ (int_add 0.25 ns): 4.25 ns plus the int_mul
+/// at 0.001 ns. Rank r runs 1000 (r + 1) iterations; every other class costs 0.001 ns.
+#[test]
+fn formula_one_by_hand() {
+    let per_iter = 2.0 + 1.0 + 0.5 + 0.25 + 0.25 + 0.25 + 0.001;
+    let p = json(&["tests/fixtures/predict/formula1.c", "-n", "2", "--platform", LOCALHOST]);
+    let ranks = p["ranks_detail"].as_array().unwrap();
+    for (r, rank) in ranks.iter().enumerate() {
+        let want = 1000.0 * (r as f64 + 1.0) * per_iter * 1e-9;
+        let got = rank["compute_s"].as_f64().unwrap();
+        assert!(close(got, want, 2e-3), "rank {r}: compute {got} s, by hand {want} s");
+    }
+    // Rank 0 waits for rank 1 at the barrier: the makespan is rank 1's compute plus a
+    // barrier on shared memory (well under a microsecond).
+    let t = p["predicted_s"].as_f64().unwrap();
+    let slow = 2000.0 * per_iter * 1e-9;
+    assert!(t >= slow && t < slow + 1e-6, "predicted {t} s, rank 1 computes {slow} s");
+    let lo = p["interval_s"][0].as_f64().unwrap();
+    let hi = p["interval_s"][1].as_f64().unwrap();
+    // The fixture's spread is -10% / +20% on every class.
+    assert!(close(t - lo, 0.1 * slow, 0.02), "interval low {lo}");
+    assert!(close(hi - t, 0.2 * slow, 0.02), "interval high {hi}");
+    // The hottest block is the loop body: 3000 executions over both ranks, 3 ns each.
+    let top = &p["blocks"][0];
+    assert_eq!(top["line_start"], 12);
+    assert!(close(top["executions"].as_f64().unwrap(), 3000.0, 1e-9));
+    assert!(close(top["seconds"].as_f64().unwrap(), 3000.0 * 3e-9, 1e-6));
+    assert!(close(top["op_seconds"]["double_mul"].as_f64().unwrap(), 3000.0 * 2e-9, 1e-6));
+}
+
+#[test]
+fn what_if_cpu_scale_and_background_load() {
+    let base = json(&["tests/fixtures/predict/formula1.c", "-n", "1", "--platform", LOCALHOST]);
+    let fast = json(&["tests/fixtures/predict/formula1.c", "-n", "1", "--platform", LOCALHOST, "--cpu-scale", "2"]);
+    let busy = json(&["tests/fixtures/predict/formula1.c", "-n", "1", "--platform", LOCALHOST, "--background-load", "0.5"]);
+    let c = |v: &serde_json::Value| v["ranks_detail"][0]["compute_s"].as_f64().unwrap();
+    assert!(close(c(&fast), c(&base) / 2.0, 1e-9));
+    assert!(close(c(&busy), c(&base) * 2.0, 1e-9));
+    assert_eq!(fast["what_if"]["cpu_scale"], 2.0);
+}
+
+/// Program arguments after `--` bind the argv-derived parameters as in a run; the skeleton's
+/// messages follow pi_dartboard's pattern: every round, each worker sends one double to rank 0.
+#[test]
+fn pi_dartboard_pattern_from_program_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let p = json(&["examples/pi_dartboard.c", "-n", "3", "--platform", LOCALHOST, "--save-traces", d, "--", "1000", "7"]);
+    assert_eq!(p["bindings"]["darts_arg"], 1000.0);
+    assert_eq!(p["bindings"]["rounds_arg"], 7.0);
+    let actions = |r: u32| -> Vec<TraceAction> {
+        let mut rd = mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(Path::new(d), r)).unwrap();
+        let mut v = Vec::new();
+        while let Some((a, _)) = rd.next_action().unwrap() {
+            v.push(a);
+        }
+        v
+    };
+    let recvs: Vec<u32> = actions(0)
+        .iter()
+        .filter_map(|a| match a {
+            TraceAction::Recv { from: Peer::Rank(f), bytes, .. } => {
+                assert_eq!(*bytes, Some(8));
+                Some(*f)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recvs, [1, 2].repeat(7), "rank 0 receives from 1 then 2, 7 rounds");
+    for r in 1..3 {
+        let sends = actions(r)
+            .iter()
+            .filter(|a| matches!(a, TraceAction::Send { to: 0, bytes: 8, tag: 1, .. }))
+            .count();
+        assert_eq!(sends, 7, "rank {r} sends one estimate per round");
+    }
+    // 7 rounds x 1000 darts x 3 ranks through the dart loop's body.
+    let body = p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 42).expect("dart loop body");
+    assert!(close(body["executions"].as_f64().unwrap(), 21000.0, 1e-9));
+    let assumptions = p["assumptions"].as_array().unwrap();
+    assert!(assumptions.iter().any(|a| a.as_str().unwrap().contains("pi_dartboard.c:45")), "{assumptions:?}");
+}
+
+/// A 2D grid from MPI_Dims_create / MPI_Cart_create / MPI_Cart_shift: on 4 ranks (2 x 2, not
+/// periodic) every rank has one neighbour per dimension.
+#[test]
+fn jacobi2d_cartesian_neighbours() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    json(&["examples/jacobi2d.c", "-n", "4", "--platform", LOCALHOST, "--save-traces", d, "--", "64", "3", "1"]);
+    for r in 0..4u32 {
+        let mut rd = mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(Path::new(d), r)).unwrap();
+        let mut peers = std::collections::BTreeSet::new();
+        let mut n = 0;
+        while let Some((a, _)) = rd.next_action().unwrap() {
+            match a {
+                TraceAction::Sendrecv { to, .. } => {
+                    peers.insert(to);
+                    n += 1;
+                }
+                TraceAction::Send { to, .. } => {
+                    peers.insert(to);
+                    n += 1;
+                }
+                TraceAction::Recv { from: Peer::Rank(f), .. } => {
+                    peers.insert(f);
+                    n += 1;
+                }
+                _ => {}
+            }
+        }
+        let (row, col) = (r / 2, r % 2);
+        let want: std::collections::BTreeSet<u32> = [(1 - row) * 2 + col, row * 2 + (1 - col)].into_iter().collect();
+        assert_eq!(peers, want, "rank {r}");
+        assert_eq!(n, 3 * 4, "rank {r}: 4 halo calls per iteration, 3 iterations (half to PROC_NULL)");
+    }
+}
+
+#[test]
+fn unresolvable_communication_says_where_and_what_to_do() {
+    let out = predict(&["examples/isort.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("examples/isort.c:151") && err.contains("MPI_Alltoallv") && err.contains("--trace-ranks"), "{err}");
+}
+
+#[test]
+fn bad_program_argument_and_missing_platform() {
+    let out = predict(&["examples/pi_dartboard.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("program argument 1") && err.contains("lots"), "{err}");
+    let out = predict(&["examples/pi_dartboard.c", "-n", "2", "--platform", "nowhere.xml", "--machine", MACHINE]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere.xml"));
+}
+
+#[test]
+fn readable_report() {
+    let out = predict(&["examples/pi_dartboard.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "1000", "2"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in ["predicted time:", "hottest blocks", "throw_darts", "op classes:", "assumptions:"] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}
