@@ -25,6 +25,7 @@ bench: build
 	@./scripts/bench_analyze.sh
 	@./scripts/bench_machine.sh
 	@./scripts/bench_replay.sh
+	@./scripts/bench_predict.sh
 
 clean:
 	$(CARGO) clean

@@ -167,6 +167,20 @@ struct TraceSink<'w> {
     compute_s: f64,
     /// Folded loops multiply what their body charges.
     mult: Vec<f64>,
+    /// Compute seconds not yet written: consecutive bursts become one line.
+    unwritten: f64,
+}
+
+impl TraceSink<'_> {
+    fn write_compute(&mut self) -> Result<(), Unresolved> {
+        let s = std::mem::take(&mut self.unwritten);
+        if let Some(w) = self.writer.as_deref_mut() {
+            if s > 0.0 {
+                w.action(&skeleton::compute_action(s)).map_err(io_unresolved)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Sink for TraceSink<'_> {
@@ -179,20 +193,18 @@ impl Sink for TraceSink<'_> {
         }
         let s = s * self.factor;
         self.compute_s += s * m;
-        if let Some(w) = self.writer.as_deref_mut() {
-            if s > 0.0 {
-                w.action(&skeleton::compute_action(s)).map_err(io_unresolved)?;
-            }
-        }
+        self.unwritten += s;
         Ok(())
     }
     fn action(&mut self, a: TraceAction) -> Result<(), Unresolved> {
+        self.write_compute()?;
         if let Some(w) = self.writer.as_deref_mut() {
             w.action(&a).map_err(io_unresolved)?;
         }
         Ok(())
     }
     fn begin_loop(&mut self, k: u64) -> Result<(), Unresolved> {
+        self.write_compute()?;
         self.mult.push(k as f64);
         if let Some(w) = self.writer.as_deref_mut() {
             w.begin_loop(k).map_err(io_unresolved)?;
@@ -200,6 +212,7 @@ impl Sink for TraceSink<'_> {
         Ok(())
     }
     fn end_loop(&mut self) -> Result<(), Unresolved> {
+        self.write_compute()?;
         self.mult.pop();
         if let Some(w) = self.writer.as_deref_mut() {
             w.end_loop().map_err(io_unresolved)?;
@@ -242,21 +255,35 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
         let secs = block_seconds(model, &costs.nominal, &env);
         let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
         let mut row = [0.0; 3];
+        scratch.iter_mut().for_each(|x| *x = 0.0);
         {
             let mut e = env.clone();
             e.insert(ASSUMED_P.into(), 0.5);
-            let mut sink = TraceSink { writer: Some(&mut w), secs: &secs, factor, execs: &mut execs, compute_s: 0.0, mult: vec![] };
+            let mut sink = TraceSink { writer: Some(&mut w), secs: &secs, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
             Rank::new(&prog, e).run(&mut sink)?;
+            sink.write_compute()?;
             row[0] = sink.compute_s;
         }
         w.finish().map_err(io_unresolved)?;
-        // Bounds: the table's spread, and data-dependent branches never / always taken.
+        for (t, x) in execs.iter_mut().zip(&scratch) {
+            *t += x;
+        }
+        // Bounds: the table's spread, and data-dependent branches never / always taken. Without
+        // such branches the executions do not change: cost them at the table's extremes.
+        if prog.assumed.borrow().is_empty() {
+            for (k, table) in [&costs.low, &costs.high].into_iter().enumerate() {
+                let s = block_seconds(model, table, &env);
+                row[k + 1] = scratch.iter().zip(&s).map(|(n, t)| n * t).sum::<f64>() * factor;
+            }
+            compute.push(row);
+            continue;
+        }
         for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)].into_iter().enumerate() {
             let s = block_seconds(model, table, &env);
             let mut e = env.clone();
             e.insert(ASSUMED_P.into(), p);
             scratch.iter_mut().for_each(|x| *x = 0.0);
-            let mut sink = TraceSink { writer: None, secs: &s, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![] };
+            let mut sink = TraceSink { writer: None, secs: &s, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
             Rank::new(&prog, e).run(&mut sink)?;
             row[k + 1] = sink.compute_s;
         }

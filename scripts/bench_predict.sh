@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Static prediction speed: mpicast predict for each example that the static path resolves, at 16,
+# 256 and 1024 ranks on platforms/cluster-ib.xml, the examples' default arguments. Prints min and
+# median wall time over RUNS runs (default 5), the simulation's share and the messages simulated.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=target/release/mpicast
+runs=${RUNS:-5}
+machine=${MACHINE:-tests/fixtures/machine/fixed.json}
+printf '%-18s %6s %10s %10s %10s %12s\n' example ranks min_s median_s sim_s messages
+for ex in pi_dartboard matmul_mw jacobi2d stencil3d_torus; do
+    for n in 16 256 1024; do
+        walls=(); sim=0; msgs=0
+        for _ in $(seq "$runs"); do
+            out=$("$bin" predict "examples/$ex.c" -n "$n" --platform platforms/cluster-ib.xml \
+                --machine "$machine" --json - )
+            walls+=("$(echo "$out" | sed -n 's/^ *"wall_s": *\([0-9.eE+-]*\).*/\1/p')")
+            sim=$(echo "$out" | sed -n 's/^ *"simulation_wall_s": *\([0-9.eE+-]*\).*/\1/p')
+            msgs=$(echo "$out" | sed -n 's/^ *"messages": *\([0-9]*\).*/\1/p')
+        done
+        sorted=$(printf '%s\n' "${walls[@]}" | sort -g)
+        min=$(echo "$sorted" | head -1)
+        med=$(echo "$sorted" | sed -n "$(( (runs + 1) / 2 ))p")
+        printf '%-18s %6d %10.3f %10.3f %10.3f %12d\n' "$ex" "$n" "$min" "$med" "$sim" "$msgs"
+    done
+done
+echo "(target: under 2 s at 1,024 ranks; sim_s is the last run's simulation time)"
