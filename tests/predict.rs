@@ -191,3 +191,36 @@ fn readable_report() {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
 }
+
+/// The trace path (an instrumented run's block counts, every block counted) and the static path
+/// (skeleton execution) must agree where the static path resolves everything: jacobi2d's counts
+/// are all static, so both give the same executions and the same messages.
+#[test]
+fn trace_path_agrees_with_static_path() {
+    let args = ["--", "64", "6", "3"];
+    let mut st = vec!["examples/jacobi2d.c", "-n", "2", "--platform", LOCALHOST];
+    st.extend(args);
+    let s = json(&st);
+    let mut tr = vec!["examples/jacobi2d.c", "-n", "2", "--platform", LOCALHOST, "--trace-ranks", "2"];
+    tr.extend(args);
+    let t = json(&tr);
+    assert_eq!(s["mode"], "static");
+    assert_eq!(t["mode"], "trace");
+    let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+    assert!(close(pt, ps, 1e-6), "trace path {pt} s, static path {ps} s");
+    assert_eq!(s["messages"], t["messages"]);
+}
+
+/// Every example that the static path refuses is predicted from a 2-rank trace.
+#[test]
+fn trace_ranks_for_what_static_cannot_resolve() {
+    for ex in ["examples/obstacle3d.c", "examples/isort.c"] {
+        let args: &[&str] = if ex.contains("obstacle") { &["--", "24", "30"] } else { &["--", "20000", "2"] };
+        let mut a = vec![ex, "-n", "2", "--platform", LOCALHOST, "--trace-ranks", "2"];
+        a.extend(args);
+        let p = json(&a);
+        assert_eq!(p["mode"], "trace", "{ex}");
+        assert!(p["predicted_s"].as_f64().unwrap() > 0.0, "{ex}");
+        assert!(p["messages"].as_u64().unwrap() > 0, "{ex}");
+    }
+}

@@ -48,6 +48,13 @@ pub struct Args {
     /// Run `mpicast trace` at K ranks first and predict from its traces.
     #[arg(long, value_name = "K")]
     trace_ranks: Option<u32>,
+    /// With a --time-blocks trace: use the bursts' measured times (block benchmarking) instead
+    /// of formula (1).
+    #[arg(long)]
+    measured: bool,
+    /// Predict from a trace some of whose ranks did not finish.
+    #[arg(long)]
+    allow_incomplete: bool,
     /// Compute runs this many times faster on the target.
     #[arg(long, value_name = "X")]
     cpu_scale: Option<f64>,
@@ -146,8 +153,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
         assumptions: notes,
         save_traces: args.save_traces.clone(),
     };
-    let prediction = if args.trace.is_some() || args.trace_ranks.is_some() {
-        bail!("the trace path (--trace, --trace-ranks) is not available yet");
+    let _tmp;
+    let trace_dir = match (&args.trace, args.trace_ranks) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(k)) => {
+            let t = tempfile::Builder::new().prefix("mpicast-trace-run").tempdir().context("cannot create a temporary directory")?;
+            let out = t.path().join("traces");
+            let mut a: Vec<String> = vec!["trace".into()];
+            a.extend(args.inputs.iter().map(|p| p.display().to_string()));
+            a.extend(["-n".into(), k.to_string(), "-o".into(), out.display().to_string(), "--all-blocks".into()]);
+            if args.measured {
+                a.push("--time-blocks".into());
+            }
+            for d in &args.define {
+                a.extend(["-D".into(), d.clone()]);
+            }
+            a.push("--".into());
+            a.extend(args.program_args.iter().cloned());
+            let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+            eprintln!("mpicast: tracing at {k} ranks: mpicast {}", refs.join(" "));
+            run_self(&refs)?;
+            _tmp = t;
+            Some(out)
+        }
+        (None, None) => None,
+    };
+    let prediction = if let Some(dir) = trace_dir {
+        let (tmodel, p) = predict::predict_trace(&dir, &popts, args.measured, args.allow_incomplete)
+            .map_err(|e| with_hint(e, &model))?;
+        let _ = tmodel;
+        p
     } else {
         predict::predict_static(&model, &popts).map_err(|e| with_hint(e, &model))?
     };
@@ -196,7 +231,12 @@ fn hostname() -> String {
 /// Runs this executable's own subcommand (a benchmark), progress on stderr.
 fn run_self(args: &[&str]) -> Result<()> {
     let exe = crate::sim::child::mpicast_exe()?;
-    let status = Command::new(&exe).args(args).status().with_context(|| format!("cannot start {}", exe.display()))?;
+    // Its output goes to stderr: stdout is the prediction's (`--json -`).
+    let status = Command::new(&exe)
+        .args(args)
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
     if !status.success() {
         bail!("`mpicast {}` failed ({status})", args.join(" "));
     }

@@ -1,12 +1,166 @@
-//! `mpicast trace` (being built).
+//! `mpicast trace SRC -n N [-o DIR] [--build CMD] [--mpirun-args ARGS] [-- ARGS]`: runs the
+//! program instrumented under mpirun and collects per-rank traces (traces/FORMAT.md), with the
+//! analysis and a meta file, in traces/<program>-n<N>/ by default.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
+
+use crate::instrument::{self, RunFailure, TraceOptions};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The program's sources: one C or C++ file, or a directory (searched recursively).
+    source: PathBuf,
+    /// Number of MPI ranks.
+    #[arg(short = 'n', long = "ranks", value_name = "N")]
+    ranks: u32,
+    /// Trace directory [default: traces/<program>-n<N>].
+    #[arg(short = 'o', long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Build command, run with `sh -c` in the instrumented copy; the mpicc and mpicxx it finds
+    /// first on its PATH link the trace runtime in [default: mpicc -O2 (mpicxx for C++) on
+    /// every source].
+    #[arg(long, value_name = "CMD")]
+    build: Option<String>,
+    /// The executable the --build command makes, relative to the source directory [default:
+    /// the one new executable it makes].
+    #[arg(long, value_name = "PATH", requires = "build")]
+    exe: Option<PathBuf>,
+    /// Extra compiler flags for the default build (after -O2).
+    #[arg(
+        long,
+        value_name = "FLAGS",
+        allow_hyphen_values = true,
+        default_value = ""
+    )]
+    cflags: String,
+    /// Libraries for the default build.
+    #[arg(
+        long,
+        value_name = "LIBS",
+        allow_hyphen_values = true,
+        default_value = "-lm"
+    )]
+    libs: String,
+    /// Extra mpirun options (split on whitespace), e.g. "--oversubscribe --mca btl self,vader".
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    mpirun_args: Option<String>,
+    /// Count every block, not only those the analysis cannot count.
+    #[arg(long)]
+    all_blocks: bool,
+    /// Also measure each compute burst (CLOCK_MONOTONIC): `compute blocks ... time=S`.
+    #[arg(long)]
+    time_blocks: bool,
+    /// Run only K iterations of main's time-step loop (its trip count must be known); the meta
+    /// file gives the full count for extrapolation.
+    #[arg(long, value_name = "K")]
+    sample_iterations: Option<u64>,
+    /// Bind a parameter or macro for the analysis: -D n=1024 (repeatable).
+    #[arg(short = 'D', value_name = "NAME=VALUE")]
+    define: Vec<String>,
+    /// Also build and run the program without instrumentation and report the slowdown.
+    #[arg(long)]
+    compare_plain: bool,
+    /// Keep the work directory (the instrumented copy, the build, the raw traces).
+    #[arg(long)]
+    keep: bool,
+    /// Work in this directory (kept) instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+    /// Stop the run after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// The program's arguments (after --).
+    #[arg(last = true, value_name = "ARGS")]
+    args: Vec<String>,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("trace: not built yet")
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let opts = TraceOptions {
+        source: args.source,
+        ranks: args.ranks,
+        output: args.output,
+        build: args.build,
+        exe: args.exe,
+        cflags: words(&args.cflags),
+        libs: words(&args.libs),
+        mpirun_args: args.mpirun_args.as_deref().map(words).unwrap_or_default(),
+        args: args.args,
+        all_blocks: args.all_blocks,
+        time_blocks: args.time_blocks,
+        sample_iterations: args.sample_iterations,
+        bindings: super::analyze::parse_bindings(&args.define)?,
+        keep_work: args.keep,
+        work_dir: args.work_dir,
+        compare_plain: args.compare_plain,
+        timeout_s: args.timeout,
+    };
+    let outcome = match instrument::trace(&opts) {
+        Ok(o) => o,
+        Err(e) => {
+            if let Some(f) = e.downcast_ref::<RunFailure>() {
+                if !f.output_tail.trim().is_empty() {
+                    eprintln!("mpicast: the last lines of the output:");
+                    for l in f.output_tail.lines() {
+                        eprintln!("  | {l}");
+                    }
+                }
+            }
+            return Err(e);
+        }
+    };
+    for w in &outcome.warnings {
+        eprintln!("mpicast: warning: {w}");
+    }
+    let m = &outcome.meta;
+    let max_bytes = m.rank_traces.iter().map(|t| t.bytes).max().unwrap_or(0);
+    let events: u64 = m.rank_traces.iter().filter_map(|t| t.events).sum();
+    println!(
+        "mpicast: traces of {} at {} ranks in {}: {} counted block{} of {}, {} MPI events, at most {} bytes per rank",
+        m.program,
+        m.ranks,
+        outcome.dir.display(),
+        m.counted_blocks.len(),
+        if m.counted_blocks.len() == 1 { "" } else { "s" },
+        outcome.blocks,
+        events,
+        max_bytes
+    );
+    match m.plain_wall_s {
+        Some(p) if p > 0.0 => println!(
+            "mpicast: instrumented run {:.3} s, plain run {:.3} s (mpirun wall clock, one run each): {:.3}x",
+            m.instrumented_wall_s,
+            p,
+            m.instrumented_wall_s / p
+        ),
+        _ => println!("mpicast: instrumented run {:.3} s (mpirun wall clock)", m.instrumented_wall_s),
+    }
+    if m.time_blocks {
+        let worst = m
+            .rank_traces
+            .iter()
+            .filter_map(|t| t.timing_overhead_s)
+            .fold(0.0, f64::max);
+        println!(
+            "mpicast: --time-blocks: clock reads cost about {:.3e} s on the busiest rank ({:.2}% of the run)",
+            worst,
+            100.0 * worst / m.instrumented_wall_s.max(1e-9)
+        );
+    }
+    if let Some(s) = &m.sampling {
+        println!(
+            "mpicast: sampled {} of {} iterations of the loop {} (meta.json says so for extrapolation)",
+            s.sampled_iterations, s.trip_count, s.block_id
+        );
+    }
+    if let Some(w) = &m.work_dir {
+        println!("mpicast: work directory kept: {w}");
+    }
+    Ok(ExitCode::SUCCESS)
 }

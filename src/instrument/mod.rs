@@ -1,1 +1,976 @@
-//! Instrumented runs (`mpicast trace`): being built.
+//! Instrumented runs (`mpicast trace`): copy the program's sources into a work directory, put a
+//! counter in every block the analysis could not count (`rewrite`), build the copy with the
+//! trace runtime (instrument/mpicast_rt.c: counters, PMPI wrappers, loop folding) linked in,
+//! run it under mpirun, and collect the per-rank traces (traces/FORMAT.md) with the analysis and
+//! a `mpicast/tracemeta` artifact. The user's files are only ever read.
+
+pub mod rewrite;
+mod run;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use anyhow::{bail, Context, Result};
+
+use crate::frontend;
+use crate::model::analysis::{BlockKind, CountStatus, ProgramModel};
+use crate::model::trace::{RankTrace, Sampling, TraceMeta, UncountedBlock};
+use crate::model::write_artifact;
+
+pub use run::RunFailure;
+
+/// The C trace runtime, compiled into each work directory.
+pub const RUNTIME_C: &str = include_str!("../../instrument/mpicast_rt.c");
+pub const RUNTIME_H: &str = include_str!("../../instrument/mpicast_rt.h");
+
+/// What to trace and how.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOptions {
+    /// One source file, or a directory searched recursively.
+    pub source: PathBuf,
+    pub ranks: u32,
+    /// Trace directory; default traces/<program>-n<N>.
+    pub output: Option<PathBuf>,
+    /// A build command run with `sh -c` in the copy; None: mpicc/mpicxx -O2 on every source.
+    pub build: Option<String>,
+    /// The executable the build command makes, relative to the source root.
+    pub exe: Option<PathBuf>,
+    /// Flags for the default build, after -O2.
+    pub cflags: Vec<String>,
+    /// Libraries for the default build.
+    pub libs: Vec<String>,
+    pub mpirun_args: Vec<String>,
+    /// The program's arguments.
+    pub args: Vec<String>,
+    pub all_blocks: bool,
+    pub time_blocks: bool,
+    pub sample_iterations: Option<u64>,
+    /// -D bindings for the analysis (the program's arguments are bound too).
+    pub bindings: BTreeMap<String, f64>,
+    /// Keep the work directory after a successful run.
+    pub keep_work: bool,
+    /// Use this work directory (kept) instead of a temporary one.
+    pub work_dir: Option<PathBuf>,
+    /// Also build and run the program without instrumentation, for the slowdown.
+    pub compare_plain: bool,
+    /// Stop mpirun after this many seconds.
+    pub timeout_s: Option<f64>,
+}
+
+/// A finished trace.
+#[derive(Debug, Clone)]
+pub struct TraceOutcome {
+    pub dir: PathBuf,
+    pub meta: TraceMeta,
+    pub blocks: usize,
+    /// Problems that did not stop the run (blocks left uncounted, validation).
+    pub warnings: Vec<String>,
+}
+
+const CPP_UNITS: &[&str] = &["cc", "cpp", "cxx", "C", "c++"];
+const UNITS: &[&str] = &["c", "cc", "cpp", "cxx", "C", "c++"];
+const SOURCE_EXTS: &[&str] = &[
+    "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "C", "c++", "inc", "def",
+];
+
+fn ext_of(p: &Path) -> &str {
+    p.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+/// The program's name: the file's stem, or the directory's name.
+pub fn program_name(source: &Path) -> String {
+    let p = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
+    let name = if p.is_dir() {
+        p.file_name()
+    } else {
+        p.file_stem()
+    };
+    name.map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "program".into())
+}
+
+/// Parameter bindings from the program's arguments: each parameter read from argv[i] gets
+/// args[i-1] when it is a number, else the program's own default.
+pub fn argv_bindings(model: &ProgramModel, args: &[String]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for p in model.parameters.iter().filter(|p| p.origin == "argv") {
+        let Some(i) = p.argv_index else { continue };
+        let v = args
+            .get(i as usize - 1)
+            .and_then(|a| a.trim().parse::<f64>().ok())
+            .or(p.default);
+        if let Some(v) = v {
+            out.insert(p.name.clone(), v);
+        }
+    }
+    out
+}
+
+/// The blocks that get a counter: those the analysis could not count, or all of them.
+pub fn blocks_to_count(model: &ProgramModel, all: bool) -> Vec<u32> {
+    (0..model.blocks.len() as u32)
+        .filter(|&i| all || model.blocks[i as usize].count.status == CountStatus::NeedsTrace)
+        .collect()
+}
+
+/// The outermost time-step loop of main: the first loop of main not inside another loop that
+/// communicates (an MPI call in it, or a call to a function that makes one) and whose trip
+/// count the analysis knows. Returns (block index, trip count).
+pub fn time_step_loop(model: &ProgramModel) -> Result<(u32, u64)> {
+    let index: HashMap<&str, usize> = model
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.id.as_str(), i))
+        .collect();
+    let parent = |i: usize| {
+        model.blocks[i]
+            .parent
+            .as_deref()
+            .and_then(|p| index.get(p).copied())
+    };
+    // Functions that communicate, through their calls too.
+    let mut comm_fns: std::collections::HashSet<&str> = model
+        .blocks
+        .iter()
+        .filter(|b| b.kind == BlockKind::Comm)
+        .map(|b| b.function.as_str())
+        .collect();
+    loop {
+        let before = comm_fns.len();
+        for c in &model.calls {
+            if comm_fns.contains(c.callee.as_str()) {
+                comm_fns.insert(c.caller.as_str());
+            }
+        }
+        if comm_fns.len() == before {
+            break;
+        }
+    }
+    let within = |i: usize, ancestor: usize| {
+        let mut cur = Some(i);
+        while let Some(c) = cur {
+            if c == ancestor {
+                return true;
+            }
+            cur = parent(c);
+        }
+        false
+    };
+    let mut candidates = Vec::new();
+    for (i, b) in model.blocks.iter().enumerate() {
+        if b.kind != BlockKind::Loop || b.function != "main" {
+            continue;
+        }
+        let mut outer = true;
+        let mut cur = parent(i);
+        while let Some(c) = cur {
+            if model.blocks[c].kind == BlockKind::Loop {
+                outer = false;
+            }
+            cur = parent(c);
+        }
+        if !outer {
+            continue;
+        }
+        let communicates = model
+            .blocks
+            .iter()
+            .enumerate()
+            .any(|(j, d)| d.kind == BlockKind::Comm && within(j, i))
+            || model.calls.iter().any(|c| {
+                comm_fns.contains(c.callee.as_str())
+                    && index.get(c.block.as_str()).is_some_and(|&j| within(j, i))
+            });
+        if communicates {
+            candidates.push(i);
+        }
+    }
+    let Some(&first) = candidates.first() else {
+        bail!("--sample-iterations: main has no outermost loop that communicates");
+    };
+    for &i in &candidates {
+        let b = &model.blocks[i];
+        if let Some(t) = &b.trip {
+            if t.status != CountStatus::NeedsTrace {
+                if let Some(v) = t.value.filter(|v| v.is_finite() && *v >= 0.0) {
+                    return Ok((i as u32, v.round() as u64));
+                }
+            }
+        }
+    }
+    let b = &model.blocks[first];
+    bail!(
+        "--sample-iterations: the time-step loop at {}:{} has no trip count known before the run{}",
+        b.file,
+        b.line_start,
+        b.trip
+            .as_ref()
+            .and_then(|t| t.reason.as_ref())
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default()
+    )
+}
+
+/// Copies the sources into `dst`: a directory's whole tree (without .git and target), or a
+/// file's C/C++ neighbours (not recursively).
+fn copy_sources(source: &Path, is_dir: bool, dst: &Path) -> Result<()> {
+    std::fs::create_dir_all(dst)
+        .with_context(|| format!("{}: cannot create directory", dst.display()))?;
+    if is_dir {
+        // A work directory inside the source tree is not copied into itself.
+        let skip = std::fs::canonicalize(dst.parent().unwrap_or(dst)).ok();
+        return copy_tree(source, dst, skip.as_deref(), 0);
+    }
+    let parent = source
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    for e in std::fs::read_dir(parent)
+        .with_context(|| format!("{}: cannot read directory", parent.display()))?
+    {
+        let e = e?;
+        let p = e.path();
+        if p.is_file() && SOURCE_EXTS.contains(&ext_of(&p)) {
+            std::fs::copy(&p, dst.join(e.file_name()))
+                .with_context(|| format!("{}: cannot copy", p.display()))?;
+        }
+    }
+    let name = source.file_name().context("source has no file name")?;
+    std::fs::copy(source, dst.join(name))
+        .with_context(|| format!("{}: cannot copy", source.display()))?;
+    Ok(())
+}
+
+fn copy_tree(src: &Path, dst: &Path, skip: Option<&Path>, depth: usize) -> Result<()> {
+    if depth > 32 {
+        return Ok(());
+    }
+    for e in std::fs::read_dir(src)
+        .with_context(|| format!("{}: cannot read directory", src.display()))?
+    {
+        let e = e?;
+        let name = e.file_name();
+        if name == ".git" || name == "target" {
+            continue;
+        }
+        let p = e.path();
+        let to = dst.join(&name);
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        }; // dangling link
+        if meta.is_dir() {
+            if skip.is_some() && std::fs::canonicalize(&p).ok().as_deref() == skip {
+                continue;
+            }
+            std::fs::create_dir_all(&to)
+                .with_context(|| format!("{}: cannot create directory", to.display()))?;
+            copy_tree(&p, &to, skip, depth + 1)?;
+        } else if meta.is_file() {
+            std::fs::copy(&p, &to).with_context(|| format!("{}: cannot copy", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The generated definition of the counters and the list of counted blocks.
+fn blocks_c(nblocks: usize, counted: &[u32]) -> String {
+    let ids = if counted.is_empty() {
+        "0".to_string()
+    } else {
+        counted
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "/* generated by mpicast trace: block counters (instrument/mpicast_rt.h) */\n\
+         unsigned long long __mpicast_bc[{}];\n\
+         const unsigned int __mpicast_ids[] = {{{ids}}};\n\
+         const unsigned int __mpicast_nids = {};\n",
+        nblocks.max(1),
+        counted.len()
+    )
+}
+
+/// Shell-like text of a command, for messages and the meta file.
+fn show(cmd: &[String]) -> String {
+    cmd.iter()
+        .map(|a| {
+            if a.is_empty()
+                || a.chars()
+                    .any(|c| c.is_whitespace() || "'\"$`\\".contains(c))
+            {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// How the program is built: the commands (run in the source copy), and the executable.
+struct Build {
+    steps: Vec<Vec<String>>,
+    text: String,
+    exe: Option<PathBuf>,
+}
+
+/// The default build of `units` (copies) into `exe`, with `extra` objects on the link line.
+fn default_build(
+    units: &[PathBuf],
+    exe: &Path,
+    opts: &TraceOptions,
+    extra: &[PathBuf],
+    objdir: &Path,
+) -> Build {
+    let cpp = units.iter().any(|u| CPP_UNITS.contains(&ext_of(u)));
+    let s = |p: &Path| p.display().to_string();
+    let mut steps = Vec::new();
+    if !cpp {
+        let mut c = vec!["mpicc".to_string(), "-O2".into()];
+        c.extend(opts.cflags.iter().cloned());
+        c.push("-o".into());
+        c.push(s(exe));
+        c.extend(units.iter().map(|u| s(u)));
+        c.extend(extra.iter().map(|u| s(u)));
+        c.extend(opts.libs.iter().cloned());
+        steps.push(c);
+    } else {
+        let mut objs = Vec::new();
+        for (k, u) in units.iter().enumerate() {
+            let cc = if CPP_UNITS.contains(&ext_of(u)) {
+                "mpicxx"
+            } else {
+                "mpicc"
+            };
+            let o = objdir.join(format!(
+                "{k}-{}.o",
+                u.file_stem()
+                    .map(|x| x.to_string_lossy())
+                    .unwrap_or_default()
+            ));
+            let mut c = vec![cc.to_string(), "-O2".into()];
+            c.extend(opts.cflags.iter().cloned());
+            c.extend(["-c".into(), s(u), "-o".into(), s(&o)]);
+            steps.push(c);
+            objs.push(o);
+        }
+        let mut c = vec!["mpicxx".to_string(), "-O2".into()];
+        c.extend(opts.cflags.iter().cloned());
+        c.push("-o".into());
+        c.push(s(exe));
+        c.extend(objs.iter().map(|u| s(u)));
+        c.extend(extra.iter().map(|u| s(u)));
+        c.extend(opts.libs.iter().cloned());
+        steps.push(c);
+    }
+    let text = steps
+        .iter()
+        .map(|c| show(c))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    Build {
+        steps,
+        text,
+        exe: Some(exe.to_path_buf()),
+    }
+}
+
+/// Wrappers named mpicc, mpicxx, mpic++ and mpiCC that add the runtime's objects when they link;
+/// a custom build finds them first on its PATH.
+fn write_wrappers(bin: &Path, objects: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(bin)?;
+    let objs = objects
+        .iter()
+        .map(|o| format!("'{}'", o.display()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for name in ["mpicc", "mpicxx", "mpic++", "mpiCC"] {
+        let Some(real) = run::which(name, Some(bin)) else {
+            continue;
+        };
+        let script = format!(
+            "#!/bin/sh\n# mpicast trace: {name} that links the trace runtime in\n\
+             link=1\nfor a in \"$@\"; do case \"$a\" in -c|-E|-S|-M|-MM|--version|-dumpversion|-dumpmachine|-showme*|--showme*) link=0;; esac; done\n\
+             if [ $# -eq 0 ]; then link=0; fi\n\
+             if [ $link = 1 ]; then exec '{}' \"$@\" {objs}; else exec '{}' \"$@\"; fi\n",
+            real.display(),
+            real.display()
+        );
+        let p = bin.join(name);
+        std::fs::write(&p, script).with_context(|| format!("{}: cannot write", p.display()))?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}
+
+/// Executables under `root` modified since `since` (a custom build's product).
+fn new_executables(root: &Path, since: SystemTime) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() && depth < 16 && e.file_name() != ".mpicast" {
+                stack.push((p, depth + 1));
+            } else if m.is_file()
+                && m.permissions().mode() & 0o111 != 0
+                && m.modified().is_ok_and(|t| t >= since)
+                && !matches!(ext_of(&p), "o" | "so" | "a" | "sh" | "py")
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn custom_build(cmd: &str, root: &Path, exe: Option<&Path>) -> Build {
+    Build {
+        steps: vec![vec!["sh".into(), "-c".into(), cmd.to_string()]],
+        text: cmd.to_string(),
+        exe: exe.map(|e| root.join(e)),
+    }
+}
+
+/// Runs a build in `cwd`; a failing step is a RunFailure with the compiler's last lines.
+fn run_build(
+    build: &Build,
+    cwd: &Path,
+    path_prefix: Option<&Path>,
+    what: &str,
+    work: &Path,
+) -> Result<PathBuf> {
+    let since = SystemTime::now() - std::time::Duration::from_secs(1);
+    for step in &build.steps {
+        let mut c = Command::new(&step[0]);
+        c.args(&step[1..]).current_dir(cwd);
+        if let Some(bin) = path_prefix {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut paths = vec![bin.to_path_buf()];
+            paths.extend(std::env::split_paths(&path));
+            c.env("PATH", std::env::join_paths(paths)?);
+        }
+        let out = run::run_captured(&mut c, false, None)
+            .with_context(|| format!("cannot run {}", step[0]))?;
+        if !out.status.success() {
+            return Err(RunFailure {
+                message: format!(
+                    "{what}: build failed ({}): `{}`; work directory kept: {}",
+                    run::describe(&out.status),
+                    show(step),
+                    work.display()
+                ),
+                output_tail: out.tail,
+            }
+            .into());
+        }
+    }
+    let fail = |msg: String| -> anyhow::Error {
+        RunFailure {
+            message: format!("{what}: {msg}; work directory kept: {}", work.display()),
+            output_tail: String::new(),
+        }
+        .into()
+    };
+    if let Some(exe) = &build.exe {
+        if !exe.is_file() {
+            return Err(fail(format!("the build made no {}", exe.display())));
+        }
+        return Ok(exe.clone());
+    }
+    let found = new_executables(cwd, since);
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(fail(
+            "the build command made no executable (name it with --exe)".into(),
+        )),
+        many => Err(fail(format!(
+            "the build command made several executables ({}); name one with --exe",
+            many.iter()
+                .map(|p| p.strip_prefix(cwd).unwrap_or(p).display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn remove_old_traces(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_rank = name.starts_with("rank-")
+            && (name.ends_with(".trace") || name.ends_with(".trace.part"));
+        if is_rank || name == "meta.json" || name == "analysis.json" {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// `key=value` lines of a rank's statistics file.
+fn read_stats(path: &Path) -> HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// Instruments, builds, runs and collects. Build and run failures are [`RunFailure`]s (with the
+/// tail of the compiler's or mpirun's output); a failed run still leaves its traces, the
+/// incomplete ones flagged.
+pub fn trace(opts: &TraceOptions) -> Result<TraceOutcome> {
+    if opts.ranks == 0 {
+        bail!("-n must be at least 1");
+    }
+    let source = &opts.source;
+    let is_dir = std::fs::metadata(source)
+        .with_context(|| format!("{}: cannot read", source.display()))?
+        .is_dir();
+    let program = program_name(source);
+    let mut warnings = Vec::new();
+
+    // The analysis, with the program's arguments bound.
+    let files = frontend::collect_sources(std::slice::from_ref(source))?;
+    let analyse = |b: &BTreeMap<String, f64>| {
+        frontend::analyze(
+            &files,
+            &frontend::Options {
+                bindings: b.clone(),
+                assume_branches: false,
+            },
+        )
+    };
+    let mut model = analyse(&opts.bindings);
+    let from_args = argv_bindings(&model, &opts.args);
+    if !from_args.is_empty() {
+        let mut b = opts.bindings.clone();
+        for (k, v) in from_args {
+            b.entry(k).or_insert(v);
+        }
+        model = analyse(&b);
+    }
+    let want = blocks_to_count(&model, opts.all_blocks);
+    let sample = match opts.sample_iterations {
+        None => None,
+        Some(k) => {
+            let (block, trip) = time_step_loop(&model)?;
+            if k >= trip {
+                warnings.push(format!(
+                    "--sample-iterations {k}: the time-step loop makes only {trip} iterations; running them all"
+                ));
+                None
+            } else {
+                Some((block, trip, k))
+            }
+        }
+    };
+
+    // The work directory and the instrumented copy.
+    let work = match &opts.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("{}: cannot create directory", d.display()))?;
+            std::fs::canonicalize(d)?
+        }
+        None => tempfile::Builder::new()
+            .prefix("mpicast-trace-")
+            .tempdir()
+            .context("cannot create a work directory")?
+            .keep(),
+    };
+    let keep = opts.keep_work || opts.work_dir.is_some();
+    let result = trace_in(
+        opts,
+        &work,
+        is_dir,
+        &program,
+        &files,
+        model,
+        &want,
+        sample,
+        &mut warnings,
+    );
+    match result {
+        Ok(mut outcome) => {
+            if keep {
+                outcome.meta.work_dir = Some(work.display().to_string());
+                write_artifact(&outcome.dir.join("meta.json"), &outcome.meta)?;
+            } else {
+                let _ = std::fs::remove_dir_all(&work);
+            }
+            outcome.warnings = warnings;
+            Ok(outcome)
+        }
+        Err(e) => {
+            // Build and run failures keep the work directory (their message names it).
+            if !keep && e.downcast_ref::<RunFailure>().is_none() {
+                let _ = std::fs::remove_dir_all(&work);
+            }
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn trace_in(
+    opts: &TraceOptions,
+    work: &Path,
+    is_dir: bool,
+    program: &str,
+    files: &[PathBuf],
+    model: ProgramModel,
+    want: &[u32],
+    sample: Option<(u32, u64, u64)>,
+    warnings: &mut Vec<String>,
+) -> Result<TraceOutcome> {
+    let source = &opts.source;
+    let root = work.join("src");
+    copy_sources(source, is_dir, &root)?;
+    let copy_of = |f: &Path| -> PathBuf {
+        if is_dir {
+            root.join(f.strip_prefix(source).unwrap_or(f))
+        } else {
+            root.join(f.file_name().unwrap_or_default())
+        }
+    };
+    let mut texts: HashMap<String, Vec<u8>> = HashMap::new();
+    for f in files {
+        let bytes = std::fs::read(f).with_context(|| format!("{}: cannot read", f.display()))?;
+        if std::str::from_utf8(&bytes).is_err() {
+            warnings.push(format!(
+                "{}: not valid UTF-8; its blocks are not counted",
+                f.display()
+            ));
+            continue;
+        }
+        texts.insert(f.display().to_string(), bytes);
+    }
+    let plan = rewrite::plan(&model, &texts, want, sample.map(|(b, _, k)| (b, k)));
+    if let Some((b, _, _)) = sample {
+        if let Some((_, why)) = plan.skipped.iter().find(|(i, _)| *i == b) {
+            bail!(
+                "--sample-iterations: cannot cut the loop at {}: {why}",
+                model.blocks[b as usize].id
+            );
+        }
+    }
+    for f in files {
+        let name = f.display().to_string();
+        if let Some(text) = texts.get(&name) {
+            if let Some(new) = rewrite::apply(&plan, &name, text) {
+                let to = copy_of(f);
+                std::fs::write(&to, new)
+                    .with_context(|| format!("{}: cannot write", to.display()))?;
+            }
+        }
+    }
+    let uncounted: Vec<UncountedBlock> = plan
+        .skipped
+        .iter()
+        .filter(|(i, _)| sample.is_none_or(|(b, _, _)| *i != b))
+        .map(|(i, reason)| UncountedBlock {
+            block: *i,
+            id: model.blocks[*i as usize].id.clone(),
+            reason: reason.clone(),
+        })
+        .collect();
+    for u in &uncounted {
+        warnings.push(format!(
+            "block {} ({}) has no trace point: {}",
+            u.block, u.id, u.reason
+        ));
+    }
+
+    // The runtime.
+    let rt = work.join(".mpicast");
+    std::fs::create_dir_all(&rt)?;
+    std::fs::write(rt.join("mpicast_rt.c"), RUNTIME_C)?;
+    std::fs::write(rt.join("mpicast_rt.h"), RUNTIME_H)?;
+    std::fs::write(
+        rt.join("mpicast_blocks.c"),
+        blocks_c(model.blocks.len(), &plan.counted),
+    )?;
+    let objects = vec![rt.join("mpicast_rt.o"), rt.join("mpicast_blocks.o")];
+    let rt_build = Build {
+        steps: ["mpicast_rt", "mpicast_blocks"]
+            .iter()
+            .map(|n| {
+                vec![
+                    "mpicc".into(),
+                    "-O2".into(),
+                    "-c".into(),
+                    format!("{n}.c"),
+                    "-o".into(),
+                    format!("{n}.o"),
+                ]
+            })
+            .collect(),
+        text: String::new(),
+        exe: Some(objects[0].clone()),
+    };
+    run_build(
+        &rt_build,
+        &rt,
+        None,
+        &format!("{program}: trace runtime"),
+        work,
+    )?;
+
+    // The build.
+    let units: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| UNITS.contains(&ext_of(f)))
+        .map(|f| copy_of(f))
+        .collect();
+    let exe_name = program.to_string();
+    let build = match &opts.build {
+        None => {
+            if units.is_empty() {
+                bail!("{}: no C or C++ file to compile", source.display());
+            }
+            let out = work.join("build");
+            std::fs::create_dir_all(&out)?;
+            default_build(&units, &out.join(&exe_name), opts, &objects, &out)
+        }
+        Some(cmd) => {
+            write_wrappers(&rt.join("bin"), &objects)?;
+            custom_build(cmd, &root, opts.exe.as_deref())
+        }
+    };
+    let bin = rt.join("bin");
+    let exe = run_build(
+        &build,
+        &root,
+        opts.build.as_ref().map(|_| bin.as_path()),
+        program,
+        work,
+    )?;
+
+    // The output directory.
+    let out_dir = opts
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("traces").join(format!("{program}-n{}", opts.ranks)));
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("{}: cannot create the trace directory", out_dir.display()))?;
+    let probe = out_dir.join(format!(".mpicast-write-test{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("{}: the trace directory is not writable", out_dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    remove_old_traces(&out_dir);
+
+    // The plain run, for the slowdown.
+    let plain_wall_s = if opts.compare_plain {
+        let proot = work.join("plain");
+        copy_sources(source, is_dir, &proot)?;
+        // Sampled runs compare with the same iterations, uninstrumented.
+        if sample.is_some() {
+            let cut = rewrite::plan(&model, &texts, &[], sample.map(|(b, _, k)| (b, k)));
+            for f in files {
+                let name = f.display().to_string();
+                if let Some(new) = texts
+                    .get(&name)
+                    .and_then(|t| rewrite::apply(&cut, &name, t))
+                {
+                    let to = proot.join(copy_of(f).strip_prefix(&root).unwrap_or(f));
+                    std::fs::write(&to, new)
+                        .with_context(|| format!("{}: cannot write", to.display()))?;
+                }
+            }
+        }
+        let pbuild = match &opts.build {
+            None => {
+                let out = work.join("plain-build");
+                std::fs::create_dir_all(&out)?;
+                let punits: Vec<PathBuf> = units
+                    .iter()
+                    .map(|u| proot.join(u.strip_prefix(&root).unwrap_or(u)))
+                    .collect();
+                default_build(&punits, &out.join(&exe_name), opts, &[], &out)
+            }
+            Some(cmd) => custom_build(cmd, &proot, opts.exe.as_deref()),
+        };
+        let pexe = run_build(&pbuild, &proot, None, &format!("{program} (plain)"), work)?;
+        let launch = run::mpirun_command(opts, &pexe, None)?;
+        let r = run::launch(&launch, &[], opts.timeout_s)?;
+        if !r.status.success() {
+            return Err(RunFailure {
+                message: format!(
+                    "{program}: the plain run failed ({}); work directory kept: {}",
+                    run::describe(&r.status),
+                    work.display()
+                ),
+                output_tail: r.tail,
+            }
+            .into());
+        }
+        Some(r.wall_s)
+    } else {
+        None
+    };
+
+    // The instrumented run.
+    let staging = work.join("traces");
+    std::fs::create_dir_all(&staging)?;
+    let launch = run::mpirun_command(
+        opts,
+        &exe,
+        Some(&["MPICAST_TRACE_DIR", "MPICAST_TIME_BLOCKS"]),
+    )?;
+    let env = [
+        (
+            "MPICAST_TRACE_DIR".to_string(),
+            staging.display().to_string(),
+        ),
+        (
+            "MPICAST_TIME_BLOCKS".to_string(),
+            if opts.time_blocks { "1" } else { "0" }.to_string(),
+        ),
+    ];
+    let r = run::launch(&launch, &env, opts.timeout_s)?;
+
+    // Collect.
+    let mut rank_traces = Vec::new();
+    for rank in 0..opts.ranks {
+        let done = staging.join(format!("rank-{rank}.trace"));
+        let part = staging.join(format!("rank-{rank}.trace.part"));
+        let dst = crate::trace::rank_file(&out_dir, rank);
+        let complete = done.is_file();
+        let from = if complete {
+            Some(done)
+        } else if part.is_file() {
+            Some(part)
+        } else {
+            None
+        };
+        match &from {
+            Some(p) => {
+                if std::fs::rename(p, &dst).is_err() {
+                    std::fs::copy(p, &dst)
+                        .with_context(|| format!("{}: cannot write", dst.display()))?;
+                }
+            }
+            None => {
+                let header = format!(
+                    "{} {} rank {rank} size {}\n",
+                    crate::trace::FORMAT_NAME,
+                    crate::trace::FORMAT_VERSION,
+                    opts.ranks
+                );
+                std::fs::write(&dst, header)
+                    .with_context(|| format!("{}: cannot write", dst.display()))?;
+            }
+        }
+        if !complete {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&dst)?;
+            let why = if from.is_some() {
+                "the rank did not reach MPI_Finalize; the trace stops at its last recorded event"
+            } else {
+                "the rank wrote no trace (it failed before MPI_Init returned, or could not create its file)"
+            };
+            writeln!(f, "# incomplete: {why}")?;
+        }
+        let stats = read_stats(&staging.join(format!("rank-{rank}.stats")));
+        if stats.get("write_errors").is_some_and(|v| v != "0") {
+            warnings.push(format!(
+                "rank {rank}: some of its trace could not be written (disk full?)"
+            ));
+        }
+        rank_traces.push(RankTrace {
+            rank,
+            complete,
+            bytes: std::fs::metadata(&dst).map(|m| m.len()).unwrap_or(0),
+            events: stats.get("events").and_then(|v| v.parse().ok()),
+            timing_overhead_s: if opts.time_blocks {
+                stats.get("timing_overhead_s").and_then(|v| v.parse().ok())
+            } else {
+                None
+            },
+        });
+    }
+    let complete = rank_traces.iter().all(|t| t.complete);
+    let meta = TraceMeta {
+        program: program.to_string(),
+        source: source.display().to_string(),
+        args: opts.args.clone(),
+        ranks: opts.ranks,
+        build: build.text.clone(),
+        launch: launch.cmd.clone(),
+        all_blocks: opts.all_blocks,
+        time_blocks: opts.time_blocks,
+        counted_blocks: plan.counted.clone(),
+        uncounted_blocks: uncounted,
+        sampling: sample.map(|(b, trip, k)| Sampling {
+            block: b,
+            block_id: model.blocks[b as usize].id.clone(),
+            trip_count: trip,
+            sampled_iterations: k,
+        }),
+        complete,
+        rank_traces,
+        exit_status: r.status.code(),
+        instrumented_wall_s: r.wall_s,
+        plain_wall_s,
+        work_dir: None,
+    };
+    write_artifact(&out_dir.join("analysis.json"), &model)?;
+    write_artifact(&out_dir.join("meta.json"), &meta)?;
+
+    if !r.status.success() || !complete {
+        let bad: Vec<String> = meta
+            .rank_traces
+            .iter()
+            .filter(|t| !t.complete)
+            .map(|t| t.rank.to_string())
+            .collect();
+        let ranks = if bad.is_empty() {
+            "every rank finished its trace".to_string()
+        } else {
+            format!(
+                "incomplete traces of rank{} {}",
+                if bad.len() > 1 { "s" } else { "" },
+                bad.join(", ")
+            )
+        };
+        let mut meta = meta;
+        meta.work_dir = Some(work.display().to_string());
+        write_artifact(&out_dir.join("meta.json"), &meta)?;
+        return Err(RunFailure {
+            message: format!(
+                "{program}: the run failed ({}): {ranks} in {}; work directory kept: {}",
+                run::describe(&r.status),
+                out_dir.display(),
+                work.display()
+            ),
+            output_tail: r.tail,
+        }
+        .into());
+    }
+    if let Err(e) = crate::trace::validate_dir(&out_dir, opts.ranks) {
+        warnings.push(format!("the traces do not validate: {e}"));
+    }
+    Ok(TraceOutcome {
+        dir: out_dir,
+        meta,
+        blocks: model.blocks.len(),
+        warnings: Vec::new(),
+    })
+}

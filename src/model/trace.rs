@@ -26,6 +26,10 @@ pub enum Compute {
     /// Executions of program blocks: (block id, count). The estimator turns them into seconds with
     /// a machine table; replay needs a table of seconds per block execution to run them.
     Blocks(Vec<(u32, u64)>),
+    /// Executions of program blocks (possibly none) and the burst's measured wall time on the
+    /// traced host (`compute blocks 3x100 time=1.2e-4`, from `mpicast trace --time-blocks`).
+    /// Replay uses `seconds` when it has no block table, the table otherwise.
+    TimedBlocks { blocks: Vec<(u32, u64)>, seconds: f64 },
 }
 
 /// A message's source or destination, as a rank of the action's communicator.
@@ -311,4 +315,89 @@ pub struct TimelineEvent {
     pub kind: String,
     pub start_s: f64,
     pub end_s: f64,
+}
+
+/// What `mpicast trace` ran to produce a trace directory (`meta.json` next to the rank files and
+/// the program's `analysis.json`, whose `blocks` indices are the ids in `compute blocks` lines).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceMeta {
+    /// The program's name (the source file's stem, or the source directory's name).
+    pub program: String,
+    /// The source files or directory given, as given.
+    pub source: String,
+    /// The program's arguments.
+    pub args: Vec<String>,
+    pub ranks: u32,
+    /// The build command run on the instrumented copy.
+    pub build: String,
+    /// The launch command (mpirun ... -np N program args).
+    pub launch: Vec<String>,
+    /// Every block counted (`--all-blocks`), or only those the analysis could not count.
+    pub all_blocks: bool,
+    /// Bursts carry their measured duration (`time=`).
+    pub time_blocks: bool,
+    /// Indices (into the analysis' `blocks`) of the blocks that have a trace point.
+    pub counted_blocks: Vec<u32>,
+    /// Blocks that should have had a trace point but could not get one, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncounted_blocks: Vec<UncountedBlock>,
+    /// Set when only some iterations of the time-step loop ran (`--sample-iterations`): the trace
+    /// holds `sampled_iterations` of `trip_count` iterations and is meant to be extrapolated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+    /// Every rank reached MPI_Finalize.
+    pub complete: bool,
+    pub rank_traces: Vec<RankTrace>,
+    /// mpirun's exit status (None: killed by a signal).
+    pub exit_status: Option<i32>,
+    /// Wall-clock seconds of the instrumented mpirun.
+    pub instrumented_wall_s: f64,
+    /// Wall-clock seconds of the same program built without instrumentation, same arguments,
+    /// when measured (`--compare-plain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_wall_s: Option<f64>,
+    /// The work directory, when it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_dir: Option<String>,
+}
+
+impl Artifact for TraceMeta {
+    const SCHEMA: &'static str = "mpicast/tracemeta";
+    const VERSION: u32 = 1;
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UncountedBlock {
+    pub block: u32,
+    pub id: String,
+    pub reason: String,
+}
+
+/// The outermost time-step loop of main, cut short.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Sampling {
+    /// Index of the loop in the analysis' `blocks`.
+    pub block: u32,
+    /// Its stable id (`file:line:column:loop`).
+    pub block_id: String,
+    /// Iterations the full run would make (from the analysis, with the program's arguments).
+    pub trip_count: u64,
+    /// Iterations that ran.
+    pub sampled_iterations: u64,
+}
+
+/// One rank's trace file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankTrace {
+    pub rank: u32,
+    /// False when the rank did not reach MPI_Finalize (crashed, killed, aborted, exited early):
+    /// its file holds what it wrote before, and ends with an `# incomplete` comment.
+    pub complete: bool,
+    pub bytes: u64,
+    /// MPI events recorded (when the rank wrote its statistics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+    /// Estimated cost of the clock reads of `--time-blocks`, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_overhead_s: Option<f64>,
 }

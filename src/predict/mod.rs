@@ -89,6 +89,7 @@ impl WhatIf {
     }
 }
 
+#[derive(Clone)]
 pub struct Options {
     pub ranks: u32,
     /// Parameter values (program arguments, -D, defaults), rank and size excluded.
@@ -364,6 +365,139 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
     }
     let costs = Costs::from_table(&opts.machine, opts.variant);
     let sk = skeletons(model, opts, &costs).map_err(anyhow::Error::new)?;
+    finish(model, opts, &costs, sk, "static", t0)
+}
+
+/// The trace path: an instrumented run's block counts (every block counted: `mpicast trace
+/// --all-blocks`) costed by formula (1), or its measured burst times (`--time-blocks`) when
+/// `measured` is set, then the same replay and attribution as the static path.
+pub fn predict_trace(dir: &Path, opts: &Options, measured: bool, allow_incomplete: bool) -> Result<(ProgramModel, Prediction)> {
+    use crate::model::trace::{Compute, TraceMeta};
+    let t0 = Instant::now();
+    let model: ProgramModel = crate::model::read_artifact(&dir.join("analysis.json"))
+        .with_context(|| format!("{}: not a trace directory from mpicast trace", dir.display()))?;
+    let meta: Option<TraceMeta> = match dir.join("meta.json") {
+        p if p.is_file() => Some(crate::model::read_artifact(&p)?),
+        _ => None,
+    };
+    let ranks = crate::trace::discover(dir)?;
+    if ranks != opts.ranks {
+        bail!(
+            "{}: the traces are of {ranks} ranks, -n asks for {}: predicting other rank counts from a trace needs trace scaling",
+            dir.display(),
+            opts.ranks
+        );
+    }
+    let mut assumptions = opts.assumptions.clone();
+    if let Some(m) = &meta {
+        if !m.complete && !allow_incomplete {
+            let bad: Vec<String> = m.rank_traces.iter().filter(|r| !r.complete).map(|r| r.rank.to_string()).collect();
+            bail!(
+                "{}: incomplete trace (rank {} did not reach MPI_Finalize); --allow-incomplete predicts from what was recorded",
+                dir.display(),
+                bad.join(", ")
+            );
+        }
+        if !m.complete {
+            assumptions.push("prediction from an incomplete trace".into());
+        }
+        if !m.all_blocks && !measured {
+            bail!(
+                "{}: only the blocks the analysis could not count have trace points; trace with --all-blocks (or --time-blocks and predict with --measured)",
+                dir.display()
+            );
+        }
+        if measured && !m.time_blocks {
+            bail!("{}: --measured needs a trace taken with --time-blocks", dir.display());
+        }
+        if let Some(s) = &m.sampling {
+            assumptions.push(format!(
+                "{}: {} of {} iterations traced; compute and messages of the loop extrapolated",
+                s.block_id, s.sampled_iterations, s.trip_count
+            ));
+        }
+    }
+    crate::trace::validate_dir(dir, ranks).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let costs = Costs::from_table(&opts.machine, opts.variant);
+    let out = tempfile::Builder::new().prefix("mpicast-costed").tempdir().context("cannot create a temporary directory")?;
+    let factor = opts.what_if.compute_factor();
+    let nb = model.blocks.len();
+    let mut execs = vec![0.0; nb];
+    let mut compute = Vec::with_capacity(ranks as usize);
+    let base_env: HashMap<String, f64> = opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    for r in 0..ranks {
+        let mut env = base_env.clone();
+        env.insert("rank".into(), r as f64);
+        env.insert("size".into(), ranks as f64);
+        let secs = [&costs.nominal, &costs.low, &costs.high].map(|t| block_seconds(&model, t, &env));
+        let path = crate::trace::rank_file(dir, r);
+        let mut rd = crate::trace::TraceReader::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut w = TraceWriter::create(out.path(), r, ranks).with_context(|| format!("{}: cannot write", out.path().display()))?;
+        let mut row = [0.0; 3];
+        let mut pending = 0.0;
+        let cost = |blocks: &[(u32, u64)], execs: &mut [f64], row: &mut [f64; 3]| -> Result<f64> {
+            let mut s = [0.0; 3];
+            for (b, n) in blocks {
+                let b = *b as usize;
+                if b >= nb {
+                    bail!("{}: block {b} is not in {}/analysis.json ({nb} blocks)", path.display(), dir.display());
+                }
+                execs[b] += *n as f64;
+                for k in 0..3 {
+                    s[k] += secs[k][b] * *n as f64;
+                }
+            }
+            for k in 0..3 {
+                row[k] += s[k] * factor;
+            }
+            Ok(s[0] * factor)
+        };
+        while let Some((a, _)) = rd.next_action().map_err(|e| anyhow::anyhow!("{e}"))? {
+            match a {
+                TraceAction::Compute { compute: Compute::Blocks(b) } => pending += cost(&b, &mut execs, &mut row)?,
+                TraceAction::Compute { compute: Compute::TimedBlocks { blocks, seconds } } => {
+                    let modelled = cost(&blocks, &mut execs, &mut row)?;
+                    if measured {
+                        // Block benchmarking: the time measured on the traced host, scaled by
+                        // the what-if factor; the table's spread does not apply.
+                        let m = seconds * factor;
+                        for x in row.iter_mut() {
+                            *x += m - modelled;
+                        }
+                        pending += m;
+                    } else {
+                        pending += modelled;
+                    }
+                }
+                TraceAction::Compute { compute: Compute::Seconds(s) } => {
+                    let s = s * factor;
+                    row.iter_mut().for_each(|x| *x += s);
+                    pending += s;
+                }
+                other => {
+                    if pending > 0.0 {
+                        w.action(&skeleton::compute_action(std::mem::take(&mut pending)))?;
+                    }
+                    w.action(&other)?;
+                }
+            }
+        }
+        if pending > 0.0 {
+            w.action(&skeleton::compute_action(pending))?;
+        }
+        w.finish()?;
+        compute.push(row);
+    }
+    let sk = Skeletons { dir: out, execs, compute, assumptions: Vec::new() };
+    let mut o = Options { assumptions, ..opts.clone() };
+    o.ranks = ranks;
+    let mut p = finish(&model, &o, &costs, sk, if measured { "trace (measured bursts)" } else { "trace" }, t0)?;
+    p.args = meta.map(|m| m.args).unwrap_or_default();
+    Ok((model, p))
+}
+
+/// Replay of costed per-rank traces, then the prediction with its attribution.
+fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mode: &str, t0: Instant) -> Result<Prediction> {
     if let Some(d) = &opts.save_traces {
         std::fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
         for r in 0..opts.ranks {
@@ -402,7 +536,7 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
         args: opts.args.clone(),
         ranks: opts.ranks,
         bindings: opts.bindings.clone(),
-        mode: "static".into(),
+        mode: mode.into(),
         platform: opts.platform.display().to_string(),
         machine: machine_ref(&opts.machine, &opts.machine_path),
         costs: if opts.variant == Variant::Fitted { "fitted".into() } else { "raw".into() },

@@ -520,6 +520,17 @@ impl Rank {
                         }
                         s * self.speed
                     }
+                    Compute::TimedBlocks { seconds, .. } if self.opts.block_seconds.is_empty() => seconds * self.speed,
+                    Compute::TimedBlocks { blocks, .. } => {
+                        let mut s = 0.0;
+                        for (id, n) in blocks {
+                            let per = self.opts.block_seconds.get(id).ok_or_else(|| {
+                                Stop(format!("compute blocks: no time for block {id} in the block table"))
+                            })?;
+                            s += per * *n as f64;
+                        }
+                        s * self.speed
+                    }
                 };
                 self.flops(flops);
             }

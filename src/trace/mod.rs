@@ -77,6 +77,9 @@ fn tag_sel(s: &str) -> Result<Tag, String> {
     }
 }
 
+/// Count and rank lists hold one entry per rank of a communicator: at most this many.
+const MAX_LIST_LEN: usize = 1 << 24;
+
 /// `1024x3,2048` -> [1024, 1024, 1024, 2048]
 pub fn parse_counts(s: &str) -> Result<Counts, String> {
     let mut out = Vec::new();
@@ -85,12 +88,15 @@ pub fn parse_counts(s: &str) -> Result<Counts, String> {
             Some((v, n)) => {
                 let v: u64 = num(v, "count")?;
                 let n: usize = num(n, "repetition")?;
-                if n > 1 << 24 {
-                    return Err(format!("repetition {n} too large"));
+                if n > MAX_LIST_LEN - out.len().min(MAX_LIST_LEN) {
+                    return Err(format!("count list longer than {MAX_LIST_LEN} entries"));
                 }
                 out.extend(std::iter::repeat(v).take(n));
             }
             None => out.push(num(part, "count")?),
+        }
+        if out.len() > MAX_LIST_LEN {
+            return Err(format!("count list longer than {MAX_LIST_LEN} entries"));
         }
     }
     Ok(out)
@@ -104,12 +110,15 @@ fn parse_ranks(s: &str) -> Result<Vec<u32>, String> {
             Some((a, b)) => {
                 let a: u32 = num(a, "rank")?;
                 let b: u32 = num(b, "rank")?;
-                if b < a || b - a > 1 << 24 {
+                if b < a || (b - a) as usize >= MAX_LIST_LEN - out.len().min(MAX_LIST_LEN) {
                     return Err(format!("bad rank range {part:?}"));
                 }
                 out.extend(a..=b);
             }
             None => out.push(num(part, "rank")?),
+        }
+        if out.len() > MAX_LIST_LEN {
+            return Err(format!("rank list longer than {MAX_LIST_LEN} entries"));
         }
     }
     Ok(out)
@@ -184,13 +193,21 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
     let a = match op {
         "compute" => {
             if p.first() == Some(&"blocks") {
-                w.check(2, usize::MAX, &[], "compute blocks ID xCOUNT ...")?;
+                w.check(1, usize::MAX, &["time"], "compute blocks ID xCOUNT ... [time=S]")?;
                 let mut blocks = Vec::new();
                 for b in &p[1..] {
                     let (id, n) = b.split_once('x').ok_or_else(|| format!("compute blocks: {b:?} is not ID xCOUNT"))?;
                     blocks.push((num(id, "block id")?, num(n, "block count")?));
                 }
-                TraceAction::Compute { compute: Compute::Blocks(blocks) }
+                match w.opt("time") {
+                    Some(t) => TraceAction::Compute {
+                        compute: Compute::TimedBlocks { blocks, seconds: seconds(t, "time")? },
+                    },
+                    None if blocks.is_empty() => {
+                        return Err("compute blocks: expected `compute blocks ID xCOUNT ... [time=S]`".into())
+                    }
+                    None => TraceAction::Compute { compute: Compute::Blocks(blocks) },
+                }
             } else if let Some(f) = w.opt("flops") {
                 w.check(0, 0, &["flops"], "compute flops=F")?;
                 TraceAction::Compute { compute: Compute::Flops(seconds(f, "flops")?) }
@@ -428,6 +445,16 @@ pub fn format_action(a: &TraceAction) -> String {
             }
             s
         }
+        TraceAction::Compute {
+            compute: Compute::TimedBlocks { blocks, seconds },
+        } => {
+            let mut s = "compute blocks".to_string();
+            for (id, n) in blocks {
+                s.push_str(&format!(" {id}x{n}"));
+            }
+            s.push_str(&format!(" time={seconds:e}"));
+            s
+        }
         TraceAction::CommDef { id, ranks } => {
             format!(
                 "comm {id} {}",
@@ -637,6 +664,11 @@ pub struct TraceReader {
 
 /// Loop bodies are held in memory while they repeat; this bounds one body.
 const MAX_LOOP_BODY_LINES: usize = 1 << 20;
+/// Loops nest at most this deep (the reader recurses once per level).
+pub const MAX_LOOP_DEPTH: usize = 256;
+/// A rank's trace unfolds to at most this many actions (loop counts multiply): more would take
+/// the replay longer than anyone waits.
+pub const MAX_UNFOLDED_ACTIONS: u64 = 1_000_000_000_000;
 
 impl TraceReader {
     /// Opens a rank's file and reads its header line.
@@ -715,14 +747,17 @@ impl TraceReader {
     }
 
     /// Reads a loop body up to its `end` (nested loops included).
-    fn read_body(&mut self, start_line: u64, count: &mut usize) -> Result<Vec<Node>, TraceError> {
+    fn read_body(&mut self, start_line: u64, count: &mut usize, depth: usize) -> Result<Vec<Node>, TraceError> {
+        if depth > MAX_LOOP_DEPTH {
+            return Err(self.err(start_line, format!("loops nested deeper than {MAX_LOOP_DEPTH} levels")));
+        }
         let mut body = Vec::new();
         loop {
             match self.raw_line()? {
                 None => return Err(self.err(start_line, "loop without a matching `end`".into())),
                 Some((Line::End, _)) => return Ok(body),
                 Some((Line::Loop(n), l)) => {
-                    let inner = self.read_body(l, count)?;
+                    let inner = self.read_body(l, count, depth + 1)?;
                     body.push(Node::Loop(n, Rc::new(inner)));
                 }
                 Some((Line::Action(a), l)) => {
@@ -781,7 +816,7 @@ impl TraceReader {
                 }
                 Some((Line::Loop(n), l)) => {
                     let mut count = 0;
-                    let body = self.read_body(l, &mut count)?;
+                    let body = self.read_body(l, &mut count, 1)?;
                     if n > 0 && !body.is_empty() {
                         self.stack.push(Frame {
                             body: Rc::new(body),
@@ -849,10 +884,62 @@ pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
         }
         let mut comms: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
         comms.insert(COMM_WORLD, ranks);
-        while let Some((a, line)) = rd.next_action()? {
-            if let Err(msg) = check_action(&a, ranks, &mut comms, r) {
-                return Err(rd.err(line, msg));
+        // Each line is checked once, loops are not unfolded (a loop body's checks do not change
+        // from one iteration to the next): time does not grow with the loop counts.
+        // loops: (line of `loop`, actions per execution of the enclosing body so far); the
+        // count of unfolded actions multiplies along the nesting.
+        let mut loops: Vec<(u64, u64, u64)> = Vec::new(); // (line, count, actions in body)
+        let mut top: u64 = 0;
+        let mut in_outer = 0usize;
+        while let Some((l, line)) = rd.raw_line()? {
+            match l {
+                Line::Action(a) => {
+                    if let Err(msg) = check_action(&a, ranks, &mut comms, r) {
+                        return Err(rd.err(line, msg));
+                    }
+                    match loops.last_mut() {
+                        Some(f) => f.2 = f.2.saturating_add(1),
+                        None => top = top.saturating_add(1),
+                    }
+                    if let Some(&(outer, _, _)) = loops.first() {
+                        // The reader holds a whole outermost loop in memory.
+                        in_outer += 1;
+                        if in_outer > MAX_LOOP_BODY_LINES {
+                            return Err(rd.err(outer, format!("loop body longer than {MAX_LOOP_BODY_LINES} lines")));
+                        }
+                    }
+                }
+                Line::Loop(n) => {
+                    if loops.is_empty() {
+                        in_outer = 0;
+                    }
+                    if loops.len() >= MAX_LOOP_DEPTH {
+                        return Err(rd.err(line, format!("loops nested deeper than {MAX_LOOP_DEPTH} levels")));
+                    }
+                    loops.push((line, n, 0));
+                }
+                Line::End => {
+                    let Some((_, n, body)) = loops.pop() else {
+                        return Err(rd.err(line, "`end` without a matching `loop`".into()));
+                    };
+                    let unfolded = n.saturating_mul(body);
+                    match loops.last_mut() {
+                        Some(f) => f.2 = f.2.saturating_add(unfolded),
+                        None => top = top.saturating_add(unfolded),
+                    }
+                }
             }
+            if top > MAX_UNFOLDED_ACTIONS {
+                return Err(rd.err(
+                    line,
+                    format!(
+                        "the trace unfolds to more than {MAX_UNFOLDED_ACTIONS} actions (loop counts multiply): too long to replay"
+                    ),
+                ));
+            }
+        }
+        if let Some((line, _, _)) = loops.last() {
+            return Err(rd.err(*line, "loop without a matching `end`".into()));
         }
     }
     Ok(())

@@ -90,6 +90,7 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
                 let flops = match compute {
                     Compute::Seconds(s) => s * speed,
                     Compute::Flops(f) => *f,
+                    Compute::TimedBlocks { seconds, .. } => seconds * speed,
                     Compute::Blocks(_) => {
                         return Err(bad("block counts (estimate them into seconds first)"))
                     }
