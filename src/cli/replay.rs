@@ -66,10 +66,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !platform.is_file() {
         bail!("{}: no such platform file", platform.display());
     }
+    let platform_hosts = crate::network::platform::platform_hosts(&platform)?;
     let mapping = match &args.mapping {
-        Some(p) => Mapping::Hosts {
-            hosts: crate::sim::replay::read_mapping_file(p)?,
-        },
+        Some(p) => {
+            let hosts = crate::sim::replay::read_mapping_file(p)?;
+            let ranks = crate::trace::discover(&dir)?;
+            check_mapping(p, &hosts, ranks, &platform, &platform_hosts)?;
+            Mapping::Hosts { hosts }
+        }
         None => match args.placement {
             Placement::RoundRobin => Mapping::RoundRobin,
             Placement::Block => Mapping::Block,
@@ -96,12 +100,63 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.cfg.clone(),
         options,
     )
-    .with_context(|| dir.display().to_string())?;
+    .with_context(|| dir.display().to_string())
+    .map_err(|e| {
+        // SimGrid aborts its process on what check_platform does not catch (and says little).
+        if crate::cli::one_line(&e).contains("(signal: 6 (SIGABRT))") {
+            e.context(format!(
+                "SimGrid aborted while loading or simulating {}: check the platform file",
+                platform.display()
+            ))
+        } else {
+            e
+        }
+    })?;
     print!("{}", render(&result));
     if let Some(j) = &args.json {
         crate::model::write_artifact(j, &result)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A mapping file names one host of the platform per rank: the count and every name are checked
+/// here, so that the error names the mapping file and its line.
+fn check_mapping(
+    path: &Path,
+    hosts: &[String],
+    ranks: u32,
+    platform: &Path,
+    declared: &crate::network::platform::PlatformHosts,
+) -> Result<()> {
+    if hosts.len() != ranks as usize {
+        bail!(
+            "{}: names {} host{} for {ranks} ranks (one host name per line, one line per rank in rank order)",
+            path.display(),
+            hosts.len(),
+            if hosts.len() == 1 { "" } else { "s" }
+        );
+    }
+    for (r, h) in hosts.iter().enumerate() {
+        if !declared.contains(h) {
+            // The line of the r-th name (blank and comment lines do not count).
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let line = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.split('#').next().unwrap_or("").trim().is_empty())
+                .nth(r)
+                .map_or(0, |(i, _)| i + 1);
+            let some = declared.examples(6);
+            let more = if declared.count() > some.len() as u64 { ", ..." } else { "" };
+            bail!(
+                "{}:{line}: rank {r}: no host named {h:?} in {} (its hosts: {}{more})",
+                path.display(),
+                platform.display(),
+                some.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// SimGrid's own eager/rendezvous switch, when the user sets it with --cfg.

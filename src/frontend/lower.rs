@@ -13,13 +13,24 @@ pub enum Lang {
     Cpp,
 }
 
-/// Deeper nesting than this is not lowered (hostile input; the rest of the file still is).
-const MAX_DEPTH: usize = 400;
+/// Deeper nesting than this is not lowered (hostile input; the rest of the file still is): the
+/// subtree becomes an empty statement or an unknown expression with a diagnostic, so that the
+/// recursive walks here and in analyze stay within a thread's stack.
+const MAX_DEPTH: usize = 256;
+/// Calls nested inside call arguments deeper than this keep their name but lose their
+/// arguments (analyze's call evaluation costs twice as much per level of such nesting).
+const MAX_CALL_NESTING: usize = 8;
+
+fn too_deep() -> String {
+    format!("nesting deeper than {MAX_DEPTH} levels: not analysed")
+}
 
 struct Lower<'a> {
     src: &'a [u8],
     unit: Unit,
     error_lines: Vec<u32>,
+    /// Calls enclosing the expression being lowered.
+    call_depth: usize,
 }
 
 fn parser_for(lang: Lang) -> Option<Parser> {
@@ -42,7 +53,7 @@ pub fn lower_file(file: &str, text: &str, lang: Lang) -> Unit {
         unit.diags.push(LowerDiag { line: 0, message: "the parser gave up on this file".into() });
         return unit;
     };
-    let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new() };
+    let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new(), call_depth: 0 };
     let root = tree.root_node();
     l.top_items(root, 0);
     l.collect_errors(root);
@@ -64,7 +75,7 @@ pub fn parse_expression(text: &str) -> Option<CExpr> {
     if tree.root_node().has_error() {
         return None;
     }
-    let mut l = Lower { src: wrapped.as_bytes(), unit: Unit::default(), error_lines: Vec::new() };
+    let mut l = Lower { src: wrapped.as_bytes(), unit: Unit::default(), error_lines: Vec::new(), call_depth: 0 };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
 }
@@ -118,7 +129,7 @@ impl<'a> Lower<'a> {
 
     fn top_items(&mut self, n: Node<'a>, depth: usize) {
         if depth > MAX_DEPTH {
-            self.diag(n, "nesting too deep; the rest of this construct is skipped".into());
+            self.diag(n, too_deep());
             return;
         }
         for c in self.named_children(n) {
@@ -129,6 +140,10 @@ impl<'a> Lower<'a> {
     /// The children of a preprocessor conditional, without its #else/#elif arm: both arms are
     /// visible to tree-sitter; the first is taken.
     fn top_items_no_alternative(&mut self, n: Node<'a>, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.diag(n, too_deep());
+            return;
+        }
         let alt = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| a.id());
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.named_children(&mut cursor).filter(|c| Some(c.id()) != alt).collect();
@@ -152,12 +167,14 @@ impl<'a> Lower<'a> {
             k::TYPE_DEFINITION => self.typedef(c),
             k::PREPROC_DEF => self.define(c),
             k::PREPROC_IF | k::PREPROC_IFDEF => self.top_items_no_alternative(c, depth + 1),
-            k::LINKAGE_SPECIFICATION | k::DECLARATION_LIST | k::NAMESPACE_DEFINITION => {
-                self.top_items(c, depth + 1);
-                if let Some(b) = c.child_by_field_name(k::F_BODY) {
-                    self.top_items(b, depth + 1);
-                }
-            }
+            // The body once (a declaration list, or one declaration or function): visiting both
+            // the node's children and its body doubled the work at every nesting level.
+            k::LINKAGE_SPECIFICATION | k::NAMESPACE_DEFINITION => match c.child_by_field_name(k::F_BODY) {
+                Some(b) if depth <= MAX_DEPTH => self.top_item(b, depth + 1),
+                Some(_) => self.diag(c, too_deep()),
+                None => self.top_items(c, depth + 1),
+            },
+            k::DECLARATION_LIST => self.top_items(c, depth + 1),
             k::STRUCT_SPECIFIER | k::UNION_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
             _ => {}
         }
@@ -377,7 +394,7 @@ impl<'a> Lower<'a> {
     fn stmt(&mut self, n: Node<'a>, depth: usize) -> Stmt {
         let sp = span(n);
         if depth > MAX_DEPTH {
-            self.diag(n, "nesting too deep; the statements inside are not analysed".into());
+            self.diag(n, too_deep());
             return Stmt::Empty(sp);
         }
         let d = depth + 1;
@@ -528,7 +545,7 @@ impl<'a> Lower<'a> {
 
     fn expr(&mut self, n: Node<'a>, depth: usize) -> CExpr {
         if depth > MAX_DEPTH {
-            self.diag(n, "expression nested too deeply; not analysed".into());
+            self.diag(n, too_deep());
             return CExpr::Unknown("(too deep)".into());
         }
         let d = depth + 1;
@@ -587,10 +604,21 @@ impl<'a> Lower<'a> {
                 let func = n.child_by_field_name(k::F_FUNCTION).map(|f| self.text(f)).unwrap_or_default();
                 let mut args = Vec::new();
                 if let Some(al) = n.child_by_field_name(k::F_ARGUMENTS) {
-                    for a in self.named_children(al) {
-                        if a.kind() != "comment" {
-                            args.push(self.expr(a, d));
+                    if self.call_depth >= MAX_CALL_NESTING {
+                        self.diag(n, format!("calls nested deeper than {MAX_CALL_NESTING} levels: arguments not analysed"));
+                        for a in self.named_children(al) {
+                            if a.kind() != "comment" {
+                                args.push(CExpr::Unknown("(too deep)".into()));
+                            }
                         }
+                    } else {
+                        self.call_depth += 1;
+                        for a in self.named_children(al) {
+                            if a.kind() != "comment" {
+                                args.push(self.expr(a, d));
+                            }
+                        }
+                        self.call_depth -= 1;
                     }
                 }
                 CExpr::Call { func, args, line: line(n) }

@@ -204,6 +204,9 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     let clock = measure::Stopwatch::start();
     let host = sysinfo::host_info();
     let version = kernels::compiler_version(&opts.cc)?;
+    // One MTC at a time per cache: the kernels are built once, and two measurements at once
+    // would each slow the other down.
+    let _lock = crate::model::CacheLock::acquire(&cache_root(), "mtc")?;
     let exe = kernels::build(&opts.cc, &opts.cflags, &version, &cache_root())?;
     let mut driver = driver::Driver::start(&exe)?;
     let known = driver.list()?;

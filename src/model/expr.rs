@@ -18,6 +18,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 // ---- Rationals --------------------------------------------------------------------------------
 
 /// An exact rational number, always normalised (gcd 1, positive denominator).
+///
+/// Arithmetic that would overflow i128 does not panic: the result is rounded to a rational with
+/// denominator 2^40, and magnitudes saturate at 2^120 (about 1.3e36: no count of a real program
+/// gets near it; hostile input, such as 10,000 nested loops, does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rat {
     num: i128,
@@ -25,25 +29,55 @@ pub struct Rat {
 }
 
 fn gcd(a: i128, b: i128) -> i128 {
-    let (mut a, mut b) = (a.abs(), b.abs());
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
     while b != 0 {
         (a, b) = (b, a % b);
     }
-    a
+    // Only gcd(i128::MIN, 0) does not fit; Rat never holds i128::MIN.
+    i128::try_from(a).unwrap_or(i128::MAX)
 }
+
+/// Where overflowing arithmetic saturates.
+const SATURATE: i128 = 1 << 120;
 
 impl Rat {
     pub const ZERO: Rat = Rat { num: 0, den: 1 };
     pub const ONE: Rat = Rat { num: 1, den: 1 };
 
+    /// `num / den`; a zero denominator gives the saturated value of num's sign (never a panic).
     pub fn new(num: i128, den: i128) -> Rat {
-        assert!(den != 0, "zero denominator");
+        Rat::checked(num, den).unwrap_or_else(|| {
+            if den == 0 {
+                Rat::approx(if num < 0 { f64::NEG_INFINITY } else { f64::INFINITY })
+            } else {
+                Rat::approx(num as f64 / den as f64)
+            }
+        })
+    }
+    fn checked(num: i128, den: i128) -> Option<Rat> {
+        if den == 0 || num == i128::MIN || den == i128::MIN {
+            return None;
+        }
         let g = gcd(num, den).max(1);
         let s = if den < 0 { -1 } else { 1 };
-        Rat { num: s * num / g, den: s * den / g }
+        Some(Rat { num: s * num / g, den: s * den / g })
+    }
+    /// The nearest multiple of 2^-40, saturated at +-2^120 (NaN gives 0).
+    fn approx(v: f64) -> Rat {
+        const SCALE: i128 = 1 << 40;
+        let limit = SATURATE as f64;
+        if v.is_nan() {
+            Rat::ZERO
+        } else if v.abs() >= limit {
+            Rat { num: if v > 0.0 { SATURATE } else { -SATURATE }, den: 1 }
+        } else if v.abs() >= (1u64 << 60) as f64 {
+            Rat { num: v.round() as i128, den: 1 }
+        } else {
+            Rat::checked((v * SCALE as f64).round() as i128, SCALE).unwrap_or(Rat::ZERO)
+        }
     }
     pub fn int(n: i128) -> Rat {
-        Rat { num: n, den: 1 }
+        Rat { num: n.max(-i128::MAX), den: 1 }
     }
     pub fn num(self) -> i128 {
         self.num
@@ -62,13 +96,19 @@ impl Rat {
     }
     pub fn add(self, o: Rat) -> Rat {
         let g = gcd(self.den, o.den).max(1);
-        let l = self.den / g * o.den;
-        Rat::new(self.num * (l / self.den) + o.num * (l / o.den), l)
+        let exact = || {
+            let l = (self.den / g).checked_mul(o.den)?;
+            let a = self.num.checked_mul(l / self.den)?;
+            let b = o.num.checked_mul(l / o.den)?;
+            Rat::checked(a.checked_add(b)?, l)
+        };
+        exact().unwrap_or_else(|| Rat::approx(self.to_f64() + o.to_f64()))
     }
     pub fn mul(self, o: Rat) -> Rat {
         let g1 = gcd(self.num, o.den).max(1);
         let g2 = gcd(o.num, self.den).max(1);
-        Rat::new((self.num / g1) * (o.num / g2), (self.den / g2) * (o.den / g1))
+        let exact = || Rat::checked((self.num / g1).checked_mul(o.num / g2)?, (self.den / g2).checked_mul(o.den / g1)?);
+        exact().unwrap_or_else(|| Rat::approx(self.to_f64() * o.to_f64()))
     }
     pub fn neg(self) -> Rat {
         Rat { num: -self.num, den: self.den }
@@ -95,7 +135,8 @@ pub struct Poly {
 fn mono_mul(a: &Mono, b: &Mono) -> Mono {
     let mut m: BTreeMap<String, u32> = a.iter().cloned().collect();
     for (v, e) in b {
-        *m.entry(v.clone()).or_insert(0) += e;
+        let x = m.entry(v.clone()).or_insert(0);
+        *x = x.saturating_add(*e);
     }
     m.into_iter().collect()
 }
@@ -153,15 +194,16 @@ impl Poly {
         Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.mul(k))).collect() }
     }
     pub fn mul(&self, o: &Poly) -> Poly {
-        let mut out = Poly::default();
+        // One map, updated in place: linear in the number of term pairs.
+        let mut terms: BTreeMap<Mono, Rat> = BTreeMap::new();
         for (m1, c1) in &self.terms {
             for (m2, c2) in &o.terms {
-                let mut t = BTreeMap::new();
-                t.insert(mono_mul(m1, m2), c1.mul(*c2));
-                out = out.add(&Poly { terms: t });
+                let e = terms.entry(mono_mul(m1, m2)).or_insert(Rat::ZERO);
+                *e = e.add(c1.mul(*c2));
             }
         }
-        out
+        terms.retain(|_, c| !c.is_zero());
+        Poly { terms }
     }
     pub fn pow(&self, e: u32) -> Poly {
         let mut out = Poly::int(1);
@@ -203,13 +245,24 @@ impl Poly {
     pub fn eval(&self, env: &dyn Fn(&str) -> Option<f64>) -> Result<f64, String> {
         // Sum integer numerators over a common denominator, divide once: exact for integer
         // arguments while the numbers stay below 2^53.
-        let d = self.terms.values().fold(1i128, |acc, c| acc / gcd(acc, c.den()).max(1) * c.den());
+        let Some(d) = common_denominator(self.terms.values()) else {
+            // Denominators too large for one common denominator: term by term.
+            let mut total = 0.0;
+            for (m, c) in &self.terms {
+                let mut t = c.to_f64();
+                for (v, e) in m {
+                    t *= env(v).ok_or_else(|| v.clone())?.powi((*e).min(i32::MAX as u32) as i32);
+                }
+                total += t;
+            }
+            return Ok(total);
+        };
         let mut total = 0.0;
         for (m, c) in &self.terms {
             let mut t = c.mul(Rat::int(d)).num() as f64;
             for (v, e) in m {
                 let x = env(v).ok_or_else(|| v.clone())?;
-                t *= x.powi(*e as i32);
+                t *= x.powi((*e).min(i32::MAX as u32) as i32);
             }
             total += t;
         }
@@ -219,6 +272,15 @@ impl Poly {
     pub fn has_integer_coefficients(&self) -> bool {
         self.terms.values().all(|c| c.is_int())
     }
+}
+
+/// The least common multiple of the denominators, when it fits in an i128.
+fn common_denominator<'a>(coefficients: impl Iterator<Item = &'a Rat>) -> Option<i128> {
+    let mut d: i128 = 1;
+    for c in coefficients {
+        d = (d / gcd(d, c.den()).max(1)).checked_mul(c.den())?;
+    }
+    Some(d)
 }
 
 /// Sum of i^k for i = 1..=x, as a polynomial in x (Faulhaber), for k <= 10.
@@ -293,6 +355,43 @@ pub enum EvalError {
 }
 
 const MAX_ENUMERATION: f64 = 5e7;
+/// Terms enumerated for one outermost sum, nested sums included (a few seconds of work).
+const MAX_NESTED_ENUMERATION: f64 = 2e8;
+
+thread_local! {
+    /// (depth of explicit sums being enumerated, terms left for the outermost one)
+    static SUM_NEST: std::cell::Cell<(usize, f64)> = const { std::cell::Cell::new((0, 0.0)) };
+}
+
+/// Counts the terms an evaluation enumerates across nested sums (left on drop, errors included).
+struct SumNest;
+
+impl SumNest {
+    fn enter() -> SumNest {
+        SUM_NEST.with(|c| {
+            let (depth, left) = c.get();
+            c.set((depth + 1, if depth == 0 { MAX_NESTED_ENUMERATION } else { left }));
+        });
+        SumNest
+    }
+    /// Takes `n` terms from the budget; false when it is spent.
+    fn spend(n: f64) -> bool {
+        SUM_NEST.with(|c| {
+            let (depth, left) = c.get();
+            c.set((depth, left - n));
+            left - n >= 0.0
+        })
+    }
+}
+
+impl Drop for SumNest {
+    fn drop(&mut self) {
+        SUM_NEST.with(|c| {
+            let (depth, left) = c.get();
+            c.set((depth.saturating_sub(1), left));
+        });
+    }
+}
 
 impl Expr {
     pub fn int(n: i128) -> Expr {
@@ -574,25 +673,28 @@ impl Expr {
             }
             Expr::Sum { var, lo, hi, body } => {
                 let (lo, hi) = (ev(lo)?.round(), ev(hi)?.round());
-                if hi < lo {
+                if hi < lo || lo.is_nan() || hi.is_nan() {
                     return Ok(0.0);
                 }
-                if hi - lo + 1.0 > MAX_ENUMERATION {
+                let n = hi - lo + 1.0;
+                // Nested sums multiply: one budget of MAX_NESTED_ENUMERATION terms for the
+                // outermost sum and everything inside it.
+                let _nest = SumNest::enter();
+                if n > MAX_ENUMERATION || !SumNest::spend(n) {
                     return Err(EvalError::TooLarge(var.clone()));
                 }
                 let mut total = 0.0;
-                let mut i = lo;
-                while i <= hi {
+                for k in 0..n as u64 {
+                    let i = lo + k as f64;
                     let inner = |name: &str| if name == var { Some(i) } else { env(name) };
                     total += body.eval(&inner)?;
-                    i += 1.0;
                 }
                 total
             }
             Expr::LogCount { start, bound, factor } => {
                 let (mut x, b) = (ev(start)?, ev(bound)?);
                 let mut n = 0.0;
-                if x <= 0.0 {
+                if x <= 0.0 || *factor < 2 || x.is_nan() {
                     return Err(EvalError::DivByZero(self.to_string()));
                 }
                 while x < b {
@@ -761,9 +863,22 @@ fn fmt_poly(p: &Poly, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         return f.write_str("0");
     }
     // Common denominator: print (integer polynomial)/d.
-    let d = p.terms().fold(1i128, |acc, (_, c)| acc / gcd(acc, c.den()).max(1) * c.den());
+    let Some(d) = common_denominator(p.terms().map(|(_, c)| c)) else {
+        // No common denominator fits: each term as c/d*vars (read back the same way).
+        f.write_str("(")?;
+        for (i, (m, c)) in p.terms().enumerate() {
+            let sign = if i == 0 { "" } else { " + " };
+            let vars: String = m.iter().map(|(v, e)| if *e == 1 { format!("*{v}") } else { format!("*{v}^{e}") }).collect();
+            if c.num() < 0 {
+                write!(f, "{sign}-({}/{}){vars}", -c.num(), c.den())?;
+            } else {
+                write!(f, "{sign}({}/{}){vars}", c.num(), c.den())?;
+            }
+        }
+        return f.write_str(")");
+    };
     let mut terms: Vec<(&Mono, i128)> = p.terms().map(|(m, c)| (m, c.mul(Rat::int(d)).num())).collect();
-    terms.sort_by_key(|(m, _)| std::cmp::Reverse(m.iter().map(|(_, e)| *e).sum::<u32>()));
+    terms.sort_by_key(|(m, _)| std::cmp::Reverse(m.iter().map(|(_, e)| u64::from(*e)).sum::<u64>()));
     let mut s = String::new();
     for (i, (m, c)) in terms.iter().enumerate() {
         let (sign, mag) = if *c < 0 { ("-", -c) } else { ("+", *c) };
@@ -848,7 +963,16 @@ struct Parser<'a> {
     text: &'a str,
     toks: Vec<(usize, Tok)>,
     i: usize,
+    /// Nesting of parentheses, calls and unary minus (the parser recurses once per level).
+    depth: usize,
 }
+
+/// Deepest nesting a formula may have.
+const MAX_PARSE_DEPTH: usize = 256;
+/// Largest exponent a formula may write.
+const MAX_EXPONENT: i128 = 1024;
+/// Most terms a polynomial written as a product may expand to.
+const MAX_EXPANDED_TERMS: usize = 100_000;
 
 impl Expr {
     /// Reads the text form written by `Display`.
@@ -881,7 +1005,7 @@ impl Expr {
                 return Err(err(i, &format!("unexpected character {c:?}")));
             }
         }
-        let mut p = Parser { text, toks, i: 0 };
+        let mut p = Parser { text, toks, i: 0, depth: 0 };
         let e = p.expr()?;
         if p.i != p.toks.len() {
             return Err(p.err("unexpected text after the formula"));
@@ -948,12 +1072,28 @@ impl Parser<'_> {
     fn fin(&self, e: PE) -> Result<Expr, ParseError> {
         e.into_expr().map_err(|w| self.err(&w))
     }
+    fn enter(&mut self) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth > MAX_PARSE_DEPTH {
+            return Err(self.err(&format!("formula nested deeper than {MAX_PARSE_DEPTH} levels")));
+        }
+        Ok(())
+    }
+    /// a * b, refused when the product of two polynomials would have too many terms.
+    fn product(&self, a: Expr, b: Expr) -> Result<Expr, ParseError> {
+        if let (Expr::Poly(x), Expr::Poly(y)) = (&a, &b) {
+            if x.terms.len().saturating_mul(y.terms.len()) > MAX_EXPANDED_TERMS {
+                return Err(self.err(&format!("the product expands to more than {MAX_EXPANDED_TERMS} terms")));
+            }
+        }
+        Ok(a.mul(b))
+    }
     fn term(&mut self) -> Result<PE, ParseError> {
         let mut acc = self.unary()?;
         loop {
             if self.eat('*') {
                 let r = self.unary()?;
-                acc = PE::E(self.fin(acc)?.mul(self.fin(r)?));
+                acc = PE::E(self.product(self.fin(acc)?, self.fin(r)?)?);
             } else if self.eat('/') {
                 let r = self.unary()?;
                 acc = PE::Div(self.fin(acc)?, self.fin(r)?);
@@ -964,26 +1104,40 @@ impl Parser<'_> {
     }
     fn unary(&mut self) -> Result<PE, ParseError> {
         if self.eat('-') {
+            self.enter()?;
             let e = self.unary()?;
+            self.depth -= 1;
             return Ok(PE::E(self.fin(e)?.neg()));
         }
         let base = self.atom()?;
         if self.eat('^') {
             let Some(Tok::Num(n)) = self.peek().cloned() else { return Err(self.err("expected an exponent")) };
+            if n > MAX_EXPONENT {
+                return Err(self.err(&format!("exponent {n} larger than {MAX_EXPONENT}")));
+            }
             self.i += 1;
             let b = self.fin(base)?;
             let Expr::Poly(p) = b else { return Err(self.err("only polynomials take exponents")) };
-            return Ok(PE::E(Expr::Poly(p.pow(n as u32))));
+            let mut out = Poly::int(1);
+            for _ in 0..n {
+                out = match self.product(Expr::Poly(out), Expr::Poly(p.clone()))? {
+                    Expr::Poly(q) => q,
+                    _ => return Err(self.err("only polynomials take exponents")),
+                };
+            }
+            return Ok(PE::E(Expr::Poly(out)));
         }
         Ok(base)
     }
     fn args(&mut self) -> Result<Vec<PE>, ParseError> {
         self.expect('(')?;
+        self.enter()?;
         let mut v = vec![self.expr()?];
         while self.eat(',') {
             v.push(self.expr()?);
         }
         self.expect(')')?;
+        self.depth -= 1;
         Ok(v)
     }
     fn atom(&mut self) -> Result<PE, ParseError> {
@@ -994,8 +1148,10 @@ impl Parser<'_> {
             }
             Some(Tok::Sym('(')) => {
                 self.i += 1;
+                self.enter()?;
                 let e = self.expr()?;
                 self.expect(')')?;
+                self.depth -= 1;
                 Ok(e)
             }
             Some(Tok::Ident(name)) => {

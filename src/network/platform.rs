@@ -678,3 +678,693 @@ pub fn host_ids(xml: &str) -> Vec<String> {
     hosts.sort_by_key(|h| h.0);
     hosts.into_iter().map(|h| h.1).collect()
 }
+
+// ---- checking a platform file before SimGrid reads it ------------------------------------------
+//
+// SimGrid aborts its process on a malformed platform without saying which file or line (its parse
+// errors are C++ exceptions that cannot cross into Rust). This light reading catches what
+// hand-edited and truncated files usually get wrong, with the file and line, before a simulation
+// starts: XML syntax (tags, quotes, nesting), the element and attribute names and required
+// attributes of SimGrid's DTD 4.1, values with units (speeds, bandwidths, latencies, cores),
+// duplicate host ids, links and route ends that are not declared, and a platform with no host.
+
+/// Element -> (required attributes, optional attributes), from SimGrid's DTD 4.1 (SimGrid 3.32).
+const PLATFORM_ELEMENTS: &[(&str, &[&str], &[&str])] = &[
+    ("platform", &[], &["version"]),
+    ("include", &["file"], &[]),
+    ("trace", &["id", "periodicity"], &["file"]),
+    ("random", &["id", "min", "max", "mean", "std_deviation"], &["seed", "radical", "generator"]),
+    ("trace_connect", &["trace", "element"], &["kind"]),
+    ("AS", &["id", "routing"], &[]),
+    ("zone", &["id", "routing"], &[]),
+    ("storage_type", &["id", "size"], &["model", "content"]),
+    ("storage", &["id", "typeId", "attach"], &["content"]),
+    ("mount", &["storageId", "name"], &[]),
+    (
+        "host",
+        &["id", "speed"],
+        &["core", "speed_file", "availability_file", "state_file", "coordinates", "pstate"],
+    ),
+    ("disk", &["read_bw", "write_bw"], &["id"]),
+    ("host_link", &["id", "up", "down"], &[]),
+    (
+        "cluster",
+        &["id", "prefix", "suffix", "radical", "speed", "bw", "lat"],
+        &[
+            "core",
+            "sharing_policy",
+            "topology",
+            "topo_parameters",
+            "bb_bw",
+            "bb_lat",
+            "bb_sharing_policy",
+            "router_id",
+            "limiter_link",
+            "loopback_bw",
+            "loopback_lat",
+        ],
+    ),
+    ("cabinet", &["id", "prefix", "suffix", "radical", "speed", "bw", "lat"], &[]),
+    (
+        "peer",
+        &["id", "speed", "bw_in", "bw_out"],
+        &["lat", "coordinates", "speed_file", "availability_file", "state_file"],
+    ),
+    ("router", &["id"], &["coordinates"]),
+    ("backbone", &["id", "bandwidth", "latency"], &[]),
+    (
+        "link",
+        &["id", "bandwidth"],
+        &["bandwidth_file", "latency", "latency_file", "state_file", "sharing_policy"],
+    ),
+    ("route", &["src", "dst"], &["symmetrical"]),
+    ("ASroute", &["src", "dst", "gw_src", "gw_dst"], &["symmetrical"]),
+    ("zoneRoute", &["src", "dst", "gw_src", "gw_dst"], &["symmetrical"]),
+    ("bypassASroute", &["src", "dst", "gw_src", "gw_dst"], &[]),
+    ("bypassZoneRoute", &["src", "dst", "gw_src", "gw_dst"], &[]),
+    ("bypassRoute", &["src", "dst"], &[]),
+    ("link_ctn", &["id"], &["direction"]),
+    ("process", &["host", "function"], &["start_time", "kill_time", "on_failure"]),
+    ("actor", &["host", "function"], &["start_time", "kill_time", "on_failure"]),
+    ("argument", &["value"], &[]),
+    ("config", &[], &["id"]),
+    ("prop", &["id", "value"], &[]),
+    ("model_prop", &["id", "value"], &[]),
+];
+
+/// The hosts a platform file declares: by name (`<host>`, `<peer>`) or as a cluster's or
+/// cabinet's prefix + number + suffix for each number of its radical.
+#[derive(Debug, Clone, Default)]
+pub struct PlatformHosts {
+    names: Vec<String>,
+    /// (prefix, suffix, inclusive number ranges)
+    ranges: Vec<(String, String, Vec<(u64, u64)>)>,
+}
+
+impl PlatformHosts {
+    /// How many hosts the platform has.
+    pub fn count(&self) -> u64 {
+        let ranged: u64 = self
+            .ranges
+            .iter()
+            .flat_map(|(_, _, r)| r.iter().map(|(a, b)| b - a + 1))
+            .fold(0u64, u64::saturating_add);
+        (self.names.len() as u64).saturating_add(ranged)
+    }
+
+    /// Whether `name` is one of the platform's hosts.
+    pub fn contains(&self, name: &str) -> bool {
+        if self.names.iter().any(|n| n == name) {
+            return true;
+        }
+        self.ranges.iter().any(|(prefix, suffix, ranges)| {
+            let Some(mid) = name.strip_prefix(prefix.as_str()).and_then(|r| r.strip_suffix(suffix.as_str()))
+            else {
+                return false;
+            };
+            // SimGrid writes the number without padding.
+            let canonical = !mid.is_empty() && (mid == "0" || !mid.starts_with('0'));
+            match mid.parse::<u64>() {
+                Ok(k) if canonical && mid.bytes().all(|b| b.is_ascii_digit()) => {
+                    ranges.iter().any(|&(a, b)| (a..=b).contains(&k))
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Up to `n` host names, for messages.
+    pub fn examples(&self, n: usize) -> Vec<String> {
+        let mut v: Vec<String> = self.names.iter().take(n).cloned().collect();
+        'outer: for (prefix, suffix, ranges) in &self.ranges {
+            for &(a, b) in ranges {
+                for k in a..=b {
+                    if v.len() >= n {
+                        break 'outer;
+                    }
+                    v.push(format!("{prefix}{k}{suffix}"));
+                }
+            }
+        }
+        v
+    }
+}
+
+/// Checks a SimGrid platform file before a simulation loads it; the error is one line,
+/// `FILE:LINE: what is wrong`.
+pub fn check_platform(path: &std::path::Path) -> Result<()> {
+    platform_hosts(path).map(|_| ())
+}
+
+/// Checks a platform file (as [`check_platform`]) and returns the hosts it declares.
+pub fn platform_hosts(path: &std::path::Path) -> Result<PlatformHosts> {
+    let name = path.display();
+    if path.extension().is_some_and(|e| e == "so") {
+        // A compiled C++ platform: SimGrid loads it as a plugin; nothing to read here.
+        if !path.is_file() {
+            bail!("{name}: no such platform file");
+        }
+        return Ok(PlatformHosts { names: vec![String::new()], ranges: Vec::new() });
+    }
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{name}: cannot read the platform: {e}"))?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
+            bail!("{name}:{line}: not a SimGrid platform: invalid UTF-8 (a binary file?)");
+        }
+    };
+    check_platform_text(text).map_err(|(line, msg)| anyhow::anyhow!("{name}:{line}: {msg}"))
+}
+
+/// One element's start tag.
+struct XmlElem<'a> {
+    name: &'a str,
+    attrs: Vec<(&'a str, &'a str)>,
+    line: usize,
+    parent: Option<&'a str>,
+}
+
+fn xml_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':') || b >= 0x80
+}
+
+fn excerpt(s: &str) -> String {
+    let t: String = s.trim().chars().take(24).collect();
+    if s.trim().chars().count() > 24 {
+        format!("{t}...")
+    } else {
+        t
+    }
+}
+
+/// A small XML reader: well-formedness (tags, quotes, nesting, one root element), start tags
+/// with their attributes, parent and line. Errors are (line, message).
+fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, String)> {
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut i = 0usize;
+    let mut line = 1usize;
+    let mut out: Vec<XmlElem> = Vec::new();
+    let mut stack: Vec<(&str, usize)> = Vec::new();
+    let mut root_done = false;
+    let nl = |s: &str| s.bytes().filter(|&c| c == b'\n').count();
+    while i < n {
+        let off = text[i..].find('<').unwrap_or(n - i);
+        let chunk = &text[i..i + off];
+        if !chunk.trim().is_empty() {
+            match stack.last() {
+                None => {
+                    return Err((
+                        line + nl(&chunk[..chunk.len() - chunk.trim_start().len()]),
+                        format!("text outside the <platform> element: {:?}", excerpt(chunk)),
+                    ))
+                }
+                Some((p, _)) if *p != "trace" => {
+                    return Err((
+                        line + nl(&chunk[..chunk.len() - chunk.trim_start().len()]),
+                        format!("text {:?} inside <{p}> (only elements belong there)", excerpt(chunk)),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        line += nl(chunk);
+        i += off;
+        if i >= n {
+            break;
+        }
+        let rest = &text[i..];
+        let start_line = line;
+        let skip_to = |pat: &str, what: &str| -> std::result::Result<usize, (usize, String)> {
+            rest.find(pat).map(|e| e + pat.len()).ok_or_else(|| {
+                (start_line, format!("{what} is not closed (no `{pat}` before the end of the file: truncated?)"))
+            })
+        };
+        if rest.starts_with("<!--") {
+            let e = skip_to("-->", "comment")?;
+            line += nl(&rest[..e]);
+            i += e;
+        } else if rest.starts_with("<?") {
+            let e = skip_to("?>", "processing instruction")?;
+            line += nl(&rest[..e]);
+            i += e;
+        } else if rest.starts_with("<![CDATA[") {
+            let e = skip_to("]]>", "CDATA section")?;
+            if !matches!(stack.last(), Some(("trace", _))) {
+                return Err((line, "CDATA section outside a <trace> element".into()));
+            }
+            line += nl(&rest[..e]);
+            i += e;
+        } else if rest.starts_with("<!") {
+            if !out.is_empty() {
+                return Err((line, format!("{:?} after the first element", excerpt(&rest[..rest.len().min(24)]))));
+            }
+            // <!DOCTYPE ...> with an optional [internal subset] and quoted strings.
+            let mut depth = 0i32;
+            let mut quote: Option<u8> = None;
+            let mut end = None;
+            for (k, &c) in rest.as_bytes().iter().enumerate().skip(2) {
+                match (quote, c) {
+                    (Some(q), c) if c == q => quote = None,
+                    (Some(_), _) => {}
+                    (None, b'"' | b'\'') => quote = Some(c),
+                    (None, b'[') => depth += 1,
+                    (None, b']') => depth -= 1,
+                    (None, b'>') if depth <= 0 => {
+                        end = Some(k + 1);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let e = end.ok_or_else(|| (line, "<!DOCTYPE ...> is not closed (truncated?)".to_string()))?;
+            line += nl(&rest[..e]);
+            i += e;
+        } else if let Some(after) = rest.strip_prefix("</") {
+            let len = after.bytes().take_while(|&c| xml_name_byte(c)).count();
+            let name = &after[..len];
+            let tail = &after[len..];
+            let ws = tail.len() - tail.trim_start().len();
+            if name.is_empty() || !tail[ws..].starts_with('>') {
+                return Err((line, format!("malformed end tag {:?}", excerpt(&rest[..rest.len().min(24)]))));
+            }
+            match stack.pop() {
+                None => return Err((line, format!("</{name}> without a matching <{name}>"))),
+                Some((open, open_line)) if open != name => {
+                    return Err((
+                        line,
+                        format!("</{name}> closes <{open}> (opened at line {open_line}): tags are not balanced"),
+                    ))
+                }
+                Some(_) => {}
+            }
+            if stack.is_empty() {
+                root_done = true;
+            }
+            line += nl(&tail[..ws]);
+            i += 2 + len + ws + 1;
+        } else {
+            // A start tag.
+            let len = rest[1..].bytes().take_while(|&c| xml_name_byte(c)).count();
+            let name = &rest[1..1 + len];
+            if name.is_empty() || name.as_bytes()[0].is_ascii_digit() || matches!(name.as_bytes()[0], b'-' | b'.') {
+                return Err((line, format!("`<` not followed by an element name: {:?}", excerpt(&rest[..rest.len().min(24)]))));
+            }
+            if root_done {
+                return Err((line, format!("<{name}> after the end of the root element (one <platform> element per file)")));
+            }
+            let parent = stack.last().map(|p| p.0);
+            let mut j = 1 + len;
+            let rb = rest.as_bytes();
+            let mut attrs: Vec<(&str, &str)> = Vec::new();
+            let not_closed = || (start_line, format!("<{name}> tag is not closed (no `>` before the end of the file: truncated?)"));
+            let empty;
+            loop {
+                while j < rb.len() && rb[j].is_ascii_whitespace() {
+                    if rb[j] == b'\n' {
+                        line += 1;
+                    }
+                    j += 1;
+                }
+                if j >= rb.len() {
+                    return Err(not_closed());
+                }
+                if rest[j..].starts_with("/>") {
+                    empty = true;
+                    j += 2;
+                    break;
+                }
+                if rb[j] == b'>' {
+                    empty = false;
+                    j += 1;
+                    break;
+                }
+                let alen = rest[j..].bytes().take_while(|&c| xml_name_byte(c)).count();
+                if alen == 0 {
+                    let c = rest[j..].chars().next().unwrap_or(' ');
+                    return Err((line, format!("unexpected {c:?} in the <{name}> tag")));
+                }
+                let aname = &rest[j..j + alen];
+                j += alen;
+                while j < rb.len() && rb[j].is_ascii_whitespace() {
+                    if rb[j] == b'\n' {
+                        line += 1;
+                    }
+                    j += 1;
+                }
+                if j >= rb.len() {
+                    return Err(not_closed());
+                }
+                if rb[j] != b'=' {
+                    return Err((line, format!("attribute {aname} of <{name}> has no value (expected {aname}=\"...\")")));
+                }
+                j += 1;
+                while j < rb.len() && rb[j].is_ascii_whitespace() {
+                    if rb[j] == b'\n' {
+                        line += 1;
+                    }
+                    j += 1;
+                }
+                if j >= rb.len() {
+                    return Err(not_closed());
+                }
+                let q = rb[j];
+                if q != b'"' && q != b'\'' {
+                    return Err((line, format!("value of {aname} in <{name}> is not quoted")));
+                }
+                let vstart = j + 1;
+                let Some(vlen) = rest[vstart..].find(q as char) else {
+                    return Err((line, format!("value of {aname} in <{name}> has no closing quote (truncated?)")));
+                };
+                let value = &rest[vstart..vstart + vlen];
+                if value.contains('<') {
+                    return Err((line, format!("value of {aname} in <{name}> contains `<` (an unclosed quote?)")));
+                }
+                if attrs.iter().any(|(a, _)| *a == aname) {
+                    return Err((line, format!("attribute {aname} given twice in <{name}>")));
+                }
+                line += nl(value);
+                attrs.push((aname, value));
+                j = vstart + vlen + 1;
+            }
+            out.push(XmlElem { name, attrs, line: start_line, parent });
+            if !empty {
+                stack.push((name, start_line));
+            }
+            if empty && parent.is_none() {
+                root_done = true;
+            }
+            i += j;
+        }
+    }
+    if let Some((open, open_line)) = stack.last() {
+        return Err((
+            line,
+            format!("the file ends inside <{open}> (opened at line {open_line}): truncated, or a missing </{open}>"),
+        ));
+    }
+    if out.is_empty() {
+        return Err((1, "no XML element: not a SimGrid platform file".into()));
+    }
+    Ok(out)
+}
+
+/// strtod's number, then the rest (SimGrid's unit parser): `1.5e9f` -> (1.5e9, "f").
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut k = 0;
+    if k < b.len() && (b[k] == b'+' || b[k] == b'-') {
+        k += 1;
+    }
+    let digits_start = k;
+    while k < b.len() && b[k].is_ascii_digit() {
+        k += 1;
+    }
+    let mut nd = k - digits_start;
+    if k < b.len() && b[k] == b'.' {
+        k += 1;
+        let f = k;
+        while k < b.len() && b[k].is_ascii_digit() {
+            k += 1;
+        }
+        nd += k - f;
+    }
+    if nd == 0 {
+        return None;
+    }
+    if k < b.len() && (b[k] == b'e' || b[k] == b'E') {
+        let mut e = k + 1;
+        if e < b.len() && (b[e] == b'+' || b[e] == b'-') {
+            e += 1;
+        }
+        let es = e;
+        while e < b.len() && b[e].is_ascii_digit() {
+            e += 1;
+        }
+        if e > es {
+            k = e;
+        }
+    }
+    Some((t[..k].parse().ok()?, &t[k..]))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Quantity {
+    Speed,
+    Bandwidth,
+    Latency,
+}
+
+fn unit_ok(q: Quantity, unit: &str) -> bool {
+    const DEC: &[&str] = &["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
+    const BIN: &[&str] = &["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"];
+    const LONG: &[&str] = &["", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta"];
+    if unit.is_empty() {
+        return true; // SimGrid takes a bare number in its default unit (with a warning)
+    }
+    match q {
+        Quantity::Speed => {
+            DEC.iter().any(|p| unit.strip_prefix(p) == Some("f"))
+                || LONG.iter().any(|p| unit.strip_prefix(p) == Some("flops"))
+        }
+        Quantity::Bandwidth => DEC
+            .iter()
+            .chain(BIN)
+            .any(|p| matches!(unit.strip_prefix(p), Some("Bps" | "bps"))),
+        Quantity::Latency => ["w", "d", "h", "m", "s", "ms", "us", "ns", "ps"].contains(&unit),
+    }
+}
+
+fn check_quantity(q: Quantity, value: &str, elem: &str, attr: &str) -> std::result::Result<(), String> {
+    let (what, units) = match q {
+        Quantity::Speed => ("a speed", "f, kf, Mf, Gf, Tf, ... or flops, gigaflops, ..."),
+        Quantity::Bandwidth => ("a bandwidth", "Bps, kBps, MBps, GBps, KiBps, MiBps, ..., or bps, Mbps, Gbps, ..."),
+        Quantity::Latency => ("a time", "s, ms, us, ns, ps, m, h, d, w"),
+    };
+    let parts: Vec<&str> = match q {
+        Quantity::Speed => value.split(',').map(str::trim).collect(),
+        Quantity::Bandwidth => value.split([',', ';']).collect(),
+        Quantity::Latency => vec![value],
+    };
+    for p in parts {
+        let ok = match split_number(p) {
+            Some((v, unit)) if v.is_finite() && unit_ok(q, unit) => {
+                if v < 0.0 {
+                    return Err(format!("<{elem} {attr}=\"{value}\">: {what} cannot be negative"));
+                }
+                if v == 0.0 && q != Quantity::Latency {
+                    return Err(format!("<{elem} {attr}=\"{value}\">: {what} of 0 never lets anything finish"));
+                }
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "<{elem} {attr}=\"{value}\">: {p:?} is not {what} (a number and a unit, no space: {units})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `0-15,20,22-23` -> [(0, 15), (20, 20), (22, 23)]
+fn parse_radical(s: &str) -> Option<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => {
+                let v = part.parse().ok()?;
+                (v, v)
+            }
+        };
+        if b < a {
+            return None;
+        }
+        out.push((a, b));
+    }
+    Some(out)
+}
+
+fn attr<'a>(e: &XmlElem<'a>, a: &str) -> Option<&'a str> {
+    e.attrs.iter().find(|(k, _)| *k == a).map(|(_, v)| *v)
+}
+
+fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize, String)> {
+    let elems = xml_elements(text)?;
+    let root = &elems[0];
+    if root.name != "platform" {
+        return Err((
+            root.line,
+            format!("the root element is <{}>, expected <platform version=\"4.1\">: not a SimGrid platform", root.name),
+        ));
+    }
+    // SimGrid reads the version with strtod: 4 and 4.1 are fine, 3 is too old, 4.2 too recent.
+    match attr(root, "version").map(|v| (v, split_number(v).map(|(x, _)| x))) {
+        None => {
+            return Err((root.line, "<platform> has no version attribute (SimGrid 3.32 reads version=\"4.1\")".into()))
+        }
+        Some((v, Some(x))) if x < 4.0 => {
+            return Err((
+                root.line,
+                format!("platform version {v} is too old for SimGrid 3.32, which reads 4.1 (simgrid_update_xml converts)"),
+            ))
+        }
+        Some((v, Some(x))) if x > 4.1 + 1e-9 => {
+            return Err((root.line, format!("platform version {v} is newer than SimGrid 3.32 reads (4.1)")))
+        }
+        Some((v, None)) => return Err((root.line, format!("platform version {v:?} is not a number (expected 4.1)"))),
+        Some(_) => {}
+    }
+    let mut hosts = PlatformHosts::default();
+    let mut host_lines: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut links: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut netpoints: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut generated = false;
+    for e in &elems {
+        let Some((_, required, optional)) = PLATFORM_ELEMENTS.iter().find(|(n, _, _)| *n == e.name) else {
+            return Err((
+                e.line,
+                format!("unknown element <{}> (SimGrid platform elements: zone, host, link, route, cluster, ...)", e.name),
+            ));
+        };
+        if e.name == "platform" && e.parent.is_some() {
+            return Err((e.line, "<platform> inside another element".into()));
+        }
+        if e.name != "platform" && e.parent.is_none() {
+            return Err((e.line, format!("<{}> outside the <platform> element", e.name)));
+        }
+        for (a, _) in &e.attrs {
+            if !required.contains(a) && !optional.contains(a) {
+                let mut valid: Vec<&str> = required.iter().chain(optional.iter()).copied().collect();
+                valid.sort_unstable();
+                return Err((e.line, format!("<{}> has no attribute {a} (valid: {})", e.name, valid.join(", "))));
+            }
+        }
+        for r in *required {
+            if attr(e, r).is_none() {
+                return Err((e.line, format!("<{}> lacks its {r} attribute", e.name)));
+            }
+        }
+        let quantities: &[(&str, Quantity)] = match e.name {
+            "host" => &[("speed", Quantity::Speed)],
+            "cluster" => &[
+                ("speed", Quantity::Speed),
+                ("bw", Quantity::Bandwidth),
+                ("lat", Quantity::Latency),
+                ("bb_bw", Quantity::Bandwidth),
+                ("bb_lat", Quantity::Latency),
+                ("loopback_bw", Quantity::Bandwidth),
+                ("loopback_lat", Quantity::Latency),
+                ("limiter_link", Quantity::Bandwidth),
+            ],
+            "cabinet" => &[("speed", Quantity::Speed), ("bw", Quantity::Bandwidth), ("lat", Quantity::Latency)],
+            "peer" => &[
+                ("speed", Quantity::Speed),
+                ("bw_in", Quantity::Bandwidth),
+                ("bw_out", Quantity::Bandwidth),
+                ("lat", Quantity::Latency),
+            ],
+            "link" | "backbone" => &[("bandwidth", Quantity::Bandwidth), ("latency", Quantity::Latency)],
+            "disk" => &[("read_bw", Quantity::Bandwidth), ("write_bw", Quantity::Bandwidth)],
+            _ => &[],
+        };
+        for (a, q) in quantities {
+            if let Some(v) = attr(e, a) {
+                if v.trim().is_empty() && !required.contains(a) {
+                    continue;
+                }
+                check_quantity(*q, v, e.name, a).map_err(|m| (e.line, m))?;
+            }
+        }
+        if let Some(c) = attr(e, "core") {
+            if !c.trim().parse::<u32>().is_ok_and(|c| c > 0) {
+                return Err((e.line, format!("<{} core=\"{c}\">: the core count must be a whole number >= 1", e.name)));
+            }
+        }
+        if let (Some(r), "zone" | "AS") = (attr(e, "routing"), e.name) {
+            const ROUTINGS: &[&str] = &["Full", "Floyd", "Dijkstra", "DijkstraCache", "Cluster", "None", "Vivaldi", "Wifi"];
+            if !ROUTINGS.iter().any(|x| x.eq_ignore_ascii_case(r)) {
+                return Err((e.line, format!("<{} routing=\"{r}\">: unknown routing (valid: {})", e.name, ROUTINGS.join(", "))));
+            }
+        }
+        let id = attr(e, "id").unwrap_or("");
+        match e.name {
+            "host" | "peer" => {
+                if let Some(first) = host_lines.insert(id, e.line) {
+                    return Err((e.line, format!("host {id:?} is declared twice (first at line {first})")));
+                }
+                hosts.names.push(id.to_string());
+                netpoints.insert(id);
+                generated |= e.name == "peer";
+            }
+            "cluster" | "cabinet" => {
+                let radical = attr(e, "radical").unwrap_or("");
+                let Some(r) = parse_radical(radical) else {
+                    return Err((
+                        e.line,
+                        format!("<{} radical=\"{radical}\">: expected numbers and ranges such as 0-15,20", e.name),
+                    ));
+                };
+                hosts.ranges.push((
+                    attr(e, "prefix").unwrap_or("").to_string(),
+                    attr(e, "suffix").unwrap_or("").to_string(),
+                    r,
+                ));
+                generated = true;
+            }
+            "link" | "backbone" => {
+                links.insert(id);
+            }
+            "router" => {
+                netpoints.insert(id);
+            }
+            _ => {}
+        }
+    }
+    if hosts.count() == 0 {
+        return Err((
+            root.line,
+            "the platform declares no host (no <host>, <cluster>, <cabinet> or <peer>)".into(),
+        ));
+    }
+    // Links and route ends must be declared; clusters, cabinets and peers create links and
+    // netpoints of their own, so only files without them are checked.
+    if !generated {
+        let link_known = |l: &str| {
+            links.contains(l)
+                || l.strip_suffix("_UP").is_some_and(|b| links.contains(b))
+                || l.strip_suffix("_DOWN").is_some_and(|b| links.contains(b))
+        };
+        for e in &elems {
+            let refs: &[&str] = match e.name {
+                "link_ctn" => &["id"],
+                "host_link" => &["up", "down"],
+                _ => &[],
+            };
+            for a in refs {
+                let l = attr(e, a).unwrap_or("");
+                if !link_known(l) {
+                    return Err((e.line, format!("<{} {a}=\"{l}\">: no link {l:?} is declared", e.name)));
+                }
+            }
+            if e.name == "host_link" && !netpoints.contains(attr(e, "id").unwrap_or("")) {
+                let h = attr(e, "id").unwrap_or("");
+                return Err((e.line, format!("<host_link id=\"{h}\">: no host {h:?} is declared")));
+            }
+            if e.name == "route" {
+                for a in ["src", "dst"] {
+                    let p = attr(e, a).unwrap_or("");
+                    if !netpoints.contains(p) {
+                        return Err((e.line, format!("<route {a}=\"{p}\">: no host or router {p:?} is declared")));
+                    }
+                }
+            }
+        }
+    }
+    Ok(hosts)
+}
