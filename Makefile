@@ -3,7 +3,7 @@ CARGO ?= cargo
 MPIRUN_FLAGS ?= --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1
 RELEASE := target/release/mpicast
 
-.PHONY: setup build examples demo test accuracy bench clean
+.PHONY: setup build examples demo test accuracy bench fuzz clean
 
 setup:
 	@./scripts/setup.sh
@@ -26,6 +26,12 @@ bench: build
 	@./scripts/bench_machine.sh
 	@./scripts/bench_replay.sh
 	@./scripts/bench_predict.sh
+
+# Mutation fuzzing of the readers and the front end (tests/fuzz.rs), MPICAST_FUZZ_SECS per target.
+MPICAST_FUZZ_SECS ?= 600
+fuzz:
+	MPICAST_FUZZ_SECS=$(MPICAST_FUZZ_SECS) $(CARGO) test --release --test fuzz -- --ignored --test-threads=1 --nocapture \
+		fuzz_trace fuzz_frontend fuzz_json fuzz_expr
 
 clean:
 	$(CARGO) clean

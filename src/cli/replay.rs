@@ -100,7 +100,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.cfg.clone(),
         options,
     )
-    .with_context(|| dir.display().to_string())
+    .map_err(|e| {
+        // Name the trace directory unless the message already names it (or a file in it).
+        if crate::cli::one_line(&e).contains(&dir.display().to_string()) {
+            e
+        } else {
+            e.context(dir.display().to_string())
+        }
+    })
     .map_err(|e| {
         // SimGrid aborts its process on what check_platform does not catch (and says little).
         if crate::cli::one_line(&e).contains("(signal: 6 (SIGABRT))") {
@@ -147,7 +154,11 @@ fn check_mapping(
                 .nth(r)
                 .map_or(0, |(i, _)| i + 1);
             let some = declared.examples(6);
-            let more = if declared.count() > some.len() as u64 { ", ..." } else { "" };
+            let more = if declared.count() > some.len() as u64 {
+                ", ..."
+            } else {
+                ""
+            };
             bail!(
                 "{}:{line}: rank {r}: no host named {h:?} in {} (its hosts: {}{more})",
                 path.display(),

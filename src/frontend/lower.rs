@@ -15,8 +15,10 @@ pub enum Lang {
 
 /// Deeper nesting than this is not lowered (hostile input; the rest of the file still is): the
 /// subtree becomes an empty statement or an unknown expression with a diagnostic, so that the
-/// recursive walks here and in analyze stay within a thread's stack.
-const MAX_DEPTH: usize = 256;
+/// recursive walks here and in analyze stay within a thread's stack. Statements and expressions
+/// count together. 128: analyze's walk of 256 levels needs about 2 MiB of stack in a debug
+/// build (a test thread's whole stack); real code nests a few tens of levels.
+const MAX_DEPTH: usize = 128;
 /// Calls nested inside call arguments deeper than this keep their name but lose their
 /// arguments (analyze's call evaluation costs twice as much per level of such nesting).
 const MAX_CALL_NESTING: usize = 8;
@@ -42,15 +44,37 @@ fn parser_for(lang: Lang) -> Option<Parser> {
     ok.ok().map(|_| p)
 }
 
-/// Parses and lowers one file.
+/// Stack of the thread that lowers a file: the walk recurses once per nesting level (up to
+/// MAX_DEPTH, statements and expressions together), and a debug build's frames are large.
+const LOWER_STACK_BYTES: usize = 64 << 20;
+
+/// Parses and lowers one file, on a thread of its own with a large stack (on the caller's
+/// thread when no thread can be started): lowering deep code never overflows the caller's stack.
 pub fn lower_file(file: &str, text: &str, lang: Lang) -> Unit {
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("mpicast-lower".into())
+            .stack_size(LOWER_STACK_BYTES)
+            .spawn_scoped(scope, || lower_file_here(file, text, lang))
+        {
+            Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => lower_file_here(file, text, lang),
+        }
+    })
+}
+
+fn lower_file_here(file: &str, text: &str, lang: Lang) -> Unit {
     let mut unit = Unit { file: file.to_string(), lines: text.lines().count() as u32, ..Default::default() };
     let Some(mut parser) = parser_for(lang) else {
         unit.diags.push(LowerDiag { line: 0, message: "the C/C++ grammar could not be loaded".into() });
         return unit;
     };
-    let Some(tree) = parser.parse(text, None) else {
-        unit.diags.push(LowerDiag { line: 0, message: "the parser gave up on this file".into() });
+    let Some(tree) = parse_in_budget(&mut parser, text, parse_budget(text.len())) else {
+        let message = format!(
+            "the parser gave up on this file after {:.0} s (hostile or badly broken syntax): not analysed",
+            parse_budget(text.len()).as_secs_f64()
+        );
+        unit.diags.push(LowerDiag { line: 0, message });
         return unit;
     };
     let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new(), call_depth: 0 };
@@ -67,11 +91,37 @@ pub fn lower_file(file: &str, text: &str, lang: Lang) -> Unit {
     unit
 }
 
+/// Parses within `budget` (see [`parse_budget`]): tree-sitter's error recovery can take time quadratic in the
+/// length of hostile input (tens of KB of `;;;;` in a for header take seconds). None when the
+/// budget ran out.
+fn parse_in_budget(parser: &mut Parser, text: &str, budget: std::time::Duration) -> Option<tree_sitter::Tree> {
+    let started = std::time::Instant::now();
+    let mut calls = 0u32;
+    let mut out_of_time = |_: &tree_sitter::ParseState| {
+        calls = calls.wrapping_add(1);
+        calls % 64 == 0 && started.elapsed() > budget
+    };
+    let bytes = text.as_bytes();
+    parser.parse_with_options(
+        &mut |i, _| if i < bytes.len() { &bytes[i..] } else { &[] },
+        None,
+        Some(tree_sitter::ParseOptions::new().progress_callback(&mut out_of_time)),
+    )
+}
+
+/// How long tree-sitter may take on a file of `len` bytes: 2 s, plus 1 s per MB (real code
+/// parses at tens of MB/s); five times that in a debug build, whose C is not optimised.
+fn parse_budget(len: usize) -> std::time::Duration {
+    let s = 2.0 + len as f64 / 1e6;
+    std::time::Duration::from_secs_f64(if cfg!(debug_assertions) { 5.0 * s } else { s })
+}
+
 /// Parses one C expression (a macro's replacement text) into the IR.
 pub fn parse_expression(text: &str) -> Option<CExpr> {
     let wrapped = format!("long mpicast_macro_value = ({text});\n");
     let mut parser = parser_for(Lang::C)?;
-    let tree = parser.parse(&wrapped, None)?;
+    // A macro's text parses in microseconds; many slow ones must not add up to minutes.
+    let tree = parse_in_budget(&mut parser, &wrapped, parse_budget(0) / 20)?;
     if tree.root_node().has_error() {
         return None;
     }

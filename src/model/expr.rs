@@ -355,8 +355,8 @@ pub enum EvalError {
 }
 
 const MAX_ENUMERATION: f64 = 5e7;
-/// Terms enumerated for one outermost sum, nested sums included (a few seconds of work).
-const MAX_NESTED_ENUMERATION: f64 = 2e8;
+/// Terms enumerated for one outermost sum, nested sums included (seconds of work).
+const MAX_NESTED_ENUMERATION: f64 = 5e7;
 
 thread_local! {
     /// (depth of explicit sums being enumerated, terms left for the outermost one)
@@ -969,14 +969,46 @@ struct Parser<'a> {
 
 /// Deepest nesting a formula may have.
 const MAX_PARSE_DEPTH: usize = 256;
+/// Stack of the thread that parses a deeply nested formula.
+const PARSE_STACK_BYTES: usize = 64 << 20;
 /// Largest exponent a formula may write.
 const MAX_EXPONENT: i128 = 1024;
 /// Most terms a polynomial written as a product may expand to.
-const MAX_EXPANDED_TERMS: usize = 100_000;
+const MAX_EXPANDED_TERMS: usize = 10_000;
 
 impl Expr {
     /// Reads the text form written by `Display`.
     pub fn parse(text: &str) -> Result<Expr, ParseError> {
+        // The parser recurses once per nesting level, with large frames in a debug build: a
+        // deeply nested formula is parsed on a thread with a stack of its own.
+        let mut depth = 0usize;
+        let mut deepest = 0usize;
+        for b in text.bytes() {
+            match b {
+                b'(' | b'-' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if deepest > 32 {
+            let parsed = std::thread::scope(|scope| {
+                std::thread::Builder::new()
+                    .stack_size(PARSE_STACK_BYTES)
+                    .spawn_scoped(scope, || Expr::parse_here(text))
+                    .ok()
+                    .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            });
+            if let Some(r) = parsed {
+                return r;
+            }
+        }
+        Expr::parse_here(text)
+    }
+
+    fn parse_here(text: &str) -> Result<Expr, ParseError> {
         let mut toks = Vec::new();
         let b = text.as_bytes();
         let mut i = 0;
@@ -1160,60 +1192,70 @@ impl Parser<'_> {
                 if !is_call {
                     return Ok(PE::E(Expr::var(&name)));
                 }
-                let mut a = self.args()?;
-                let n = a.len();
-                let want = |k: usize| if n == k { Ok(()) } else { Err(()) };
-                let bad = |s: &Self| s.err(&format!("wrong number of arguments to {name}"));
-                match name.as_str() {
-                    "floor" | "ceil" => {
-                        want(1).map_err(|_| bad(self))?;
-                        let (x, y) = match a.pop().unwrap() {
-                            PE::Div(x, y) => (x, y),
-                            PE::E(e) => (e, Expr::int(1)),
-                        };
-                        Ok(PE::E(if name == "floor" { Expr::floor_div(x, y) } else { Expr::ceil_div(x, y) }))
-                    }
-                    "mod" | "min" | "max" => {
-                        want(2).map_err(|_| bad(self))?;
-                        let y = self.fin(a.pop().unwrap())?;
-                        let x = self.fin(a.pop().unwrap())?;
-                        Ok(PE::E(match name.as_str() {
-                            "mod" => Expr::modulo(x, y),
-                            "min" => Expr::min(x, y),
-                            _ => Expr::max(x, y),
-                        }))
-                    }
-                    "ifpos" => {
-                        want(3).map_err(|_| bad(self))?;
-                        let o = self.fin(a.pop().unwrap())?;
-                        let t = self.fin(a.pop().unwrap())?;
-                        let c = self.fin(a.pop().unwrap())?;
-                        Ok(PE::E(Expr::ifpos(c, t, o)))
-                    }
-                    "sum" => {
-                        want(4).map_err(|_| bad(self))?;
-                        let body = self.fin(a.pop().unwrap())?;
-                        let hi = self.fin(a.pop().unwrap())?;
-                        let lo = self.fin(a.pop().unwrap())?;
-                        let v = self.fin(a.pop().unwrap())?;
-                        let var = match v.as_poly().map(|p| p.vars()) {
-                            Some(vs) if vs.len() == 1 => vs.into_iter().next().unwrap(),
-                            _ => return Err(self.err("sum's first argument must be a variable")),
-                        };
-                        Ok(PE::E(explicit_sum(&var, &lo, &hi, &body)))
-                    }
-                    "logcount" => {
-                        want(3).map_err(|_| bad(self))?;
-                        let k = self.fin(a.pop().unwrap())?;
-                        let bound = self.fin(a.pop().unwrap())?;
-                        let start = self.fin(a.pop().unwrap())?;
-                        let factor = k.as_constant().filter(|c| c.is_int() && c.num() >= 2).ok_or_else(|| self.err("logcount factor must be an integer >= 2"))?;
-                        Ok(PE::E(Expr::LogCount { start: Box::new(start), bound: Box::new(bound), factor: factor.num() as i64 }))
-                    }
-                    _ => Err(self.err(&format!("unknown function {name}"))),
-                }
+                let a = self.args()?;
+                self.apply(&name, a)
             }
             _ => Err(self.err("expected a number, a name or '('")),
+        }
+    }
+
+    /// A function applied to its arguments. Kept out of `atom`, which the parser recurses
+    /// through: a small frame per nesting level (a debug build's frames are large).
+    fn apply(&self, name: &str, mut a: Vec<PE>) -> Result<PE, ParseError> {
+        let n = a.len();
+        let want = |k: usize| if n == k { Ok(()) } else { Err(()) };
+        let bad = |s: &Self| s.err(&format!("wrong number of arguments to {name}"));
+        match name {
+            "floor" | "ceil" => {
+                want(1).map_err(|_| bad(self))?;
+                let (x, y) = match a.pop().unwrap() {
+                    PE::Div(x, y) => (x, y),
+                    PE::E(e) => (e, Expr::int(1)),
+                };
+                Ok(PE::E(if name == "floor" { Expr::floor_div(x, y) } else { Expr::ceil_div(x, y) }))
+            }
+            "mod" | "min" | "max" => {
+                want(2).map_err(|_| bad(self))?;
+                let y = self.fin(a.pop().unwrap())?;
+                let x = self.fin(a.pop().unwrap())?;
+                Ok(PE::E(match name {
+                    "mod" => Expr::modulo(x, y),
+                    "min" => Expr::min(x, y),
+                    _ => Expr::max(x, y),
+                }))
+            }
+            "ifpos" => {
+                want(3).map_err(|_| bad(self))?;
+                let o = self.fin(a.pop().unwrap())?;
+                let t = self.fin(a.pop().unwrap())?;
+                let c = self.fin(a.pop().unwrap())?;
+                Ok(PE::E(Expr::ifpos(c, t, o)))
+            }
+            "sum" => {
+                want(4).map_err(|_| bad(self))?;
+                let body = self.fin(a.pop().unwrap())?;
+                let hi = self.fin(a.pop().unwrap())?;
+                let lo = self.fin(a.pop().unwrap())?;
+                let v = self.fin(a.pop().unwrap())?;
+                let var = match v.as_poly().map(|p| p.vars()) {
+                    Some(vs) if vs.len() == 1 => vs.into_iter().next().unwrap(),
+                    _ => return Err(self.err("sum's first argument must be a variable")),
+                };
+                Ok(PE::E(explicit_sum(&var, &lo, &hi, &body)))
+            }
+            "logcount" => {
+                want(3).map_err(|_| bad(self))?;
+                let k = self.fin(a.pop().unwrap())?;
+                let bound = self.fin(a.pop().unwrap())?;
+                let start = self.fin(a.pop().unwrap())?;
+                let factor = k
+                    .as_constant()
+                    .filter(|c| c.is_int() && c.num() >= 2)
+                    .and_then(|c| i64::try_from(c.num()).ok())
+                    .ok_or_else(|| self.err("logcount factor must be an integer from 2 to 2^63 - 1"))?;
+                Ok(PE::E(Expr::LogCount { start: Box::new(start), bound: Box::new(bound), factor }))
+            }
+            _ => Err(self.err(&format!("unknown function {name}"))),
         }
     }
 }

@@ -32,6 +32,8 @@ pub enum ArtifactError {
     NotJson { path: String, source: serde_json::Error },
     #[error("{path}: is a {found:?} file, expected {expected:?}")]
     WrongKind { path: String, found: String, expected: &'static str },
+    #[error("{path}: expected a {expected:?} file (a JSON object with \"schema\": {expected:?}), found {found}")]
+    NotAnArtifact { path: String, found: String, expected: &'static str },
     #[error("{path}: {schema} version {found}, this mpicast reads version {expected}")]
     WrongVersion { path: String, schema: &'static str, found: String, expected: u32 },
     /// `source` carries the line and column where serde_json found the problem.
@@ -57,24 +59,27 @@ pub fn read_artifact<T: Artifact>(path: &Path) -> Result<T, ArtifactError> {
 pub fn parse_artifact<T: Artifact>(text: &str, origin: &str) -> Result<T, ArtifactError> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|source| ArtifactError::NotJson { path: origin.to_string(), source })?;
-    let kind = |found: String| ArtifactError::WrongKind { path: origin.to_string(), found, expected: T::SCHEMA };
+    let not_artifact = |found: &str| ArtifactError::NotAnArtifact {
+        path: origin.to_string(),
+        found: found.to_string(),
+        expected: T::SCHEMA,
+    };
     let Some(obj) = value.as_object() else {
-        let what = match &value {
-            serde_json::Value::Array(_) => "an array",
-            serde_json::Value::String(_) => "a string",
-            serde_json::Value::Number(_) => "a number",
-            serde_json::Value::Bool(_) => "a boolean",
-            _ => "null",
-        };
-        return Err(kind(format!("(JSON {what}, not an object)")));
+        return Err(not_artifact(match &value {
+            serde_json::Value::Array(_) => "a JSON array",
+            serde_json::Value::String(_) => "a JSON string",
+            serde_json::Value::Number(_) => "a JSON number",
+            serde_json::Value::Bool(_) => "a JSON boolean",
+            _ => "JSON null",
+        }));
     };
     let found = match obj.get("schema") {
-        None => "(no schema field)".to_string(),
+        None => return Err(not_artifact("an object without a \"schema\" field")),
         Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => format!("(schema {other})"),
+        Some(other) => other.to_string(),
     };
     if found != T::SCHEMA {
-        return Err(kind(found));
+        return Err(ArtifactError::WrongKind { path: origin.to_string(), found, expected: T::SCHEMA });
     }
     let version = obj.get("version");
     if version.and_then(|v| v.as_u64()) != Some(u64::from(T::VERSION)) {

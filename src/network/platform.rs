@@ -693,7 +693,11 @@ const PLATFORM_ELEMENTS: &[(&str, &[&str], &[&str])] = &[
     ("platform", &[], &["version"]),
     ("include", &["file"], &[]),
     ("trace", &["id", "periodicity"], &["file"]),
-    ("random", &["id", "min", "max", "mean", "std_deviation"], &["seed", "radical", "generator"]),
+    (
+        "random",
+        &["id", "min", "max", "mean", "std_deviation"],
+        &["seed", "radical", "generator"],
+    ),
     ("trace_connect", &["trace", "element"], &["kind"]),
     ("AS", &["id", "routing"], &[]),
     ("zone", &["id", "routing"], &[]),
@@ -703,7 +707,14 @@ const PLATFORM_ELEMENTS: &[(&str, &[&str], &[&str])] = &[
     (
         "host",
         &["id", "speed"],
-        &["core", "speed_file", "availability_file", "state_file", "coordinates", "pstate"],
+        &[
+            "core",
+            "speed_file",
+            "availability_file",
+            "state_file",
+            "coordinates",
+            "pstate",
+        ],
     ),
     ("disk", &["read_bw", "write_bw"], &["id"]),
     ("host_link", &["id", "up", "down"], &[]),
@@ -724,28 +735,60 @@ const PLATFORM_ELEMENTS: &[(&str, &[&str], &[&str])] = &[
             "loopback_lat",
         ],
     ),
-    ("cabinet", &["id", "prefix", "suffix", "radical", "speed", "bw", "lat"], &[]),
+    (
+        "cabinet",
+        &["id", "prefix", "suffix", "radical", "speed", "bw", "lat"],
+        &[],
+    ),
     (
         "peer",
         &["id", "speed", "bw_in", "bw_out"],
-        &["lat", "coordinates", "speed_file", "availability_file", "state_file"],
+        &[
+            "lat",
+            "coordinates",
+            "speed_file",
+            "availability_file",
+            "state_file",
+        ],
     ),
     ("router", &["id"], &["coordinates"]),
     ("backbone", &["id", "bandwidth", "latency"], &[]),
     (
         "link",
         &["id", "bandwidth"],
-        &["bandwidth_file", "latency", "latency_file", "state_file", "sharing_policy"],
+        &[
+            "bandwidth_file",
+            "latency",
+            "latency_file",
+            "state_file",
+            "sharing_policy",
+        ],
     ),
     ("route", &["src", "dst"], &["symmetrical"]),
-    ("ASroute", &["src", "dst", "gw_src", "gw_dst"], &["symmetrical"]),
-    ("zoneRoute", &["src", "dst", "gw_src", "gw_dst"], &["symmetrical"]),
+    (
+        "ASroute",
+        &["src", "dst", "gw_src", "gw_dst"],
+        &["symmetrical"],
+    ),
+    (
+        "zoneRoute",
+        &["src", "dst", "gw_src", "gw_dst"],
+        &["symmetrical"],
+    ),
     ("bypassASroute", &["src", "dst", "gw_src", "gw_dst"], &[]),
     ("bypassZoneRoute", &["src", "dst", "gw_src", "gw_dst"], &[]),
     ("bypassRoute", &["src", "dst"], &[]),
     ("link_ctn", &["id"], &["direction"]),
-    ("process", &["host", "function"], &["start_time", "kill_time", "on_failure"]),
-    ("actor", &["host", "function"], &["start_time", "kill_time", "on_failure"]),
+    (
+        "process",
+        &["host", "function"],
+        &["start_time", "kill_time", "on_failure"],
+    ),
+    (
+        "actor",
+        &["host", "function"],
+        &["start_time", "kill_time", "on_failure"],
+    ),
     ("argument", &["value"], &[]),
     ("config", &[], &["id"]),
     ("prop", &["id", "value"], &[]),
@@ -756,6 +799,8 @@ const PLATFORM_ELEMENTS: &[(&str, &[&str], &[&str])] = &[
 /// cabinet's prefix + number + suffix for each number of its radical.
 #[derive(Debug, Clone, Default)]
 pub struct PlatformHosts {
+    /// A compiled (.so) platform: its hosts are not known before SimGrid loads it.
+    opaque: bool,
     names: Vec<String>,
     /// (prefix, suffix, inclusive number ranges)
     ranges: Vec<(String, String, Vec<(u64, u64)>)>,
@@ -774,11 +819,13 @@ impl PlatformHosts {
 
     /// Whether `name` is one of the platform's hosts.
     pub fn contains(&self, name: &str) -> bool {
-        if self.names.iter().any(|n| n == name) {
+        if self.opaque || self.names.iter().any(|n| n == name) {
             return true;
         }
         self.ranges.iter().any(|(prefix, suffix, ranges)| {
-            let Some(mid) = name.strip_prefix(prefix.as_str()).and_then(|r| r.strip_suffix(suffix.as_str()))
+            let Some(mid) = name
+                .strip_prefix(prefix.as_str())
+                .and_then(|r| r.strip_suffix(suffix.as_str()))
             else {
                 return false;
             };
@@ -824,13 +871,20 @@ pub fn platform_hosts(path: &std::path::Path) -> Result<PlatformHosts> {
         if !path.is_file() {
             bail!("{name}: no such platform file");
         }
-        return Ok(PlatformHosts { names: vec![String::new()], ranges: Vec::new() });
+        return Ok(PlatformHosts {
+            opaque: true,
+            ..PlatformHosts::default()
+        });
     }
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{name}: cannot read the platform: {e}"))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("{name}: cannot read the platform: {e}"))?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
         Err(e) => {
-            let line = 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count();
+            let line = 1 + bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
             bail!("{name}:{line}: not a SimGrid platform: invalid UTF-8 (a binary file?)");
         }
     };
@@ -883,7 +937,10 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
                 Some((p, _)) if *p != "trace" => {
                     return Err((
                         line + nl(&chunk[..chunk.len() - chunk.trim_start().len()]),
-                        format!("text {:?} inside <{p}> (only elements belong there)", excerpt(chunk)),
+                        format!(
+                            "text {:?} inside <{p}> (only elements belong there)",
+                            excerpt(chunk)
+                        ),
                     ))
                 }
                 Some(_) => {}
@@ -898,7 +955,12 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
         let start_line = line;
         let skip_to = |pat: &str, what: &str| -> std::result::Result<usize, (usize, String)> {
             rest.find(pat).map(|e| e + pat.len()).ok_or_else(|| {
-                (start_line, format!("{what} is not closed (no `{pat}` before the end of the file: truncated?)"))
+                (
+                    start_line,
+                    format!(
+                        "{what} is not closed (no `{pat}` before the end of the file: truncated?)"
+                    ),
+                )
             })
         };
         if rest.starts_with("<!--") {
@@ -918,7 +980,13 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
             i += e;
         } else if rest.starts_with("<!") {
             if !out.is_empty() {
-                return Err((line, format!("{:?} after the first element", excerpt(&rest[..rest.len().min(24)]))));
+                return Err((
+                    line,
+                    format!(
+                        "{:?} after the first element",
+                        excerpt(&rest[..rest.len().min(24)])
+                    ),
+                ));
             }
             // <!DOCTYPE ...> with an optional [internal subset] and quoted strings.
             let mut depth = 0i32;
@@ -938,7 +1006,12 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
                     _ => {}
                 }
             }
-            let e = end.ok_or_else(|| (line, "<!DOCTYPE ...> is not closed (truncated?)".to_string()))?;
+            let e = end.ok_or_else(|| {
+                (
+                    line,
+                    "<!DOCTYPE ...> is not closed (truncated?)".to_string(),
+                )
+            })?;
             line += nl(&rest[..e]);
             i += e;
         } else if let Some(after) = rest.strip_prefix("</") {
@@ -947,7 +1020,13 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
             let tail = &after[len..];
             let ws = tail.len() - tail.trim_start().len();
             if name.is_empty() || !tail[ws..].starts_with('>') {
-                return Err((line, format!("malformed end tag {:?}", excerpt(&rest[..rest.len().min(24)]))));
+                return Err((
+                    line,
+                    format!(
+                        "malformed end tag {:?}",
+                        excerpt(&rest[..rest.len().min(24)])
+                    ),
+                ));
             }
             match stack.pop() {
                 None => return Err((line, format!("</{name}> without a matching <{name}>"))),
@@ -968,8 +1047,17 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
             // A start tag.
             let len = rest[1..].bytes().take_while(|&c| xml_name_byte(c)).count();
             let name = &rest[1..1 + len];
-            if name.is_empty() || name.as_bytes()[0].is_ascii_digit() || matches!(name.as_bytes()[0], b'-' | b'.') {
-                return Err((line, format!("`<` not followed by an element name: {:?}", excerpt(&rest[..rest.len().min(24)]))));
+            if name.is_empty()
+                || name.as_bytes()[0].is_ascii_digit()
+                || matches!(name.as_bytes()[0], b'-' | b'.')
+            {
+                return Err((
+                    line,
+                    format!(
+                        "`<` not followed by an element name: {:?}",
+                        excerpt(&rest[..rest.len().min(24)])
+                    ),
+                ));
             }
             if root_done {
                 return Err((line, format!("<{name}> after the end of the root element (one <platform> element per file)")));
@@ -978,7 +1066,9 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
             let mut j = 1 + len;
             let rb = rest.as_bytes();
             let mut attrs: Vec<(&str, &str)> = Vec::new();
-            let not_closed = || (start_line, format!("<{name}> tag is not closed (no `>` before the end of the file: truncated?)"));
+            let not_closed = || {
+                (start_line, format!("<{name}> tag is not closed (no `>` before the end of the file: truncated?)"))
+            };
             let empty;
             loop {
                 while j < rb.len() && rb[j].is_ascii_whitespace() {
@@ -1017,7 +1107,12 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
                     return Err(not_closed());
                 }
                 if rb[j] != b'=' {
-                    return Err((line, format!("attribute {aname} of <{name}> has no value (expected {aname}=\"...\")")));
+                    return Err((
+                        line,
+                        format!(
+                            "attribute {aname} of <{name}> has no value (expected {aname}=\"...\")"
+                        ),
+                    ));
                 }
                 j += 1;
                 while j < rb.len() && rb[j].is_ascii_whitespace() {
@@ -1035,11 +1130,17 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
                 }
                 let vstart = j + 1;
                 let Some(vlen) = rest[vstart..].find(q as char) else {
-                    return Err((line, format!("value of {aname} in <{name}> has no closing quote (truncated?)")));
+                    return Err((
+                        line,
+                        format!("value of {aname} in <{name}> has no closing quote (truncated?)"),
+                    ));
                 };
                 let value = &rest[vstart..vstart + vlen];
                 if value.contains('<') {
-                    return Err((line, format!("value of {aname} in <{name}> contains `<` (an unclosed quote?)")));
+                    return Err((
+                        line,
+                        format!("value of {aname} in <{name}> contains `<` (an unclosed quote?)"),
+                    ));
                 }
                 if attrs.iter().any(|(a, _)| *a == aname) {
                     return Err((line, format!("attribute {aname} given twice in <{name}>")));
@@ -1048,7 +1149,12 @@ fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, Str
                 attrs.push((aname, value));
                 j = vstart + vlen + 1;
             }
-            out.push(XmlElem { name, attrs, line: start_line, parent });
+            out.push(XmlElem {
+                name,
+                attrs,
+                line: start_line,
+                parent,
+            });
             if !empty {
                 stack.push((name, start_line));
             }
@@ -1120,7 +1226,9 @@ enum Quantity {
 fn unit_ok(q: Quantity, unit: &str) -> bool {
     const DEC: &[&str] = &["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
     const BIN: &[&str] = &["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"];
-    const LONG: &[&str] = &["", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta"];
+    const LONG: &[&str] = &[
+        "", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta",
+    ];
     if unit.is_empty() {
         return true; // SimGrid takes a bare number in its default unit (with a warning)
     }
@@ -1137,10 +1245,18 @@ fn unit_ok(q: Quantity, unit: &str) -> bool {
     }
 }
 
-fn check_quantity(q: Quantity, value: &str, elem: &str, attr: &str) -> std::result::Result<(), String> {
+fn check_quantity(
+    q: Quantity,
+    value: &str,
+    elem: &str,
+    attr: &str,
+) -> std::result::Result<(), String> {
     let (what, units) = match q {
         Quantity::Speed => ("a speed", "f, kf, Mf, Gf, Tf, ... or flops, gigaflops, ..."),
-        Quantity::Bandwidth => ("a bandwidth", "Bps, kBps, MBps, GBps, KiBps, MiBps, ..., or bps, Mbps, Gbps, ..."),
+        Quantity::Bandwidth => (
+            "a bandwidth",
+            "Bps, kBps, MBps, GBps, KiBps, MiBps, ..., or bps, Mbps, Gbps, ...",
+        ),
         Quantity::Latency => ("a time", "s, ms, us, ns, ps, m, h, d, w"),
     };
     let parts: Vec<&str> = match q {
@@ -1152,10 +1268,14 @@ fn check_quantity(q: Quantity, value: &str, elem: &str, attr: &str) -> std::resu
         let ok = match split_number(p) {
             Some((v, unit)) if v.is_finite() && unit_ok(q, unit) => {
                 if v < 0.0 {
-                    return Err(format!("<{elem} {attr}=\"{value}\">: {what} cannot be negative"));
+                    return Err(format!(
+                        "<{elem} {attr}=\"{value}\">: {what} cannot be negative"
+                    ));
                 }
                 if v == 0.0 && q != Quantity::Latency {
-                    return Err(format!("<{elem} {attr}=\"{value}\">: {what} of 0 never lets anything finish"));
+                    return Err(format!(
+                        "<{elem} {attr}=\"{value}\">: {what} of 0 never lets anything finish"
+                    ));
                 }
                 true
             }
@@ -1226,7 +1346,8 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
     let mut netpoints: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut generated = false;
     for e in &elems {
-        let Some((_, required, optional)) = PLATFORM_ELEMENTS.iter().find(|(n, _, _)| *n == e.name) else {
+        let Some((_, required, optional)) = PLATFORM_ELEMENTS.iter().find(|(n, _, _)| *n == e.name)
+        else {
             return Err((
                 e.line,
                 format!("unknown element <{}> (SimGrid platform elements: zone, host, link, route, cluster, ...)", e.name),
@@ -1236,13 +1357,24 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
             return Err((e.line, "<platform> inside another element".into()));
         }
         if e.name != "platform" && e.parent.is_none() {
-            return Err((e.line, format!("<{}> outside the <platform> element", e.name)));
+            return Err((
+                e.line,
+                format!("<{}> outside the <platform> element", e.name),
+            ));
         }
         for (a, _) in &e.attrs {
             if !required.contains(a) && !optional.contains(a) {
-                let mut valid: Vec<&str> = required.iter().chain(optional.iter()).copied().collect();
+                let mut valid: Vec<&str> =
+                    required.iter().chain(optional.iter()).copied().collect();
                 valid.sort_unstable();
-                return Err((e.line, format!("<{}> has no attribute {a} (valid: {})", e.name, valid.join(", "))));
+                return Err((
+                    e.line,
+                    format!(
+                        "<{}> has no attribute {a} (valid: {})",
+                        e.name,
+                        valid.join(", ")
+                    ),
+                ));
             }
         }
         for r in *required {
@@ -1262,15 +1394,25 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
                 ("loopback_lat", Quantity::Latency),
                 ("limiter_link", Quantity::Bandwidth),
             ],
-            "cabinet" => &[("speed", Quantity::Speed), ("bw", Quantity::Bandwidth), ("lat", Quantity::Latency)],
+            "cabinet" => &[
+                ("speed", Quantity::Speed),
+                ("bw", Quantity::Bandwidth),
+                ("lat", Quantity::Latency),
+            ],
             "peer" => &[
                 ("speed", Quantity::Speed),
                 ("bw_in", Quantity::Bandwidth),
                 ("bw_out", Quantity::Bandwidth),
                 ("lat", Quantity::Latency),
             ],
-            "link" | "backbone" => &[("bandwidth", Quantity::Bandwidth), ("latency", Quantity::Latency)],
-            "disk" => &[("read_bw", Quantity::Bandwidth), ("write_bw", Quantity::Bandwidth)],
+            "link" | "backbone" => &[
+                ("bandwidth", Quantity::Bandwidth),
+                ("latency", Quantity::Latency),
+            ],
+            "disk" => &[
+                ("read_bw", Quantity::Bandwidth),
+                ("write_bw", Quantity::Bandwidth),
+            ],
             _ => &[],
         };
         for (a, q) in quantities {
@@ -1283,20 +1425,45 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
         }
         if let Some(c) = attr(e, "core") {
             if !c.trim().parse::<u32>().is_ok_and(|c| c > 0) {
-                return Err((e.line, format!("<{} core=\"{c}\">: the core count must be a whole number >= 1", e.name)));
+                return Err((
+                    e.line,
+                    format!(
+                        "<{} core=\"{c}\">: the core count must be a whole number >= 1",
+                        e.name
+                    ),
+                ));
             }
         }
         if let (Some(r), "zone" | "AS") = (attr(e, "routing"), e.name) {
-            const ROUTINGS: &[&str] = &["Full", "Floyd", "Dijkstra", "DijkstraCache", "Cluster", "None", "Vivaldi", "Wifi"];
+            const ROUTINGS: &[&str] = &[
+                "Full",
+                "Floyd",
+                "Dijkstra",
+                "DijkstraCache",
+                "Cluster",
+                "None",
+                "Vivaldi",
+                "Wifi",
+            ];
             if !ROUTINGS.iter().any(|x| x.eq_ignore_ascii_case(r)) {
-                return Err((e.line, format!("<{} routing=\"{r}\">: unknown routing (valid: {})", e.name, ROUTINGS.join(", "))));
+                return Err((
+                    e.line,
+                    format!(
+                        "<{} routing=\"{r}\">: unknown routing (valid: {})",
+                        e.name,
+                        ROUTINGS.join(", ")
+                    ),
+                ));
             }
         }
         let id = attr(e, "id").unwrap_or("");
         match e.name {
             "host" | "peer" => {
                 if let Some(first) = host_lines.insert(id, e.line) {
-                    return Err((e.line, format!("host {id:?} is declared twice (first at line {first})")));
+                    return Err((
+                        e.line,
+                        format!("host {id:?} is declared twice (first at line {first})"),
+                    ));
                 }
                 hosts.names.push(id.to_string());
                 netpoints.insert(id);
@@ -1349,18 +1516,27 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
             for a in refs {
                 let l = attr(e, a).unwrap_or("");
                 if !link_known(l) {
-                    return Err((e.line, format!("<{} {a}=\"{l}\">: no link {l:?} is declared", e.name)));
+                    return Err((
+                        e.line,
+                        format!("<{} {a}=\"{l}\">: no link {l:?} is declared", e.name),
+                    ));
                 }
             }
             if e.name == "host_link" && !netpoints.contains(attr(e, "id").unwrap_or("")) {
                 let h = attr(e, "id").unwrap_or("");
-                return Err((e.line, format!("<host_link id=\"{h}\">: no host {h:?} is declared")));
+                return Err((
+                    e.line,
+                    format!("<host_link id=\"{h}\">: no host {h:?} is declared"),
+                ));
             }
             if e.name == "route" {
                 for a in ["src", "dst"] {
                     let p = attr(e, a).unwrap_or("");
                     if !netpoints.contains(p) {
-                        return Err((e.line, format!("<route {a}=\"{p}\">: no host or router {p:?} is declared")));
+                        return Err((
+                            e.line,
+                            format!("<route {a}=\"{p}\">: no host or router {p:?} is declared"),
+                        ));
                     }
                 }
             }

@@ -222,7 +222,11 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
             if id == COMM_WORLD {
                 return Err("comm: communicator 0 is the world and cannot be redefined".into());
             }
-            TraceAction::CommDef { id, ranks: parse_ranks(p[1])? }
+            let ranks = parse_ranks(p[1])?;
+            if ranks.is_empty() {
+                return Err(format!("comm: {:?} names no rank (expected e.g. 0-3,8)", p[1]));
+            }
+            TraceAction::CommDef { id, ranks }
         }
         "send" => {
             w.check(2, 2, P2P, "send TO BYTES [tag=T] [comm=C]")?;
@@ -664,6 +668,25 @@ pub struct TraceReader {
 
 /// Loop bodies are held in memory while they repeat; this bounds one body.
 const MAX_LOOP_BODY_LINES: usize = 1 << 20;
+/// ... and the rank and count lists it holds (`comm 1 0-1048575` is a million entries).
+const MAX_LOOP_BODY_ENTRIES: usize = 1 << 24;
+
+/// What an action weighs in a loop body held in memory: its list entries.
+fn list_entries(a: &TraceAction) -> usize {
+    match a {
+        TraceAction::CommDef { ranks, .. } => ranks.len(),
+        TraceAction::Waitall { reqs } => reqs.len(),
+        TraceAction::Gatherv { counts, .. }
+        | TraceAction::Scatterv { counts, .. }
+        | TraceAction::Allgatherv { counts, .. }
+        | TraceAction::ReduceScatter { counts, .. } => counts.len(),
+        TraceAction::Alltoallv { send, recv, .. } => send.len() + recv.len(),
+        TraceAction::Compute {
+            compute: Compute::Blocks(b),
+        } => b.len(),
+        _ => 0,
+    }
+}
 /// Loops nest at most this deep (the reader recurses once per level).
 pub const MAX_LOOP_DEPTH: usize = 256;
 /// A rank's trace unfolds to at most this many actions (loop counts multiply): more would take
@@ -747,9 +770,17 @@ impl TraceReader {
     }
 
     /// Reads a loop body up to its `end` (nested loops included).
-    fn read_body(&mut self, start_line: u64, count: &mut usize, depth: usize) -> Result<Vec<Node>, TraceError> {
+    fn read_body(
+        &mut self,
+        start_line: u64,
+        count: &mut (usize, usize),
+        depth: usize,
+    ) -> Result<Vec<Node>, TraceError> {
         if depth > MAX_LOOP_DEPTH {
-            return Err(self.err(start_line, format!("loops nested deeper than {MAX_LOOP_DEPTH} levels")));
+            return Err(self.err(
+                start_line,
+                format!("loops nested deeper than {MAX_LOOP_DEPTH} levels"),
+            ));
         }
         let mut body = Vec::new();
         loop {
@@ -761,11 +792,18 @@ impl TraceReader {
                     body.push(Node::Loop(n, Rc::new(inner)));
                 }
                 Some((Line::Action(a), l)) => {
-                    *count += 1;
-                    if *count > MAX_LOOP_BODY_LINES {
+                    count.0 += 1;
+                    count.1 += list_entries(&a);
+                    if count.0 > MAX_LOOP_BODY_LINES {
                         return Err(self.err(
                             start_line,
                             format!("loop body longer than {MAX_LOOP_BODY_LINES} lines"),
+                        ));
+                    }
+                    if count.1 > MAX_LOOP_BODY_ENTRIES {
+                        return Err(self.err(
+                            start_line,
+                            format!("loop body holds more than {MAX_LOOP_BODY_ENTRIES} rank and count list entries"),
                         ));
                     }
                     body.push(Node::Act(a, l));
@@ -815,7 +853,7 @@ impl TraceReader {
                     return Err(self.err(l, "`end` without a matching `loop`".into()))
                 }
                 Some((Line::Loop(n), l)) => {
-                    let mut count = 0;
+                    let mut count = (0, 0);
                     let body = self.read_body(l, &mut count, 1)?;
                     if n > 0 && !body.is_empty() {
                         self.stack.push(Frame {
@@ -873,12 +911,22 @@ pub fn discover(dir: &Path) -> anyhow::Result<u32> {
 pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
     for r in 0..ranks {
         let mut rd = TraceReader::open(&rank_file(dir, r))?;
-        if rd.header.rank != r || rd.header.size != ranks {
+        if rd.header.rank != r {
             return Err(rd.err(
                 1,
                 format!(
-                    "header says rank {} size {}, expected rank {r} size {ranks}",
-                    rd.header.rank, rd.header.size
+                    "header says rank {}, but this is rank-{r}.trace",
+                    rd.header.rank
+                ),
+            ));
+        }
+        if rd.header.size != ranks {
+            return Err(rd.err(
+                1,
+                format!(
+                    "header says size {}, but the directory holds {ranks} rank files (rank-0.trace .. rank-{}.trace)",
+                    rd.header.size,
+                    ranks - 1
                 ),
             ));
         }
@@ -890,7 +938,7 @@ pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
         // count of unfolded actions multiplies along the nesting.
         let mut loops: Vec<(u64, u64, u64)> = Vec::new(); // (line, count, actions in body)
         let mut top: u64 = 0;
-        let mut in_outer = 0usize;
+        let mut in_outer = (0usize, 0usize);
         while let Some((l, line)) = rd.raw_line()? {
             match l {
                 Line::Action(a) => {
@@ -903,18 +951,31 @@ pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
                     }
                     if let Some(&(outer, _, _)) = loops.first() {
                         // The reader holds a whole outermost loop in memory.
-                        in_outer += 1;
-                        if in_outer > MAX_LOOP_BODY_LINES {
-                            return Err(rd.err(outer, format!("loop body longer than {MAX_LOOP_BODY_LINES} lines")));
+                        in_outer.0 += 1;
+                        in_outer.1 += list_entries(&a);
+                        if in_outer.0 > MAX_LOOP_BODY_LINES {
+                            return Err(rd.err(
+                                outer,
+                                format!("loop body longer than {MAX_LOOP_BODY_LINES} lines"),
+                            ));
+                        }
+                        if in_outer.1 > MAX_LOOP_BODY_ENTRIES {
+                            return Err(rd.err(
+                                outer,
+                                format!("loop body holds more than {MAX_LOOP_BODY_ENTRIES} rank and count list entries"),
+                            ));
                         }
                     }
                 }
                 Line::Loop(n) => {
                     if loops.is_empty() {
-                        in_outer = 0;
+                        in_outer = (0, 0);
                     }
                     if loops.len() >= MAX_LOOP_DEPTH {
-                        return Err(rd.err(line, format!("loops nested deeper than {MAX_LOOP_DEPTH} levels")));
+                        return Err(rd.err(
+                            line,
+                            format!("loops nested deeper than {MAX_LOOP_DEPTH} levels"),
+                        ));
                     }
                     loops.push((line, n, 0));
                 }
