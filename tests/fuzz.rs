@@ -457,13 +457,23 @@ fn finish(stats: Stats) {
     );
 }
 
+/// Seeds of a target: tests/fuzz-corpus/<kind>/, and for C also the front end's fixtures and the
+/// examples, read where they are rather than copied.
 fn seeds(kind: &str) -> Vec<Vec<u8>> {
-    let dir = root().join("tests/fuzz-corpus").join(kind);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
+    let mut dirs = vec![root().join("tests/fuzz-corpus").join(kind)];
+    if kind == "c" {
+        dirs.push(root().join("tests/fixtures/c"));
+        dirs.push(root().join("examples"));
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in &dirs {
+        files.extend(
+            std::fs::read_dir(dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_file() && (kind != "c" || p.extension().is_some_and(|x| x == "c" || x == "cpp"))),
+        );
+    }
     files.sort();
     files.iter().map(|f| std::fs::read(f).unwrap()).collect()
 }
