@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what mpicast needs on Debian 12: SimGrid (headers + pkg-config), libclang for bindgen,
-# OpenMPI (mpicc, mpirun). Does nothing when everything is already there.
+# OpenMPI (mpicc, mpirun), iproute2 (ip netns, tc: emulated networks) and chromium (the HTML
+# report test renders pages headless). Does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(pkg-config libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev)
+pkgs=(pkg-config libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

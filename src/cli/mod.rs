@@ -8,8 +8,11 @@ mod bench_network;
 mod platform;
 mod predict;
 mod replay;
+mod report;
 mod simulate;
+mod sweep;
 mod trace;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -44,6 +47,12 @@ enum Command {
     Predict(predict::Args),
     /// Replay per-rank traces through SimGrid with MPI semantics.
     Replay(replay::Args),
+    /// Predict a program at several rank counts (and platforms): time, speedup, efficiency.
+    Sweep(sweep::Args),
+    /// Write the HTML report of a prediction or a sweep.
+    Report(report::Args),
+    /// Run a program for real and compare with its predictions in every mode.
+    Validate(validate::Args),
     /// Run a program instrumented under mpirun and collect per-rank traces.
     Trace(trace::Args),
     /// Run one simulation job in this process (used internally: one SimGrid engine per process).
@@ -83,6 +92,9 @@ pub fn main() -> ExitCode {
         Command::Platform(args) => platform::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Validate(args) => validate::run(args),
         Command::Trace(args) => trace::run(args),
         Command::Simulate(args) => simulate::run(args),
     };

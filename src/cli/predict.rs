@@ -85,6 +85,12 @@ pub struct Args {
     /// Keep the simulated per-rank timeline in the JSON.
     #[arg(long)]
     timeline: bool,
+    /// Also write the HTML report (source view, timeline, tables) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Also write the simulated timeline in the Trace Event Format (Perfetto, chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    chrome_trace: Option<PathBuf>,
     /// Program arguments, exactly as the program would get them.
     #[arg(last = true)]
     program_args: Vec<String>,
@@ -148,7 +154,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eager_threshold: None,
         mapping,
         what_if,
-        timeline: args.timeline,
+        timeline: args.timeline || args.html.is_some() || args.chrome_trace.is_some(),
         top: args.top,
         assumptions: notes,
         save_traces: args.save_traces.clone(),
@@ -186,6 +192,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         predict::predict_static(&model, &popts).map_err(|e| with_hint(e, &model))?
     };
+    if let Some(f) = &args.html {
+        let page = crate::report::html_prediction(&prediction)?;
+        std::fs::write(f, page).with_context(|| format!("{}: cannot write", f.display()))?;
+    }
+    if let Some(f) = &args.chrome_trace {
+        let t = crate::report::chrome_trace(&prediction)?;
+        std::fs::write(f, t).with_context(|| format!("{}: cannot write", f.display()))?;
+    }
     match &args.json {
         Some(p) if p.as_os_str() == "-" => {
             print!("{}", crate::model::to_json(&prediction));

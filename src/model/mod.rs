@@ -10,6 +10,7 @@ pub mod network;
 pub mod ops;
 pub mod prediction;
 pub mod simjob;
+pub mod sweep;
 pub mod trace;
 
 use std::path::Path;
