@@ -9,6 +9,7 @@ pub mod machine;
 pub mod network;
 pub mod predict;
 pub mod report;
+pub mod scale;
 pub mod model;
 pub mod sim;
 pub mod trace;

@@ -48,6 +48,16 @@ pub struct Args {
     /// Run `mpicast trace` at K ranks first and predict from its traces.
     #[arg(long, value_name = "K")]
     trace_ranks: Option<u32>,
+    /// When the trace has another number of ranks than -n: how compute and messages change.
+    /// program: the program's own formulas evaluated at the new size where they resolve (what
+    /// they do not cover keeps its size; halo messages follow the grid's faces); weak: per-rank
+    /// work and messages kept; strong: compute divided by the growth, halos shrunk with the faces.
+    #[arg(long, default_value = "program", value_parser = ["program", "weak", "strong"])]
+    scaling: String,
+    /// The traced run's topology, when detection does not recognise it: master-worker[:ROOT],
+    /// independent, mesh:AxB[xC], torus:AxB[xC], chain:N, ring:N.
+    #[arg(long, value_name = "TOPOLOGY")]
+    force_topology: Option<String>,
     /// With a --time-blocks trace: use the bursts' measured times (block benchmarking) instead
     /// of formula (1).
     #[arg(long)]
@@ -185,9 +195,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, None) => None,
     };
     let prediction = if let Some(dir) = trace_dir {
-        let (tmodel, p) = predict::predict_trace(&dir, &popts, args.measured, args.allow_incomplete)
+        let req = crate::scale::Request {
+            to_ranks: args.ranks,
+            mode: crate::scale::Mode::parse(&args.scaling).expect("clap checked"),
+            force: args.force_topology.as_deref().map(crate::scale::detect::parse_topology).transpose().map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
+        };
+        let (_, p) = predict::predict_trace_scaled(&dir, &popts, args.measured, args.allow_incomplete, Some(&req))
             .map_err(|e| with_hint(e, &model))?;
-        let _ = tmodel;
         p
     } else {
         predict::predict_static(&model, &popts).map_err(|e| with_hint(e, &model))?
@@ -322,6 +336,29 @@ pub fn render(p: &Prediction) -> String {
     if !p.what_if.is_empty() {
         let b: Vec<String> = p.what_if.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(o, "what-if: {}", b.join(" "));
+    }
+    if let Some(sc) = &p.scaling {
+        let _ = writeln!(
+            o,
+            "scaled from {} ranks: {} -> {} ({}), {} scaling, {:.0}% of compute rescaled by the program's formulas",
+            sc.from_ranks,
+            sc.topology,
+            sc.scaled_topology,
+            sc.agreement,
+            sc.mode,
+            100.0 * sc.formula_share
+        );
+        let _ = writeln!(
+            o,
+            "  messages resized by site formulas {}, by the grid's faces {}, kept {}",
+            sc.messages_by_formula, sc.messages_by_faces, sc.messages_kept
+        );
+        for e in &sc.evidence {
+            let _ = writeln!(o, "  {e}");
+        }
+        for e in &sc.notes {
+            let _ = writeln!(o, "  note: {e}");
+        }
     }
     let _ = writeln!(
         o,

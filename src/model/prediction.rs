@@ -50,6 +50,37 @@ pub struct Prediction {
     pub wall_s: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineEvent>,
+    /// Set when the traces were scaled from fewer (or more) ranks than predicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Scaling>,
+}
+
+/// How traces of `from_ranks` ranks were rewritten for `to_ranks`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Scaling {
+    pub from_ranks: u32,
+    pub to_ranks: u32,
+    /// The topology used, at the traced size and at the predicted one (e.g. "2D mesh 2x2" and
+    /// "2D mesh 4x4").
+    pub topology: String,
+    pub scaled_topology: String,
+    /// What the trace's communication graph shows, and what the source says (None: not
+    /// recognised), with the evidence.
+    pub trace_topology: Option<String>,
+    pub static_topology: Option<String>,
+    pub evidence: Vec<String>,
+    /// "agree", "disagree: ...", "trace only", "static only", "forced".
+    pub agreement: String,
+    /// "program", "weak" or "strong".
+    pub mode: String,
+    /// Share of the traced compute (weighted by cost) whose new execution counts came from the
+    /// front end's formulas (program mode).
+    pub formula_share: f64,
+    /// Messages resized by a communication site's formula, by the decomposition's faces, kept.
+    pub messages_by_formula: u64,
+    pub messages_by_faces: u64,
+    pub messages_kept: u64,
+    pub notes: Vec<String>,
 }
 
 impl Artifact for Prediction {

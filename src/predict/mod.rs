@@ -372,6 +372,18 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
 /// --all-blocks`) costed by formula (1), or its measured burst times (`--time-blocks`) when
 /// `measured` is set, then the same replay and attribution as the static path.
 pub fn predict_trace(dir: &Path, opts: &Options, measured: bool, allow_incomplete: bool) -> Result<(ProgramModel, Prediction)> {
+    predict_trace_scaled(dir, opts, measured, allow_incomplete, None)
+}
+
+/// The trace path for a number of ranks other than the trace's: the traces are rewritten for
+/// `opts.ranks` (`crate::scale`) before they are costed.
+pub fn predict_trace_scaled(
+    dir: &Path,
+    opts: &Options,
+    measured: bool,
+    allow_incomplete: bool,
+    scale: Option<&crate::scale::Request>,
+) -> Result<(ProgramModel, Prediction)> {
     use crate::model::trace::{Compute, TraceMeta};
     let t0 = Instant::now();
     let model: ProgramModel = crate::model::read_artifact(&dir.join("analysis.json"))
@@ -381,7 +393,7 @@ pub fn predict_trace(dir: &Path, opts: &Options, measured: bool, allow_incomplet
         _ => None,
     };
     let ranks = crate::trace::discover(dir)?;
-    if ranks != opts.ranks {
+    if ranks != opts.ranks && scale.is_none() {
         bail!(
             "{}: the traces are of {ranks} ranks, -n asks for {}: predicting other rank counts from a trace needs trace scaling",
             dir.display(),
@@ -419,6 +431,36 @@ pub fn predict_trace(dir: &Path, opts: &Options, measured: bool, allow_incomplet
     }
     crate::trace::validate_dir(dir, ranks).map_err(|e| anyhow::anyhow!("{e}"))?;
     let costs = Costs::from_table(&opts.machine, opts.variant);
+    let _scaled_dir;
+    let mut scaling = None;
+    let (dir, ranks) = match scale {
+        Some(req) if ranks != opts.ranks => {
+            let t = tempfile::Builder::new().prefix("mpicast-scaled").tempdir().context("cannot create a temporary directory")?;
+            let env: HashMap<String, f64> = opts
+                .bindings
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .chain([("rank".to_string(), 0.0), ("size".to_string(), ranks as f64)])
+                .collect();
+            let cost = block_seconds(&model, &costs.nominal, &env);
+            let req = crate::scale::Request { to_ranks: opts.ranks, ..req.clone() };
+            let info = crate::scale::scale_dir(dir, t.path(), &model, &opts.bindings, cost, &req).with_context(|| format!("{}: scaling from {ranks} to {} ranks", dir.display(), opts.ranks))?;
+            assumptions.push(format!(
+                "traces of {ranks} ranks scaled to {} ({} -> {}, {} scaling; {:.0}% of compute rescaled by the program's formulas)",
+                opts.ranks,
+                info.topology,
+                info.scaled_topology,
+                info.mode,
+                100.0 * info.formula_share
+            ));
+            scaling = Some(info);
+            let p = t.path().to_path_buf();
+            _scaled_dir = t;
+            (p, opts.ranks)
+        }
+        _ => (dir.to_path_buf(), ranks),
+    };
+    let dir = dir.as_path();
     let out = tempfile::Builder::new().prefix("mpicast-costed").tempdir().context("cannot create a temporary directory")?;
     let factor = opts.what_if.compute_factor();
     let nb = model.blocks.len();
@@ -491,8 +533,15 @@ pub fn predict_trace(dir: &Path, opts: &Options, measured: bool, allow_incomplet
     let sk = Skeletons { dir: out, execs, compute, assumptions: Vec::new() };
     let mut o = Options { assumptions, ..opts.clone() };
     o.ranks = ranks;
-    let mut p = finish(&model, &o, &costs, sk, if measured { "trace (measured bursts)" } else { "trace" }, t0)?;
+    let mode = match (&scaling, measured) {
+        (Some(s), true) => format!("trace (measured bursts) scaled from {} ranks", s.from_ranks),
+        (Some(s), false) => format!("trace scaled from {} ranks", s.from_ranks),
+        (None, true) => "trace (measured bursts)".to_string(),
+        (None, false) => "trace".to_string(),
+    };
+    let mut p = finish(&model, &o, &costs, sk, &mode, t0)?;
     p.args = meta.map(|m| m.args).unwrap_or_default();
+    p.scaling = scaling;
     Ok((model, p))
 }
 
@@ -555,6 +604,7 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         simulation_wall_s: result.wall_s,
         wall_s: t0.elapsed().as_secs_f64(),
         timeline: result.timeline,
+        scaling: None,
     })
 }
 

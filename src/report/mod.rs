@@ -1,28 +1,152 @@
 //! Reports: a self-contained HTML page for a prediction or a sweep, the Chrome/Perfetto trace
-//! export of a simulated timeline, and SVG plots.
+//! export of a simulated timeline, SVG plots of a sweep, and aligned terminal tables.
+//!
+//! The pages carry their CSS, their JavaScript (small, vanilla, in `page.css`, `prediction.js`
+//! and `sweep.js` next to this file) and their data inline: they open from disk with no network.
+//! Text from files (sources, paths, names) is escaped on the way in (`html::escape`), and the
+//! data the scripts read is JSON inside a `<script type="application/json">` with `<`, `>` and
+//! `&` written as `\u003c`... so no file content can close the script element.
+//! JSON here is built as `serde_json::Value` or written by hand: only `src/model` types derive
+//! `Serialize`.
 
-use anyhow::{bail, Result};
+mod chrome;
+mod html;
+mod prediction_page;
+mod source;
+mod svg;
+mod sweep_page;
+pub mod table;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
 
 use crate::model::prediction::Prediction;
 use crate::model::sweep::Sweep;
 
-/// One self-contained HTML page for a prediction (no network access needed to view it).
-pub fn html_prediction(_p: &Prediction) -> Result<String> {
-    bail!("the HTML report is not built yet")
+/// One self-contained HTML page for a prediction (no network access needed to view it): the
+/// header, the source with blocks highlighted by predicted share of time, the block panel,
+/// per-function times, the per-rank timeline, per-rank, per-host and per-link tables. Source
+/// files are read from the paths in `p.program` (relative to the current directory); a file
+/// that cannot be read is named in the page.
+pub fn html_prediction(p: &Prediction) -> Result<String> {
+    html_predictions(std::slice::from_ref(p), &[])
 }
 
-/// One self-contained HTML page for a sweep.
-pub fn html_sweep(_s: &Sweep) -> Result<String> {
-    bail!("the HTML report is not built yet")
+/// One page for predictions of the same program with different machine tables (ChronosMix's
+/// per-machine view): the first prediction drives the timeline and the host and link tables;
+/// the block panel and the function table show every prediction's time. Relative source paths
+/// are looked up in the current directory, then in each of `source_dirs`.
+pub fn html_predictions(preds: &[Prediction], source_dirs: &[PathBuf]) -> Result<String> {
+    prediction_page::render(preds, source_dirs)
 }
 
-/// The simulated timeline in the Trace Event Format (JSON), for Perfetto and chrome://tracing.
-pub fn chrome_trace(_p: &Prediction) -> Result<String> {
-    bail!("the Chrome trace export is not built yet")
+/// One self-contained HTML page for a sweep: the [`sweep_svg`] figure and the table of points.
+pub fn html_sweep(s: &Sweep) -> Result<String> {
+    sweep_page::render(s)
 }
 
-/// An SVG figure of a sweep: predicted time, speedup and efficiency against ranks, one curve per
-/// platform.
-pub fn sweep_svg(_s: &Sweep) -> String {
-    String::new()
+/// The simulated timeline in the Trace Event Format (JSON), for Perfetto and chrome://tracing:
+/// complete events (`"ph": "X"`, `ts` and `dur` in microseconds) named by action kind, one
+/// process per host, one thread per rank (`tid` = rank). Fails when the prediction holds no
+/// timeline.
+pub fn chrome_trace(p: &Prediction) -> Result<String> {
+    chrome::trace(p)
+}
+
+/// An SVG figure of a sweep: predicted time (log-log), speedup (log-log, with the ideal line)
+/// and efficiency against ranks, one curve per platform, with a legend.
+pub fn sweep_svg(s: &Sweep) -> String {
+    svg::sweep(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::model::trace::TimelineEvent;
+
+    /// A small prediction, from JSON so that fields other stages add with defaults need no
+    /// change here.
+    fn prediction(program: &str) -> Prediction {
+        let rank = |r: u32| {
+            serde_json::json!({"rank": r, "host": format!("n{r}"), "finish_s": 2e-3, "compute_s": 1e-3, "comm_s": 1e-3,
+                               "wait_s": 0.0, "messages_sent": 1, "bytes_sent": 8})
+        };
+        serde_json::from_value(serde_json::json!({
+            "program": [program], "args": ["<10>"], "ranks": 2, "bindings": {}, "mode": "static",
+            "platform": "p.xml", "machine": {"path": "m.json", "hostname": "h", "cpu_model": "c", "compiler": "cc"},
+            "costs": "raw", "what_if": {}, "predicted_s": 2e-3, "interval_s": [1e-3, 3e-3],
+            "ranks_detail": [rank(0), rank(1)], "hosts": [], "links": [],
+            "blocks": [{"id": format!("{program}:3:1:loop"), "kind": "loop", "function": "main", "file": program,
+                        "line_start": 3, "line_end": 5, "executions": 10.0, "seconds": 2e-3, "share": 1.0,
+                        "op_seconds": {"double_add": 2e-3}}],
+            "functions": [{"name": "main", "file": program, "line_start": 1, "self_seconds": 2e-3, "share": 1.0}],
+            "op_classes": {}, "assumptions": ["a <b> & c"], "warnings": [], "messages": 2,
+            "simulation_wall_s": 0.0, "wall_s": 0.0,
+        }))
+        .expect("a prediction")
+    }
+
+    #[test]
+    fn a_missing_source_and_no_timeline_are_said() {
+        let page = html_prediction(&prediction("/nonexistent/<x>.c")).unwrap();
+        assert!(page.contains("<p class=\"missing\">/nonexistent/&lt;x&gt;.c: cannot read:"), "the missing file is named");
+        assert!(page.contains("id=\"no-timeline\""));
+        assert!(page.contains("<li>a &lt;b&gt; &amp; c</li>"));
+        assert!(page.contains("<code>&lt;10&gt;</code>"));
+        assert!(!page.contains("<x>") && !page.contains("<b>"));
+    }
+
+    #[test]
+    fn chrome_trace_needs_a_timeline_and_names_ranks() {
+        let mut p = prediction("x.c");
+        let e = chrome_trace(&p).unwrap_err().to_string();
+        assert!(e.contains("no timeline") && !e.contains('\n'), "{e}");
+        p.timeline = vec![
+            TimelineEvent { rank: 1, kind: "compute".into(), start_s: 0.0, end_s: 1e-3 },
+            TimelineEvent { rank: 0, kind: "send".into(), start_s: 0.0, end_s: 2.5e-6 },
+        ];
+        let t: serde_json::Value = serde_json::from_str(&chrome_trace(&p).unwrap()).unwrap();
+        let ev = t["traceEvents"].as_array().unwrap();
+        let x: Vec<&serde_json::Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(x.len(), 2);
+        assert_eq!(x[0]["name"], "send");
+        assert_eq!(x[0]["cat"], "p2p");
+        assert_eq!(x[0]["dur"], 2.5);
+        assert_eq!(x[1]["tid"], 1);
+        assert_eq!(x[1]["pid"], 2, "rank 1 on its host n1, the second process");
+        assert_eq!(x[1]["dur"], 1000.0);
+        let names: Vec<&str> = ev.iter().filter(|e| e["name"] == "thread_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["rank 0", "rank 1"]);
+        assert_eq!(t["displayTimeUnit"], "ms");
+    }
+
+    #[test]
+    fn predictions_of_two_programs_do_not_mix() {
+        let e = html_predictions(&[prediction("a.c"), prediction("b.c")], &[]).unwrap_err().to_string();
+        assert!(e.contains("one program"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_sweep_still_makes_a_figure() {
+        let s = Sweep {
+            program: vec!["x.c".into()],
+            args: Vec::new(),
+            bindings: BTreeMap::new(),
+            mode: "static".into(),
+            scaling: "program".into(),
+            trace_ranks: None,
+            platforms: Vec::new(),
+            ranks: Vec::new(),
+            points: Vec::new(),
+            topology: None,
+            assumptions: Vec::new(),
+            wall_s: 0.0,
+        };
+        let svg = sweep_svg(&s);
+        assert!(svg.starts_with("<svg xmlns=") && svg.contains("no points in this sweep") && svg.ends_with("</svg>\n"));
+        assert!(html_sweep(&s).unwrap().contains("no points in this sweep"));
+    }
 }

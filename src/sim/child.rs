@@ -57,6 +57,9 @@ fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
     write_artifact(&job_path, job)?;
     let exe = mpicast_exe()?;
     let output = Command::new(&exe)
+        // Large allocations (actor stacks of large replays) from the heap rather than one memory
+        // map each: see sim::replay::LARGE_REPLAY.
+        .env("MALLOC_MMAP_THRESHOLD_", "4194304")
         .arg("simulate")
         .arg(flag)
         .arg(&job_path)

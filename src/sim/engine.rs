@@ -177,6 +177,15 @@ extern "C-unwind" fn actor_trampoline(_argc: c_int, _argv: *mut *mut c_char) {
     (*body)();
 }
 
+/// Stack size of the actors spawned from now on, KiB (see [`set_actor_stack_kib`]).
+static ACTOR_STACK_KIB: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(256);
+
+/// Sets the stack size of actors spawned from now on. Replay actors keep little on the stack:
+/// 256 KiB (the default) leaves room for deep std formatting; very large replays use less.
+pub fn set_actor_stack_kib(kib: usize) {
+    ACTOR_STACK_KIB.store(kib.max(16), std::sync::atomic::Ordering::Relaxed);
+}
+
 fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<(), SimError> {
     let cname = CString::new(name).map_err(|_| SimError::BadName(name.to_string()))?;
     let data = Box::into_raw(Box::new(body)) as *mut c_void;
@@ -184,8 +193,7 @@ fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<(), SimError> 
     // trampoline reclaims; SimGrid copies the name.
     unsafe {
         let actor = ffi::sg_actor_init(cname.as_ptr(), host.0);
-        // Replay actors keep little on the stack; 256 KiB leaves room for deep std formatting.
-        ffi::sg_actor_set_stacksize(actor, 256);
+        ffi::sg_actor_set_stacksize(actor, ACTOR_STACK_KIB.load(std::sync::atomic::Ordering::Relaxed) as _);
         ffi::sg_actor_set_data(actor, data);
         ffi::sg_actor_start_(actor, Some(actor_trampoline), 0, ptr::null());
     }

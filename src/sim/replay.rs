@@ -864,6 +864,10 @@ fn describe(p: &Pending) -> String {
     }
 }
 
+/// Above this many ranks a replay runs its actors on small stacks without guard pages.
+pub const LARGE_REPLAY: u32 = 16384;
+const LARGE_REPLAY_STACK_KIB: usize = 64;
+
 /// Runs a replay job in this process (once per process).
 pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     let started = Instant::now();
@@ -872,6 +876,14 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         bail!("no ranks to replay");
     }
     let mut cfg = vec![DEFAULT_NETWORK_MODEL.to_string()];
+    if n > LARGE_REPLAY {
+        // Linux allows 65,530 memory maps per process by default, and SimGrid maps each actor's
+        // stack separately (two maps with its guard page). Without guard pages the stacks come
+        // from malloc, which the child's MALLOC_MMAP_THRESHOLD_ keeps on the heap, and they are
+        // smaller: a large replay needs neither many maps nor gigabytes of stacks.
+        cfg.push("contexts/guard-size:0".to_string());
+        crate::sim::engine::set_actor_stack_kib(LARGE_REPLAY_STACK_KIB);
+    }
     cfg.extend(job.cfg.iter().cloned());
     let eng = Engine::init(&EngineOptions {
         cfg,

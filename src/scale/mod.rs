@@ -1,0 +1,167 @@
+//! Scaling traces to another number of ranks (dPerf section IV-D, beyond it): the logical
+//! topology is detected from the trace's communication graph and from the source, then every
+//! rank's trace is rewritten for the new size (`rewrite`), with compute and message sizes changed
+//! as the program's own formulas say, or by the weak or strong scaling assumptions (`ratio`).
+
+pub mod detect;
+pub mod items;
+pub mod ratio;
+pub mod rewrite;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::analysis::ProgramModel;
+use crate::model::prediction::Scaling;
+use crate::model::trace::TraceMeta;
+use crate::predict::skeleton::dims_create;
+
+pub use detect::Topology;
+pub use ratio::Mode;
+
+/// What to scale to, and how.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub to_ranks: u32,
+    pub mode: Mode,
+    /// `--force-topology`: the topology of the traced run, as the user knows it.
+    pub force: Option<Topology>,
+}
+
+/// Topology of a trace directory of `k` ranks: from its graph and from the analysis; the one
+/// used, or an error that says what was found.
+pub fn choose_topology(traces: &[Vec<items::Item>], model: &ProgramModel, bindings: &BTreeMap<String, f64>, force: Option<&Topology>) -> Result<(Topology, Scaling)> {
+    let k = traces.len() as u32;
+    let g = detect::Graph::from_traces(traces);
+    let dynamic = detect::from_graph(&g);
+    let stat = detect::from_analysis(model, bindings, k);
+    let mut evidence: Vec<String> = dynamic.evidence.iter().map(|e| format!("trace: {e}")).collect();
+    evidence.extend(stat.evidence.iter().map(|e| format!("source: {e}")));
+    let (topology, agreement) = if let Some(f) = force {
+        if !detect::static_fits(&g, f) {
+            evidence.push(format!("forced: the trace's messages do not follow a {f}; peers outside it are mapped as well as they can be"));
+        }
+        (f.clone(), "forced".to_string())
+    } else {
+        match (&dynamic.topology, &stat.topology) {
+            (Some(d), Some(s)) if d == s => (d.clone(), "agree".to_string()),
+            // The source refines what a small trace cannot tell apart (periodic dimensions of
+            // two ranks, dimensions of one).
+            (Some(d), Some(s)) if detect::static_fits(&g, s) => (s.clone(), format!("agree (the trace alone also fits a {d})")),
+            (Some(d), Some(s)) => (d.clone(), format!("disagree: the source says {s}, the trace shows {d}; the trace's is used")),
+            (Some(d), None) => (d.clone(), "trace only".to_string()),
+            (None, Some(s)) if detect::static_fits(&g, s) => (s.clone(), "static only".to_string()),
+            (None, s) => {
+                let what = dynamic.evidence.join("; ");
+                bail!(
+                    "cannot scale: no known topology ({what}{}); scaling would be a guess: --force-topology says which it is (master-worker, independent, mesh:AxB, torus:AxBxC, chain:N, ring:N)",
+                    match s {
+                        Some(s) => format!("; the source says {s} but the trace does not follow it"),
+                        None => String::new(),
+                    }
+                )
+            }
+        }
+    };
+    let info = Scaling {
+        from_ranks: k,
+        to_ranks: k,
+        topology: topology.to_string(),
+        scaled_topology: String::new(),
+        trace_topology: dynamic.topology.as_ref().map(|t| t.to_string()),
+        static_topology: stat.topology.as_ref().map(|t| t.to_string()),
+        evidence,
+        agreement,
+        mode: String::new(),
+        formula_share: 0.0,
+        messages_by_formula: 0,
+        messages_by_faces: 0,
+        messages_kept: 0,
+        notes: Vec::new(),
+    };
+    Ok((topology, info))
+}
+
+/// The grid of `n` ranks a grid of `dims` becomes: MPI_Dims_create's balanced one (what a
+/// program calling it gets).
+pub fn scaled_dims(dims: &[u32], n: u32) -> Option<Vec<u32>> {
+    dims_create(n as i64, &vec![0; dims.len()], dims.len()).map(|d| d.iter().map(|x| *x as u32).collect())
+}
+
+/// Rewrites the traces in `dir` (from `mpicast trace`: rank files, analysis.json, meta.json) for
+/// `req.to_ranks` ranks into `out`. `cost` is seconds per execution of each block (to weigh
+/// blocks in the report and to scale measured burst times).
+pub fn scale_dir(dir: &Path, out: &Path, model: &ProgramModel, bindings: &BTreeMap<String, f64>, cost: Vec<f64>, req: &Request) -> Result<Scaling> {
+    let k = crate::trace::discover(dir)?;
+    let n = req.to_ranks;
+    if n == 0 {
+        bail!("cannot scale to 0 ranks");
+    }
+    let mut traces = Vec::with_capacity(k as usize);
+    for r in 0..k {
+        traces.push(items::read(&crate::trace::rank_file(dir, r))?);
+    }
+    let (topology, mut info) = choose_topology(&traces, model, bindings, req.force.as_ref())?;
+    let scaler = ratio::Scaler::new(model, req.mode, cost);
+    let base_env: HashMap<String, f64> = bindings.iter().map(|(a, b)| (a.clone(), *b)).collect();
+    let ctx = rewrite::Ctx { k, n, scaler: &scaler, base_env };
+    std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let mut written = 0u32;
+    let mut emit = |r: u32, it: Vec<items::Item>| -> Result<()> {
+        written += 1;
+        items::write(out, r, n, &it)
+    };
+    let mut notes = Vec::new();
+    let scaled = match &topology {
+        Topology::Single | Topology::Independent => {
+            rewrite::independent(&ctx, &traces, &mut emit)?;
+            if matches!(topology, Topology::Single) { Topology::Independent } else { topology.clone() }
+        }
+        Topology::MasterWorker { root } => {
+            rewrite::master_worker(&ctx, *root, &traces, &mut emit, &mut notes)?;
+            topology.clone()
+        }
+        Topology::Grid { dims, periodic } => {
+            if dims.iter().product::<u32>() != k {
+                bail!("the topology {topology} does not have {k} ranks");
+            }
+            let new_dims = scaled_dims(dims, n).with_context(|| format!("no {}-dimensional grid of {n} ranks", dims.len()))?;
+            let mut g = rewrite::Grid::new(&ctx, dims.clone(), periodic.clone(), new_dims.clone(), &traces)?;
+            g.emit_all(&mut emit)?;
+            Topology::Grid { dims: new_dims, periodic: periodic.clone() }
+        }
+    };
+    drop(emit);
+    debug_assert_eq!(written, n);
+    // The analysis and the run's description go along, resized.
+    std::fs::copy(dir.join("analysis.json"), out.join("analysis.json")).with_context(|| format!("{}: cannot copy analysis.json", out.display()))?;
+    let meta_path = dir.join("meta.json");
+    if meta_path.is_file() {
+        let mut meta: TraceMeta = crate::model::read_artifact(&meta_path)?;
+        let first = meta.rank_traces.first().cloned();
+        meta.ranks = n;
+        if let Some(t) = first {
+            let old = meta.rank_traces.clone();
+            meta.rank_traces = (0..n)
+                .map(|r| {
+                    let mut x = old.get((r % k) as usize).cloned().unwrap_or_else(|| t.clone());
+                    x.rank = r;
+                    x
+                })
+                .collect();
+        }
+        crate::model::write_artifact(&out.join("meta.json"), &meta)?;
+    }
+    let st = scaler.stats.borrow().clone();
+    info.to_ranks = n;
+    info.scaled_topology = scaled.to_string();
+    info.mode = req.mode.name().to_string();
+    info.formula_share = if st.total_weight > 0.0 { st.formula_weight / st.total_weight } else { 0.0 };
+    info.messages_by_formula = st.bytes_formula;
+    info.messages_by_faces = st.bytes_faces;
+    info.messages_kept = st.bytes_kept;
+    info.notes = notes;
+    Ok(info)
+}

@@ -1,0 +1,416 @@
+//! How a rank's work and messages change from K to N' ranks: per block, the ratio of its
+//! executions (the front end's count formulas evaluated at both sizes), per message its size
+//! (the communication site's byte formula), with the weak or strong scaling assumptions where
+//! no formula resolves.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+
+use crate::model::analysis::{BlockKind, ProgramModel};
+use crate::model::expr::Expr;
+use crate::model::trace::{Compute, TraceAction};
+
+/// How compute and message sizes change with the number of ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// As the program itself decomposes its work: the front end's formulas evaluated with the new
+    /// size where they resolve; what they do not cover keeps its size (data-dependent iteration
+    /// counts) and halo messages follow the grid's faces.
+    Program,
+    /// Per-rank work and messages unchanged.
+    Weak,
+    /// The whole problem fixed: compute divided by N'/K (workers' by (N'-1)/(K-1)), halo
+    /// messages shrunk with the faces of the decomposition (seed 001's g(p) = p^-((r-1)/r) for
+    /// r-dimensional decompositions).
+    Strong,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "program" => Some(Mode::Program),
+            "weak" => Some(Mode::Weak),
+            "strong" => Some(Mode::Strong),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Program => "program",
+            Mode::Weak => "weak",
+            Mode::Strong => "strong",
+        }
+    }
+}
+
+/// What the scaler resolved, for the report.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Block executions (weighted by their cost) whose ratio came from formulas, and in all.
+    pub formula_weight: f64,
+    pub total_weight: f64,
+    /// Messages whose size came from a site's formula, from the decomposition's faces, or kept.
+    pub bytes_formula: u64,
+    pub bytes_faces: u64,
+    pub bytes_kept: u64,
+}
+
+pub struct Scaler<'m> {
+    model: &'m ProgramModel,
+    pub mode: Mode,
+    /// Seconds per execution of each block (nominal costs), to weigh blocks.
+    cost: Vec<f64>,
+    parent: Vec<Option<usize>>,
+    /// Per function: its unique call site (index into model.calls) and the function's parameters.
+    unique_call: HashMap<String, Option<usize>>,
+    /// Per function: every call site.
+    calls_of: HashMap<String, Vec<usize>>,
+    params: HashMap<String, Vec<String>>,
+    block_of_id: HashMap<String, usize>,
+    vars: Vec<BTreeSet<String>>,
+    memo: RefCell<HashMap<(usize, u32, Vec<u64>), (f64, bool)>>,
+    pub stats: RefCell<Stats>,
+}
+
+fn local_factor(model: &ProgramModel, b: usize) -> Option<&Expr> {
+    let blk = &model.blocks[b];
+    match blk.kind {
+        BlockKind::Loop => blk.trip.as_ref().and_then(|t| t.expr.as_ref()),
+        BlockKind::Branch => blk.cond.as_ref(),
+        _ => None,
+    }
+}
+
+impl<'m> Scaler<'m> {
+    pub fn new(model: &'m ProgramModel, mode: Mode, cost: Vec<f64>) -> Scaler<'m> {
+        let block_of_id: HashMap<String, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.clone(), i)).collect();
+        let parent = model.blocks.iter().map(|b| b.parent.as_ref().and_then(|p| block_of_id.get(p).copied())).collect();
+        let mut calls: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, c) in model.calls.iter().enumerate() {
+            calls.entry(c.callee.clone()).or_default().push(i);
+        }
+        let unique_call = model
+            .functions
+            .iter()
+            .map(|f| {
+                let sites = calls.get(&f.name).cloned().unwrap_or_default();
+                (f.name.clone(), if sites.len() == 1 { Some(sites[0]) } else { None })
+            })
+            .collect();
+        let params = model.functions.iter().map(|f| (f.name.clone(), f.params.clone())).collect();
+        let calls_of = calls;
+        let mut s = Scaler {
+            calls_of,
+            model,
+            mode,
+            cost,
+            parent,
+            unique_call,
+            params,
+            block_of_id,
+            vars: Vec::new(),
+            memo: RefCell::new(HashMap::new()),
+            stats: RefCell::new(Stats::default()),
+        };
+        s.vars = (0..model.blocks.len()).map(|b| s.block_vars(b, 0)).collect();
+        s
+    }
+
+    /// Every variable a block's ratio may read (its count, the chain of loop trips and branch
+    /// conditions above it, and the arguments of the call that reaches its function).
+    fn block_vars(&self, b: usize, depth: u32) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        if depth > 8 {
+            return out;
+        }
+        let mut i = Some(b);
+        let f = self.model.blocks[b].function.clone();
+        while let Some(x) = i {
+            let blk = &self.model.blocks[x];
+            if blk.function != f {
+                break;
+            }
+            if let Some(e) = blk.count.expr.as_ref() {
+                out.extend(e.vars());
+            }
+            if let Some(e) = local_factor(self.model, x) {
+                out.extend(e.vars());
+            }
+            i = self.parent[x];
+        }
+        for c in self.calls_of.get(&f).cloned().unwrap_or_default() {
+            let call = &self.model.calls[c];
+            for a in call.args.iter().flatten() {
+                out.extend(a.vars());
+            }
+            if let Some(cb) = self.block_of_id.get(&call.block) {
+                out.extend(self.block_vars(*cb, depth + 1));
+            }
+        }
+        out
+    }
+
+    /// Executions of block `b` at the new size over those at the old, and whether formulas gave it.
+    pub fn block_ratio(&self, b: usize, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool) {
+        match self.mode {
+            Mode::Weak => return (1.0, false),
+            Mode::Strong => return (f64::NAN, false),
+            Mode::Program => {}
+        }
+        let key: Vec<u64> = self.vars[b].iter().map(|v| new.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect();
+        if let Some(r) = self.memo.borrow().get(&(b, origin, key.clone())) {
+            return *r;
+        }
+        let r = match (self.total(b, old, 0), self.total(b, new, 0)) {
+            (Some(o), Some(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
+            _ => self.ratio_in(b, old, new, 0),
+        };
+        self.memo.borrow_mut().insert((b, origin, key), r);
+        r
+    }
+
+    /// Executions of block `b` in one run of main: its count per call of its function, summed
+    /// over the function's call sites with the parameters bound to each call's arguments.
+    fn total(&self, b: usize, env: &HashMap<String, f64>, depth: u32) -> Option<f64> {
+        if depth > 8 {
+            return None;
+        }
+        let blk = &self.model.blocks[b];
+        let per = |e: &HashMap<String, f64>| blk.count.expr.as_ref().and_then(|x| x.eval_map(e).ok());
+        let sites = self.calls_of.get(&blk.function).cloned().unwrap_or_default();
+        if blk.function == "main" || sites.is_empty() {
+            return per(env);
+        }
+        let mut sum = 0.0;
+        for c in sites {
+            let site = &self.model.calls[c];
+            let cb = *self.block_of_id.get(&site.block)?;
+            let calls = self.total(cb, env, depth + 1)?;
+            if calls == 0.0 {
+                continue;
+            }
+            let mut e = env.clone();
+            if let Some(ps) = self.params.get(&blk.function) {
+                for (p, a) in ps.iter().zip(&site.args) {
+                    if let Some(v) = a.as_ref().and_then(|a| a.eval_map(env).ok()) {
+                        e.insert(p.clone(), v);
+                    }
+                }
+            }
+            sum += calls * per(&e)?;
+        }
+        Some(sum)
+    }
+
+    fn ratio_in(&self, b: usize, old: &HashMap<String, f64>, new: &HashMap<String, f64>, depth: u32) -> (f64, bool) {
+        if depth > 8 {
+            return (1.0, false);
+        }
+        let f = self.model.blocks[b].function.clone();
+        // The function's parameters bound from its unique call, and how often that call runs.
+        let (old_env, new_env, call) = match self.unique_call.get(&f) {
+            Some(Some(c)) if f != "main" => {
+                let site = &self.model.calls[*c];
+                let mut o = old.clone();
+                let mut n = new.clone();
+                if let Some(ps) = self.params.get(&f) {
+                    for (p, a) in ps.iter().zip(&site.args) {
+                        if let Some(a) = a {
+                            if let Ok(v) = a.eval_map(old) {
+                                o.insert(p.clone(), v);
+                            }
+                            if let Ok(v) = a.eval_map(new) {
+                                n.insert(p.clone(), v);
+                            }
+                        }
+                    }
+                }
+                let call = self.block_of_id.get(&site.block).map(|cb| self.ratio_in(*cb, old, new, depth + 1)).unwrap_or((1.0, false));
+                (o, n, call)
+            }
+            _ => (old.clone(), new.clone(), (1.0, f == "main")),
+        };
+        let (r, ok) = self.per_call(b, &f, &old_env, &new_env);
+        (r * call.0, ok && call.1)
+    }
+
+    fn per_call(&self, b: usize, f: &str, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool) {
+        let blk = &self.model.blocks[b];
+        if let Some(e) = blk.count.expr.as_ref() {
+            if let (Ok(o), Ok(n)) = (e.eval_map(old), e.eval_map(new)) {
+                if o > 0.0 && n.is_finite() {
+                    return (n.max(0.0) / o, true);
+                }
+            }
+        }
+        let (lf, lok) = match local_factor(self.model, b) {
+            None => (1.0, true),
+            Some(e) => match (e.eval_map(old), e.eval_map(new)) {
+                (Ok(o), Ok(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
+                _ => (1.0, false),
+            },
+        };
+        match self.parent[b] {
+            Some(p) if self.model.blocks[p].function == f => {
+                let (up, uok) = self.per_call(p, f, old, new);
+                (lf * up, lok && uok)
+            }
+            _ => (lf, lok),
+        }
+    }
+
+    /// A compute burst of rank `origin` at the old size, for a rank at the new size; `uniform` is
+    /// the strong-scaling factor for this rank.
+    pub fn compute(&self, c: &Compute, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64) -> Option<Compute> {
+        let scale_list = |blocks: &[(u32, u64)]| -> (Vec<(u32, u64)>, f64, f64) {
+            let mut out = Vec::with_capacity(blocks.len());
+            let (mut before, mut after) = (0.0, 0.0);
+            let mut st = self.stats.borrow_mut();
+            for (b, n) in blocks {
+                let (r, ok) = match self.mode {
+                    Mode::Strong => (uniform, false),
+                    _ => self.block_ratio(*b as usize, origin, old, new),
+                };
+                let w = self.cost.get(*b as usize).copied().unwrap_or(0.0) * *n as f64;
+                before += w;
+                after += w * r;
+                st.total_weight += w;
+                if ok {
+                    st.formula_weight += w;
+                }
+                let m = (*n as f64 * r).round();
+                if m >= 1.0 {
+                    out.push((*b, m as u64));
+                }
+            }
+            (out, before, after)
+        };
+        match c {
+            Compute::Blocks(b) => {
+                let (l, _, _) = scale_list(b);
+                if l.is_empty() {
+                    None
+                } else {
+                    Some(Compute::Blocks(l))
+                }
+            }
+            Compute::TimedBlocks { blocks, seconds } => {
+                let (l, before, after) = scale_list(blocks);
+                let f = match self.mode {
+                    Mode::Weak => 1.0,
+                    Mode::Strong => uniform,
+                    Mode::Program if before > 0.0 => after / before,
+                    Mode::Program => 1.0,
+                };
+                Some(Compute::TimedBlocks { blocks: l, seconds: seconds * f })
+            }
+            Compute::Seconds(s) => Some(Compute::Seconds(if self.mode == Mode::Strong { s * uniform } else { *s })),
+            Compute::Flops(x) => Some(Compute::Flops(if self.mode == Mode::Strong { x * uniform } else { *x })),
+        }
+    }
+
+    /// The size of a message of an action at the new size from its sites' byte formulas, when
+    /// they resolve to the traced size at the old one. `peers` are the old and new peer (for
+    /// sites whose peer is a loop variable, e.g. a master's `w`).
+    pub fn bytes_formula(&self, a: &TraceAction, bytes: u64, old: &HashMap<String, f64>, new: &HashMap<String, f64>, peers: (Option<u32>, Option<u32>)) -> Option<u64> {
+        if self.mode != Mode::Program {
+            return None;
+        }
+        let family = family(a)?;
+        // Sites whose peer is the action's peer as a constant come first; sites whose peer is a
+        // variable (a master's loop over workers) are tried with it bound to the peer.
+        for exact_peer in [true, false] {
+            let mut found: Option<f64> = None;
+            let mut conflict = false;
+            for site in &self.model.comm {
+                let Some(e) = site.bytes.as_ref() else { continue };
+                if site_family(&site.call) != Some(family) {
+                    continue;
+                }
+                let constant_peer = site.peer_expr.as_ref().filter(|p| p.vars().is_empty()).and_then(|p| p.eval_map(old).ok());
+                let var = site.peer_expr.as_ref().and_then(|p| {
+                    let v = p.vars();
+                    let name = v.iter().next()?.clone();
+                    (v.len() == 1 && p.to_string() == name && !old.contains_key(&name)).then_some(name)
+                });
+                if exact_peer != constant_peer.is_some() {
+                    continue;
+                }
+                if let (Some(c), Some(po)) = (constant_peer, peers.0) {
+                    if c != po as f64 {
+                        continue;
+                    }
+                }
+                let (o, n) = match (&var, peers) {
+                    (Some(v), (Some(po), Some(pn))) => {
+                        let mut eo = old.clone();
+                        eo.insert(v.clone(), po as f64);
+                        let mut en = new.clone();
+                        en.insert(v.clone(), pn as f64);
+                        (e.eval_map(&eo).ok(), e.eval_map(&en).ok())
+                    }
+                    (Some(_), _) => (None, None),
+                    (None, _) => (e.eval_map(old).ok(), e.eval_map(new).ok()),
+                };
+                if let (Some(o), Some(n)) = (o, n) {
+                    if (o - bytes as f64).abs() < 0.5 && n.is_finite() && n >= 0.0 {
+                        match found {
+                            Some(f) if (f - n).abs() >= 0.5 => conflict = true,
+                            _ => found = Some(n),
+                        }
+                    }
+                }
+            }
+            if conflict {
+                return None;
+            }
+            if found.is_some() {
+                return found.map(|x| x.round() as u64);
+            }
+        }
+        None
+    }
+}
+
+/// Which kind of call an action is, to match it with communication sites.
+fn family(a: &TraceAction) -> Option<&'static str> {
+    Some(match a {
+        TraceAction::Send { .. } | TraceAction::Isend { .. } => "send",
+        TraceAction::Recv { .. } | TraceAction::Irecv { .. } => "recv",
+        TraceAction::Sendrecv { .. } => "sendrecv",
+        TraceAction::Bcast { .. } => "bcast",
+        TraceAction::Reduce { .. } => "reduce",
+        TraceAction::Allreduce { .. } => "allreduce",
+        TraceAction::Gather { .. } => "gather",
+        TraceAction::Scatter { .. } => "scatter",
+        TraceAction::Allgather { .. } => "allgather",
+        TraceAction::Alltoall { .. } => "alltoall",
+        TraceAction::Scan { .. } => "scan",
+        _ => return None,
+    })
+}
+
+fn site_family(call: &str) -> Option<&'static str> {
+    Some(match call {
+        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" | "P2Psend" => "send",
+        "MPI_Recv" | "MPI_Irecv" | "P2Preceive" => "recv",
+        "MPI_Sendrecv" | "MPI_Sendrecv_replace" => "sendrecv",
+        "MPI_Bcast" => "bcast",
+        "MPI_Reduce" => "reduce",
+        "MPI_Allreduce" => "allreduce",
+        "MPI_Gather" => "gather",
+        "MPI_Scatter" => "scatter",
+        "MPI_Allgather" => "allgather",
+        "MPI_Alltoall" => "alltoall",
+        "MPI_Scan" | "MPI_Exscan" => "scan",
+        _ => return None,
+    })
+}
+
+/// Point-to-point routines (MPI and P2PDC).
+pub fn is_p2p(call: &str) -> bool {
+    matches!(
+        call,
+        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" | "MPI_Recv" | "MPI_Irecv" | "MPI_Sendrecv" | "MPI_Sendrecv_replace" | "P2Psend" | "P2Preceive"
+    )
+}

@@ -1,0 +1,1056 @@
+//! Trace rewriting from K to N' ranks (dPerf's formulas (3) to (6), generalised).
+//!
+//! - Master-worker: workers are cloned from the traced worker at the same relative position; the
+//!   master's sweeps over its workers (one message per worker, in rank order, with what happens
+//!   between them) are replayed for every new worker, and its receives from any source repeated
+//!   once per worker.
+//! - Grids (chains, rings, meshes, tori in 1 to 3 dimensions): every traced rank's messages are
+//!   written as directions (offsets in the grid) instead of ranks; a new rank takes the trace of a
+//!   traced rank in the same position class (per dimension: first, last, inner, or any position of
+//!   a periodic dimension) and its peers are found again from its coordinates. A class the trace
+//!   lacks (inner ranks when every dimension had 2 ranks) is synthesised by merging the traces of
+//!   the first and last ranks of that dimension: a blocking send in one and the matching receive
+//!   in the other (one MPI_Sendrecv whose other half went to MPI_PROC_NULL) become one sendrecv.
+//! - Collectives only: every new rank copies a traced rank other than the roots.
+//!
+//! Compute bursts and message sizes go through [`Scaler`].
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use anyhow::{bail, Result};
+
+use crate::model::trace::{Peer, Tag, TraceAction};
+use crate::predict::skeleton::{cart_coords, cart_rank};
+
+use super::items::Item;
+use super::ratio::{Mode, Scaler};
+
+/// What every rewrite needs: the sizes, the scaler and the environments of formulas.
+pub struct Ctx<'a> {
+    pub k: u32,
+    pub n: u32,
+    pub scaler: &'a Scaler<'a>,
+    pub base_env: HashMap<String, f64>,
+}
+
+impl Ctx<'_> {
+    /// The formula environment of `rank` of `size` ranks (with its grid coordinates).
+    pub fn env(&self, rank: u32, size: u32, dims: Option<&[u32]>) -> HashMap<String, f64> {
+        let mut e = self.base_env.clone();
+        e.insert("rank".into(), rank as f64);
+        e.insert("size".into(), size as f64);
+        if let Some(d) = dims {
+            let d64: Vec<i64> = d.iter().map(|x| *x as i64).collect();
+            for (i, c) in cart_coords(rank as i64, &d64).iter().enumerate() {
+                e.insert(format!("cart_dims{i}"), d[i] as f64);
+                e.insert(format!("cart_coord{i}"), *c as f64);
+            }
+        }
+        e
+    }
+}
+
+/// Counters of message sizes for the report.
+fn count_bytes(ctx: &Ctx, how: u8) {
+    let mut s = ctx.scaler.stats.borrow_mut();
+    match how {
+        0 => s.bytes_formula += 1,
+        1 => s.bytes_faces += 1,
+        _ => s.bytes_kept += 1,
+    }
+}
+
+/// Replaces an action's message size(s) for a new rank: the site's formula when it resolves,
+/// else `fallback` times the traced size (the faces of the decomposition), else kept.
+fn resize(ctx: &Ctx, a: &TraceAction, old: &HashMap<String, f64>, new: &HashMap<String, f64>, peers: (Option<u32>, Option<u32>), fallback: f64) -> TraceAction {
+    let orig = a.clone();
+    let mut a = a.clone();
+    let collective = !is_message(&orig);
+    let one = |b: &mut u64| {
+        if let Some(x) = ctx.scaler.bytes_formula(&orig, *b, old, new, peers) {
+            *b = x;
+            count_bytes(ctx, 0);
+        } else if fallback != 1.0 && !collective {
+            *b = (*b as f64 * fallback).round().max(0.0) as u64;
+            count_bytes(ctx, 1);
+        } else {
+            count_bytes(ctx, 2);
+        }
+    };
+    match &mut a {
+        TraceAction::Send { bytes, .. } | TraceAction::Isend { bytes, .. } => one(bytes),
+        TraceAction::Recv { bytes: Some(b), .. } | TraceAction::Irecv { bytes: Some(b), .. } => one(b),
+        TraceAction::Sendrecv { send_bytes, recv_bytes, .. } => {
+            one(send_bytes);
+            if let Some(r) = recv_bytes {
+                one(r);
+            }
+        }
+        TraceAction::Bcast { bytes, .. }
+        | TraceAction::Reduce { bytes, .. }
+        | TraceAction::Allreduce { bytes, .. }
+        | TraceAction::Gather { bytes, .. }
+        | TraceAction::Scatter { bytes, .. }
+        | TraceAction::Allgather { bytes, .. }
+        | TraceAction::Alltoall { bytes, .. }
+        | TraceAction::Scan { bytes, .. } => one(bytes),
+        _ => {}
+    }
+    a
+}
+
+/// Resizes a v-collective's per-rank list to the new size (entry j from the traced rank that
+/// new rank j copies).
+fn resize_counts(c: &[u64], n: u32, origin_of: &dyn Fn(u32) -> u32) -> Vec<u64> {
+    (0..n).map(|j| c.get(origin_of(j) as usize).copied().unwrap_or(0)).collect()
+}
+
+/// Rewrites what is not a point-to-point message: compute, communicators, v-collective lists.
+fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64, origin_of: &dyn Fn(u32) -> u32) -> Result<Option<TraceAction>> {
+    Ok(Some(match a {
+        TraceAction::Compute { compute } => match ctx.scaler.compute(compute, origin, old, new, uniform) {
+            Some(c) => TraceAction::Compute { compute: c },
+            None => return Ok(None),
+        },
+        TraceAction::CommDef { id, ranks } => {
+            if ranks.len() as u32 != ctx.k || ranks.iter().enumerate().any(|(i, r)| *r != i as u32) {
+                bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank in order can be scaled");
+            }
+            TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
+        }
+        TraceAction::Gatherv { counts, root, comm } => TraceAction::Gatherv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
+        TraceAction::Scatterv { counts, root, comm } => TraceAction::Scatterv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
+        TraceAction::Allgatherv { counts, comm } => TraceAction::Allgatherv { counts: resize_counts(counts, ctx.n, origin_of), comm: *comm },
+        TraceAction::ReduceScatter { counts, comm } => TraceAction::ReduceScatter { counts: resize_counts(counts, ctx.n, origin_of), comm: *comm },
+        TraceAction::Alltoallv { send, recv, comm } => {
+            TraceAction::Alltoallv { send: resize_counts(send, ctx.n, origin_of), recv: resize_counts(recv, ctx.n, origin_of), comm: *comm }
+        }
+        other => resize(ctx, other, old, new, (None, None), 1.0),
+    }))
+}
+
+fn is_message(a: &TraceAction) -> bool {
+    matches!(a, TraceAction::Send { .. } | TraceAction::Recv { .. } | TraceAction::Isend { .. } | TraceAction::Irecv { .. } | TraceAction::Sendrecv { .. })
+}
+
+fn is_waitish(a: &TraceAction) -> bool {
+    matches!(a, TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. })
+}
+
+/// The traced rank a new rank copies, at the same relative position among `from` ranks.
+fn proportional(i: u32, to: u32, from: u32) -> u32 {
+    if from <= 1 || to <= 1 {
+        return 0;
+    }
+    ((i as u64 * (from as u64 - 1) + (to as u64 - 1) / 2) / (to as u64 - 1)).min(from as u64 - 1) as u32
+}
+
+// ---- independent ranks (collectives only) --------------------------------------------------------
+
+pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>) -> Result<()> {
+    let origin_of = |r: u32| -> u32 {
+        if r == 0 || ctx.k == 1 {
+            0
+        } else {
+            1 + proportional(r - 1, ctx.n - 1, ctx.k - 1)
+        }
+    };
+    let uniform = ctx.k as f64 / ctx.n as f64;
+    for r in 0..ctx.n {
+        let o = origin_of(r);
+        let old = ctx.env(o, ctx.k, None);
+        let new = ctx.env(r, ctx.n, None);
+        let items = map_items(&traces[o as usize], &mut |a| common(ctx, a, o, &old, &new, uniform, &origin_of))?;
+        emit(r, items)?;
+    }
+    Ok(())
+}
+
+fn map_items(items: &[Item], f: &mut dyn FnMut(&TraceAction) -> Result<Option<TraceAction>>) -> Result<Vec<Item>> {
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Item::Act(a) => {
+                if let Some(b) = f(a)? {
+                    out.push(Item::Act(b));
+                }
+            }
+            Item::Loop(k, body) => {
+                let b = map_items(body, f)?;
+                if !b.is_empty() {
+                    out.push(Item::Loop(*k, b));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+// ---- master-worker ---------------------------------------------------------------------------------
+
+fn peer_of(a: &TraceAction) -> Option<u32> {
+    match a {
+        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } | TraceAction::Sendrecv { to, .. } => Some(*to),
+        TraceAction::Recv { from: Peer::Rank(p), .. } | TraceAction::Irecv { from: Peer::Rank(p), .. } => Some(*p),
+        _ => None,
+    }
+}
+
+fn with_peer(a: &TraceAction, p: u32) -> TraceAction {
+    let mut a = a.clone();
+    match &mut a {
+        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } => *to = p,
+        TraceAction::Sendrecv { to, from, .. } => {
+            *to = p;
+            if let Peer::Rank(f) = from {
+                *f = p;
+            }
+        }
+        TraceAction::Recv { from: Peer::Rank(f), .. } | TraceAction::Irecv { from: Peer::Rank(f), .. } => *f = p,
+        _ => {}
+    }
+    a
+}
+
+fn op_name(a: &TraceAction) -> &'static str {
+    match a {
+        TraceAction::Send { .. } => "send",
+        TraceAction::Isend { .. } => "isend",
+        TraceAction::Recv { .. } => "recv",
+        TraceAction::Irecv { .. } => "irecv",
+        TraceAction::Sendrecv { .. } => "sendrecv",
+        _ => "other",
+    }
+}
+
+fn any_recv(a: &TraceAction) -> bool {
+    matches!(a, TraceAction::Recv { from: Peer::Any, .. } | TraceAction::Irecv { from: Peer::Any, .. })
+}
+
+fn has_any_recv(items: &[Item]) -> bool {
+    items.iter().any(|i| match i {
+        Item::Act(a) => any_recv(a),
+        Item::Loop(_, b) => has_any_recv(b),
+    })
+}
+
+struct Mw {
+    root: u32,
+    old_workers: Vec<u32>,
+    new_workers: Vec<u32>,
+    notes: Vec<String>,
+}
+
+impl Mw {
+    /// The master's items with every sweep over the workers replayed for the new workers.
+    fn expand(&mut self, items: &[Item]) -> Vec<(Item, Option<(u32, u32)>)> {
+        let w = self.old_workers.clone();
+        let mut out: Vec<(Item, Option<(u32, u32)>)> = Vec::new();
+        let mut i = 0;
+        while i < items.len() {
+            match &items[i] {
+                Item::Act(a) if peer_of(a) == w.first().copied() && is_message(a) => {
+                    // A sweep: one message of this kind to each worker in order.
+                    let kind = op_name(a);
+                    let mut segs: Vec<Vec<Item>> = vec![vec![items[i].clone()]];
+                    let mut gap: Vec<Item> = Vec::new();
+                    let mut j = i + 1;
+                    while j < items.len() && segs.len() < w.len() {
+                        match &items[j] {
+                            Item::Act(b) if is_message(b) && peer_of(b).is_some() => {
+                                if peer_of(b) == Some(w[segs.len()]) && op_name(b) == kind {
+                                    let mut s = std::mem::take(&mut gap);
+                                    s.push(items[j].clone());
+                                    segs.push(s);
+                                } else {
+                                    break;
+                                }
+                            }
+                            Item::Act(b) if matches!(b, TraceAction::Compute { .. }) || is_waitish(b) => gap.push(items[j].clone()),
+                            _ => break,
+                        }
+                        j += 1;
+                    }
+                    if segs.len() == w.len() {
+                        let nw = self.new_workers.clone();
+                        for (idx, p) in nw.iter().enumerate() {
+                            let seg = if idx == 0 || segs.len() == 1 {
+                                // The first worker's message alone: what precedes it is not per worker.
+                                vec![segs[0].last().cloned().expect("message")]
+                            } else {
+                                segs[1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1) as usize].clone()
+                            };
+                            let origin = if idx == 0 { w[0] } else { w[(1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1)) as usize] };
+                            for it in seg {
+                                match it {
+                                    Item::Act(b) if peer_of(&b) == Some(origin) => out.push((Item::Act(with_peer(&b, *p)), Some((origin, *p)))),
+                                    other => out.push((other, None)),
+                                }
+                            }
+                        }
+                        i = j - gap.len();
+                        continue;
+                    }
+                    self.notes.push(format!("the master's {kind} to worker {} is not part of a sweep over every worker: kept as is", w[0]));
+                    out.push((items[i].clone(), None));
+                    i += 1;
+                }
+                Item::Loop(k, body) => {
+                    let body_x: Vec<Item> = self.expand(body).into_iter().map(|(it, _)| it).collect();
+                    let count = if *k == w.len() as u64 && has_any_recv(body) && w.len() > 0 { self.new_workers.len() as u64 } else { *k };
+                    out.push((Item::Loop(count, body_x), None));
+                    i += 1;
+                }
+                Item::Act(a) if any_recv(a) => {
+                    // Consecutive receives from any source, one per worker.
+                    let mut j = i;
+                    while j < items.len() && items[j] == items[i] {
+                        j += 1;
+                    }
+                    let run = j - i;
+                    let count = if run == w.len() { self.new_workers.len() } else { run };
+                    for _ in 0..count {
+                        out.push((items[i].clone(), None));
+                    }
+                    i = j;
+                }
+                other => {
+                    out.push((other.clone(), None));
+                    i += 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn master_worker(ctx: &Ctx, root: u32, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>, notes: &mut Vec<String>) -> Result<()> {
+    if root >= ctx.n {
+        bail!("the master is rank {root}: {} ranks have no such rank", ctx.n);
+    }
+    let old_workers: Vec<u32> = (0..ctx.k).filter(|r| *r != root).collect();
+    let new_workers: Vec<u32> = (0..ctx.n).filter(|r| *r != root).collect();
+    if old_workers.is_empty() {
+        bail!("the trace has no worker to copy");
+    }
+    let origin_of = |r: u32| -> u32 {
+        if r == root {
+            root
+        } else {
+            let idx = new_workers.iter().position(|w| *w == r).unwrap_or(0) as u32;
+            old_workers[proportional(idx, new_workers.len() as u32, old_workers.len() as u32) as usize]
+        }
+    };
+    let worker_uniform = old_workers.len() as f64 / new_workers.len().max(1) as f64;
+    let mut mw = Mw { root, old_workers: old_workers.clone(), new_workers: new_workers.clone(), notes: Vec::new() };
+    let expanded = mw.expand(&traces[root as usize]);
+    let _ = mw.root;
+    notes.extend(mw.notes.drain(..));
+    let old_root = ctx.env(root, ctx.k, None);
+    let new_root = ctx.env(root, ctx.n, None);
+    // The master: messages resized with their worker as the peer.
+    let root_items = map_tagged(&expanded, &mut |a, peers| {
+        if is_message(a) {
+            let (old_peer, new_peer) = match peers {
+                Some((o, n)) => (Some(o), Some(n)),
+                None => (peer_of(a), peer_of(a)),
+            };
+            let f = if ctx.scaler.mode == Mode::Strong { worker_uniform } else { 1.0 };
+            Ok(Some(resize(ctx, a, &old_root, &new_root, (old_peer, new_peer), f)))
+        } else {
+            common(ctx, a, root, &old_root, &new_root, 1.0, &origin_of)
+        }
+    })?;
+    for r in 0..ctx.n {
+        if r == root {
+            emit(r, root_items.clone())?;
+            continue;
+        }
+        let o = origin_of(r);
+        let old = ctx.env(o, ctx.k, None);
+        let new = ctx.env(r, ctx.n, None);
+        let items = map_items(&traces[o as usize], &mut |a| {
+            if is_message(a) {
+                let f = if ctx.scaler.mode == Mode::Strong { worker_uniform } else { 1.0 };
+                Ok(Some(resize(ctx, a, &old, &new, (Some(root), Some(root)), f)))
+            } else {
+                common(ctx, a, o, &old, &new, worker_uniform, &origin_of)
+            }
+        })?;
+        emit(r, items)?;
+    }
+    Ok(())
+}
+
+fn map_tagged(items: &[(Item, Option<(u32, u32)>)], f: &mut dyn FnMut(&TraceAction, Option<(u32, u32)>) -> Result<Option<TraceAction>>) -> Result<Vec<Item>> {
+    let mut out = Vec::with_capacity(items.len());
+    for (it, p) in items {
+        match it {
+            Item::Act(a) => {
+                if let Some(b) = f(a, *p)? {
+                    out.push(Item::Act(b));
+                }
+            }
+            Item::Loop(k, body) => {
+                let b = map_items(body, &mut |a| f(a, None))?;
+                if !b.is_empty() {
+                    out.push(Item::Loop(*k, b));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+// ---- grids -----------------------------------------------------------------------------------------
+
+type Dir = Vec<i64>;
+
+/// A traced action with its peers as directions in the grid, and the traced rank it came from.
+#[derive(Debug, Clone)]
+enum Tok {
+    A { a: TraceAction, to: Option<Dir>, from: Option<Dir>, origin: u32 },
+    L(u64, Vec<Tok>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Class {
+    /// Any position of a periodic dimension.
+    Wrap,
+    Only,
+    First,
+    Inner,
+    Last,
+}
+
+fn class_of(c: i64, d: u32, periodic: bool) -> Class {
+    if periodic {
+        Class::Wrap
+    } else if d == 1 {
+        Class::Only
+    } else if c == 0 {
+        Class::First
+    } else if c == d as i64 - 1 {
+        Class::Last
+    } else {
+        Class::Inner
+    }
+}
+
+pub struct Grid<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    dims: Vec<u32>,
+    new_dims: Vec<u32>,
+    periodic: Vec<bool>,
+    norm: Vec<Rc<Vec<Tok>>>,
+    templates: HashMap<Vec<Class>, Rc<Vec<Tok>>>,
+}
+
+fn req_of(a: &TraceAction) -> Option<u64> {
+    match a {
+        TraceAction::Isend { req, .. } | TraceAction::Irecv { req, .. } => Some(*req),
+        _ => None,
+    }
+}
+
+fn set_req(a: &mut TraceAction, f: &dyn Fn(u64) -> u64) {
+    match a {
+        TraceAction::Isend { req, .. } | TraceAction::Irecv { req, .. } | TraceAction::Wait { req } | TraceAction::Test { req } => *req = f(*req),
+        TraceAction::Waitall { reqs } => reqs.iter_mut().for_each(|r| *r = f(*r)),
+        _ => {}
+    }
+}
+
+/// The action with peers and request ids blanked, and its directions: equal shapes are the same
+/// message seen from two traced ranks.
+fn shape(t: &Tok) -> String {
+    match t {
+        Tok::A { a, to, from, .. } => {
+            let mut b = with_peer(a, 0);
+            set_req(&mut b, &|_| 0);
+            format!("{} {:?} {:?}", crate::trace::format_action(&b), to, from)
+        }
+        Tok::L(k, _) => format!("loop {k}"),
+    }
+}
+
+impl<'c, 'a> Grid<'c, 'a> {
+    pub fn new(ctx: &'c Ctx<'a>, dims: Vec<u32>, periodic: Vec<bool>, new_dims: Vec<u32>, traces: &[Vec<Item>]) -> Result<Grid<'c, 'a>> {
+        let mut g = Grid { ctx, dims, new_dims, periodic, norm: Vec::new(), templates: HashMap::new() };
+        for (r, t) in traces.iter().enumerate() {
+            let n = g.normalise(t, r as u32)?;
+            g.norm.push(Rc::new(n));
+        }
+        Ok(g)
+    }
+
+    fn coords(&self, r: u32) -> Vec<i64> {
+        let d: Vec<i64> = self.dims.iter().map(|x| *x as i64).collect();
+        cart_coords(r as i64, &d)
+    }
+
+    /// The offset from rank r to peer p, and the dimensions where its sign is ambiguous
+    /// (periodic dimensions of 1 or 2 ranks, where +1 and -1 reach the same rank).
+    fn delta(&self, r: u32, p: u32) -> (Dir, Vec<usize>) {
+        let (cr, cp) = (self.coords(r), self.coords(p));
+        let mut d = Vec::with_capacity(cr.len());
+        let mut amb = Vec::new();
+        for e in 0..cr.len() {
+            let mut x = cp[e] - cr[e];
+            if self.periodic[e] {
+                let dd = self.dims[e] as i64;
+                x = x.rem_euclid(dd);
+                if 2 * x > dd {
+                    x -= dd;
+                }
+                if dd == 2 && x != 0 {
+                    amb.push(e);
+                }
+            }
+            d.push(x);
+        }
+        if r == p {
+            amb = (0..cr.len()).filter(|e| self.periodic[*e] && self.dims[*e] == 1).collect();
+        }
+        (d, amb)
+    }
+
+    /// Resolves an ambiguous direction: the k-th such message of a run gets -1 when k is even.
+    fn resolve(&self, mut d: Dir, amb: &[usize], self_msg: bool, k: usize, first_sign: i64) -> Dir {
+        if amb.is_empty() {
+            return d;
+        }
+        let sign = if k % 2 == 0 { first_sign } else { -first_sign };
+        if self_msg {
+            let e = amb[(k / 2) % amb.len()];
+            d[e] = sign;
+        } else {
+            for e in amb {
+                d[*e] = sign;
+            }
+        }
+        d
+    }
+
+    fn normalise(&self, items: &[Item], r: u32) -> Result<Vec<Tok>> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut run: Vec<TraceAction> = Vec::new();
+        let flush = |run: &mut Vec<TraceAction>, out: &mut Vec<Tok>| {
+            out.extend(self.normalise_run(std::mem::take(run), r));
+        };
+        for it in items {
+            match it {
+                Item::Act(a) if is_message(a) || is_waitish(a) || matches!(a, TraceAction::Compute { .. }) => run.push(a.clone()),
+                Item::Act(a) => {
+                    flush(&mut run, &mut out);
+                    if let Some(c) = comm_of(a) {
+                        if c != 0 && !matches!(a, TraceAction::CommDef { .. }) {
+                            // Checked identical to the world by the caller.
+                        }
+                    }
+                    out.push(Tok::A { a: a.clone(), to: None, from: None, origin: r });
+                }
+                Item::Loop(k, body) => {
+                    flush(&mut run, &mut out);
+                    out.push(Tok::L(*k, self.normalise(body, r)?));
+                }
+            }
+        }
+        flush(&mut run, &mut out);
+        Ok(out)
+    }
+
+    fn normalise_run(&self, run: Vec<TraceAction>, r: u32) -> Vec<Tok> {
+        // Sends first: their ambiguous directions by order, then receives opposite to the send
+        // with the same tag to the same peer.
+        let mut sent: HashMap<(u32, i32), Dir> = HashMap::new();
+        let mut send_k: HashMap<u32, usize> = HashMap::new();
+        let mut recv_k: HashMap<u32, usize> = HashMap::new();
+        let mut to_dirs: Vec<Option<Dir>> = vec![None; run.len()];
+        for (i, a) in run.iter().enumerate() {
+            let (to, tag) = match a {
+                TraceAction::Send { to, tag, .. } | TraceAction::Isend { to, tag, .. } => (*to, *tag),
+                TraceAction::Sendrecv { to, send_tag, .. } => (*to, *send_tag),
+                _ => continue,
+            };
+            let (d, amb) = self.delta(r, to);
+            let k = send_k.entry(to).or_default();
+            let d = self.resolve(d, &amb, to == r, *k, -1);
+            if !amb.is_empty() {
+                *k += 1;
+                sent.insert((to, tag), d.clone());
+            }
+            to_dirs[i] = Some(d);
+        }
+        let mut out = Vec::with_capacity(run.len());
+        for (i, a) in run.into_iter().enumerate() {
+            let from = match &a {
+                TraceAction::Recv { from: Peer::Rank(p), tag, .. } | TraceAction::Irecv { from: Peer::Rank(p), tag, .. } => Some((*p, *tag)),
+                TraceAction::Sendrecv { from: Peer::Rank(p), recv_tag, .. } => Some((*p, *recv_tag)),
+                _ => None,
+            };
+            let from_dir = from.map(|(p, tag)| {
+                let (d, amb) = self.delta(r, p);
+                if amb.is_empty() {
+                    return d;
+                }
+                if let Tag::Value(t) = tag {
+                    if let Some(s) = sent.get(&(p, t)) {
+                        return s.iter().map(|x| -x).collect();
+                    }
+                }
+                if let (TraceAction::Sendrecv { to, .. }, Some(td)) = (&a, &to_dirs[i]) {
+                    if *to == p {
+                        return td.iter().map(|x| -x).collect();
+                    }
+                }
+                let k = recv_k.entry(p).or_default();
+                let d = self.resolve(d, &amb, p == r, *k, 1);
+                *k += 1;
+                d
+            });
+            out.push(Tok::A { a, to: to_dirs[i].take(), from: from_dir, origin: r });
+        }
+        out
+    }
+
+    /// The trace of a position class: a traced rank of that class, or a merge of the first and
+    /// last positions of a dimension the trace has no inner rank of.
+    fn template(&mut self, s: &[Class]) -> Result<Rc<Vec<Tok>>> {
+        if let Some(t) = self.templates.get(s) {
+            return Ok(t.clone());
+        }
+        let k = self.ctx.k;
+        let classes: Vec<Vec<Class>> = (0..k)
+            .map(|r| {
+                let c = self.coords(r);
+                (0..self.dims.len()).map(|e| class_of(c[e], self.dims[e], self.periodic[e])).collect()
+            })
+            .collect();
+        let t = if let Some(r) = classes.iter().position(|c| c == s) {
+            self.norm[r].clone()
+        } else {
+            // The first dimension whose class the trace lacks.
+            let e = (0..s.len()).find(|e| !classes.iter().any(|c| c[*e] == s[*e])).expect("some class is missing");
+            let old = self.dims[e];
+            match s[e] {
+                Class::Inner if old == 2 => {
+                    let mut a = s.to_vec();
+                    a[e] = Class::First;
+                    let mut b = s.to_vec();
+                    b[e] = Class::Last;
+                    let ta = self.template(&a)?;
+                    let tb = self.template(&b)?;
+                    // Folding is compression: traces whose loops were folded differently (data-
+                    // dependent bursts) are merged unfolded.
+                    let merged = merge(&ta, &tb, 1 << 32).or_else(|first| match (unfold(&ta, UNFOLD_LIMIT), unfold(&tb, UNFOLD_LIMIT)) {
+                        (Some(ua), Some(ub)) => merge(&ua, &ub, 1 << 32),
+                        _ => Err(first),
+                    });
+                    Rc::new(merged.map_err(|m| anyhow::anyhow!("cannot synthesise inner ranks of dimension {e} from the first and last ranks' traces: {m}"))?)
+                }
+                Class::Only => {
+                    // The grid shrinks to one rank along e: the first rank without its messages along e.
+                    let mut a = s.to_vec();
+                    a[e] = if self.periodic[e] { Class::Wrap } else { Class::First };
+                    let ta = self.template(&a)?;
+                    Rc::new(drop_dim(&ta, e))
+                }
+                _ => bail!(
+                    "the trace has {old} rank{} along dimension {e}: it shows no {} rank of it, so its messages along it are not known; trace with more ranks",
+                    if old == 1 { "" } else { "s" },
+                    match s[e] {
+                        Class::First => "first",
+                        Class::Last => "last",
+                        _ => "inner",
+                    }
+                ),
+            }
+        };
+        self.templates.insert(s.to_vec(), t.clone());
+        Ok(t)
+    }
+
+    pub fn emit_all(&mut self, emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>) -> Result<()> {
+        let nd: Vec<i64> = self.new_dims.iter().map(|x| *x as i64).collect();
+        let n = self.ctx.n;
+        let uniform = self.ctx.k as f64 / n as f64;
+        let k = self.ctx.k;
+        let origin_of = move |j: u32| -> u32 { j % k.max(1) };
+        for r in 0..n {
+            let c = cart_coords(r as i64, &nd);
+            let s: Vec<Class> = (0..nd.len()).map(|e| class_of(c[e], self.new_dims[e], self.periodic[e])).collect();
+            let t = self.template(&s)?;
+            let new_env = self.ctx.env(r, n, Some(&self.new_dims));
+            let mut envs: HashMap<u32, HashMap<String, f64>> = HashMap::new();
+            let mut dropped: HashSet<u64> = HashSet::new();
+            let items = self.instantiate(&t, r, &c, &new_env, &mut envs, &mut dropped, uniform, &origin_of)?;
+            emit(r, items)?;
+        }
+        Ok(())
+    }
+
+    fn target(&self, c: &[i64], d: &Dir) -> Option<u32> {
+        let nd: Vec<i64> = self.new_dims.iter().map(|x| *x as i64).collect();
+        let mut cc = c.to_vec();
+        for e in 0..cc.len() {
+            cc[e] += d[e];
+            if cc[e] < 0 || cc[e] >= nd[e] {
+                if !self.periodic[e] {
+                    return None;
+                }
+                cc[e] = cc[e].rem_euclid(nd[e]);
+            }
+        }
+        Some(cart_rank(&cc, &nd) as u32)
+    }
+
+    /// Halo messages follow the faces of the decomposition: the product of the old over the new
+    /// number of ranks along every dimension the message does not cross.
+    fn face_factor(&self, d: &Dir) -> f64 {
+        match self.ctx.scaler.mode {
+            Mode::Weak => 1.0,
+            _ => (0..d.len()).filter(|e| d[*e] == 0).map(|e| self.dims[e] as f64 / self.new_dims[e] as f64).product(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn instantiate(
+        &self,
+        toks: &[Tok],
+        r: u32,
+        c: &[i64],
+        new_env: &HashMap<String, f64>,
+        envs: &mut HashMap<u32, HashMap<String, f64>>,
+        dropped: &mut HashSet<u64>,
+        uniform: f64,
+        origin_of: &dyn Fn(u32) -> u32,
+    ) -> Result<Vec<Item>> {
+        let mut out = Vec::with_capacity(toks.len());
+        for t in toks {
+            match t {
+                Tok::L(k, body) => {
+                    let b = self.instantiate(body, r, c, new_env, envs, dropped, uniform, origin_of)?;
+                    if !b.is_empty() {
+                        out.push(Item::Loop(*k, b));
+                    }
+                }
+                Tok::A { a, to, from, origin } => {
+                    let old_env = envs.entry(*origin).or_insert_with(|| self.ctx.env(*origin, self.ctx.k, Some(&self.dims))).clone();
+                    let to_p = to.as_ref().map(|d| self.target(c, d));
+                    let from_p = from.as_ref().map(|d| self.target(c, d));
+                    let dir = to.as_ref().or(from.as_ref());
+                    let ff = dir.map(|d| self.face_factor(d)).unwrap_or(1.0);
+                    let old_peer = peer_of(a);
+                    let new_peer = to_p.flatten().or(from_p.flatten());
+                    let b = match a {
+                        TraceAction::Send { .. } | TraceAction::Isend { .. } => match to_p.flatten() {
+                            Some(p) => Some(with_peer(a, p)),
+                            None => {
+                                if let Some(q) = req_of(a) {
+                                    dropped.insert(q);
+                                }
+                                None
+                            }
+                        },
+                        TraceAction::Recv { from: Peer::Rank(_), .. } | TraceAction::Irecv { from: Peer::Rank(_), .. } => match from_p.flatten() {
+                            Some(p) => Some(with_peer(a, p)),
+                            None => {
+                                if let Some(q) = req_of(a) {
+                                    dropped.insert(q);
+                                }
+                                None
+                            }
+                        },
+                        TraceAction::Sendrecv { send_bytes, send_tag, recv_bytes, recv_tag, comm, from: f0, .. } => match (to_p.flatten(), from_p.flatten()) {
+                            (Some(tp), Some(fp)) => Some(TraceAction::Sendrecv {
+                                to: tp,
+                                send_bytes: *send_bytes,
+                                send_tag: *send_tag,
+                                from: if matches!(f0, Peer::Any) { Peer::Any } else { Peer::Rank(fp) },
+                                recv_bytes: *recv_bytes,
+                                recv_tag: *recv_tag,
+                                comm: *comm,
+                            }),
+                            (Some(tp), None) if matches!(f0, Peer::Any) => Some(TraceAction::Sendrecv {
+                                to: tp,
+                                send_bytes: *send_bytes,
+                                send_tag: *send_tag,
+                                from: Peer::Any,
+                                recv_bytes: *recv_bytes,
+                                recv_tag: *recv_tag,
+                                comm: *comm,
+                            }),
+                            (Some(tp), None) => Some(TraceAction::Send { to: tp, bytes: *send_bytes, tag: *send_tag, comm: *comm }),
+                            (None, Some(fp)) => Some(TraceAction::Recv {
+                                from: Peer::Rank(fp),
+                                bytes: *recv_bytes,
+                                tag: match recv_tag {
+                                    Tag::Value(t) => Tag::Value(*t),
+                                    Tag::Any => Tag::Any,
+                                },
+                                comm: *comm,
+                            }),
+                            (None, None) => None,
+                        },
+                        TraceAction::Wait { req } => (!dropped.contains(req)).then(|| a.clone()),
+                        TraceAction::Test { req } => (!dropped.contains(req)).then(|| a.clone()),
+                        TraceAction::Waitall { reqs } => {
+                            if reqs.is_empty() {
+                                Some(a.clone())
+                            } else {
+                                let kept: Vec<u64> = reqs.iter().copied().filter(|q| !dropped.contains(q)).collect();
+                                (!kept.is_empty()).then_some(TraceAction::Waitall { reqs: kept })
+                            }
+                        }
+                        _ => {
+                            if let Some(b) = common(self.ctx, a, *origin, &old_env, new_env, uniform, origin_of)? {
+                                out.push(Item::Act(b));
+                            }
+                            continue;
+                        }
+                    };
+                    if let Some(b) = b {
+                        let b = if is_message(&b) { resize(self.ctx, &b, &old_env, new_env, (old_peer, new_peer), ff) } else { b };
+                        out.push(Item::Act(b));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn comm_of(a: &TraceAction) -> Option<u32> {
+    match a {
+        TraceAction::Send { comm, .. }
+        | TraceAction::Recv { comm, .. }
+        | TraceAction::Isend { comm, .. }
+        | TraceAction::Irecv { comm, .. }
+        | TraceAction::Sendrecv { comm, .. }
+        | TraceAction::Barrier { comm }
+        | TraceAction::Bcast { comm, .. }
+        | TraceAction::Reduce { comm, .. }
+        | TraceAction::Allreduce { comm, .. } => Some(*comm),
+        _ => None,
+    }
+}
+
+/// Most actions a template is unfolded to when two ranks' loops do not line up.
+const UNFOLD_LIMIT: usize = 4_000_000;
+
+/// The template with its loops unfolded, when it has at most `limit` actions.
+fn unfold(toks: &[Tok], limit: usize) -> Option<Vec<Tok>> {
+    let mut out = Vec::new();
+    fn go(toks: &[Tok], limit: usize, out: &mut Vec<Tok>) -> bool {
+        for t in toks {
+            match t {
+                Tok::L(k, b) => {
+                    for _ in 0..*k {
+                        if !go(b, limit, out) {
+                            return false;
+                        }
+                    }
+                }
+                a => {
+                    if out.len() >= limit {
+                        return false;
+                    }
+                    out.push(a.clone());
+                }
+            }
+        }
+        true
+    }
+    go(toks, limit, &mut out).then_some(out)
+}
+
+/// A template without the messages along dimension e.
+fn drop_dim(toks: &[Tok], e: usize) -> Vec<Tok> {
+    let mut dropped: HashSet<u64> = HashSet::new();
+    let mut out = Vec::new();
+    fn go(toks: &[Tok], e: usize, dropped: &mut HashSet<u64>, out: &mut Vec<Tok>) {
+        for t in toks {
+            match t {
+                Tok::L(k, b) => {
+                    let mut inner = Vec::new();
+                    go(b, e, dropped, &mut inner);
+                    out.push(Tok::L(*k, inner));
+                }
+                Tok::A { a, to, from, origin } => {
+                    let along = |d: &Option<Dir>| d.as_ref().map(|d| d[e] != 0).unwrap_or(false);
+                    if along(to) || along(from) {
+                        if let Some(q) = req_of(a) {
+                            dropped.insert(q);
+                        }
+                        continue;
+                    }
+                    let mut a = a.clone();
+                    if let TraceAction::Waitall { reqs } = &mut a {
+                        reqs.retain(|q| !dropped.contains(q));
+                    }
+                    out.push(Tok::A { a, to: to.clone(), from: from.clone(), origin: *origin });
+                }
+            }
+        }
+    }
+    go(toks, e, &mut dropped, &mut out);
+    out
+}
+
+enum Unit<'t> {
+    Run(Vec<&'t Tok>),
+    Anchor(&'t Tok),
+}
+
+fn units(toks: &[Tok]) -> Vec<Unit<'_>> {
+    let mut out = Vec::new();
+    let mut run: Vec<&Tok> = Vec::new();
+    for t in toks {
+        let in_run = matches!(t, Tok::A { a, .. } if is_message(a) || is_waitish(a) || matches!(a, TraceAction::Compute { .. }));
+        if in_run {
+            run.push(t);
+        } else {
+            if !run.is_empty() {
+                out.push(Unit::Run(std::mem::take(&mut run)));
+            }
+            out.push(Unit::Anchor(t));
+        }
+    }
+    if !run.is_empty() {
+        out.push(Unit::Run(run));
+    }
+    out
+}
+
+/// Merges the traces of two ranks of different classes (the first and the last along a
+/// dimension) into the trace of a rank that has both their neighbours.
+fn merge(a: &[Tok], b: &[Tok], off: u64) -> Result<Vec<Tok>, String> {
+    let (ua, ub) = (units(a), units(b));
+    let mut out = Vec::new();
+    let mut reqmap: HashMap<u64, u64> = HashMap::new();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (ua.get(i), ub.get(j)) {
+            (None, None) => break,
+            (Some(Unit::Run(ra)), Some(Unit::Run(rb))) => {
+                out.extend(merge_run(ra, rb, off, &mut reqmap));
+                i += 1;
+                j += 1;
+            }
+            (Some(Unit::Run(ra)), _) => {
+                out.extend(ra.iter().map(|t| (*t).clone()));
+                i += 1;
+            }
+            (_, Some(Unit::Run(rb))) => {
+                out.extend(merge_run(&[], rb, off, &mut reqmap));
+                j += 1;
+            }
+            (Some(Unit::Anchor(x)), Some(Unit::Anchor(y))) => {
+                match (x, y) {
+                    (Tok::L(k1, b1), Tok::L(k2, b2)) if k1 == k2 => out.push(Tok::L(*k1, merge(b1, b2, off)?)),
+                    (x, y) if shape(x) == shape(y) => out.push((*x).clone()),
+                    (x, y) => return Err(format!("`{}` against `{}`", shape(x), shape(y))),
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(Unit::Anchor(x)), None) => return Err(format!("`{}` has no counterpart", shape(x))),
+            (None, Some(Unit::Anchor(y))) => return Err(format!("`{}` has no counterpart", shape(y))),
+        }
+    }
+    Ok(out)
+}
+
+fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>) -> Vec<Tok> {
+    let mut out: Vec<Tok> = ra.iter().map(|t| (*t).clone()).collect();
+    let mut fused: HashSet<usize> = HashSet::new();
+    let msgs_a: Vec<usize> = out.iter().enumerate().filter(|(_, t)| matches!(t, Tok::A { a, .. } if is_message(a))).map(|(i, _)| i).collect();
+    let mut nb = 0usize;
+    for t in rb {
+        let Tok::A { a, to, from, origin } = t else { continue };
+        if matches!(a, TraceAction::Compute { .. }) {
+            // The first rank's compute stands for both.
+            continue;
+        }
+        if is_message(a) {
+            let ordinal = nb;
+            nb += 1;
+            if let Some(&pos) = msgs_a.get(ordinal) {
+                if shape(&out[pos]) == shape(t) {
+                    if let (Some(qb), Tok::A { a: aa, .. }) = (req_of(a), &out[pos]) {
+                        if let Some(qa) = req_of(aa) {
+                            reqmap.insert(qb, qa);
+                        }
+                    }
+                    continue;
+                }
+                if !fused.contains(&pos) {
+                    if let Some(f) = fuse(&out[pos], t) {
+                        out[pos] = f;
+                        fused.insert(pos);
+                        continue;
+                    }
+                }
+            }
+            let mut a2 = a.clone();
+            set_req(&mut a2, &|q| q + off);
+            let at = out.iter().position(|x| matches!(x, Tok::A { a, .. } if is_waitish(a))).unwrap_or(out.len());
+            out.insert(at, Tok::A { a: a2, to: to.clone(), from: from.clone(), origin: *origin });
+            continue;
+        }
+        // Waits: the requests of the second rank renamed, merged with the first rank's.
+        let mut a2 = a.clone();
+        let map = |q: u64| reqmap.get(&q).copied().unwrap_or(q + off);
+        set_req(&mut a2, &map);
+        match &a2 {
+            TraceAction::Waitall { reqs } => {
+                if let Some(Tok::A { a: TraceAction::Waitall { reqs: ra2 }, .. }) = out.iter_mut().rev().find(|x| matches!(x, Tok::A { a: TraceAction::Waitall { .. }, .. })) {
+                    if !ra2.is_empty() {
+                        if reqs.is_empty() {
+                            ra2.clear();
+                        } else {
+                            for q in reqs {
+                                if !ra2.contains(q) {
+                                    ra2.push(*q);
+                                }
+                            }
+                        }
+                    }
+                    continue;
+                }
+                out.push(Tok::A { a: a2, to: None, from: None, origin: *origin });
+            }
+            TraceAction::Wait { req } | TraceAction::Test { req } => {
+                let dup = out.iter().any(|x| matches!(x, Tok::A { a: TraceAction::Wait { req: r2 } | TraceAction::Test { req: r2 }, .. } if r2 == req));
+                if !dup {
+                    out.push(Tok::A { a: a2, to: None, from: None, origin: *origin });
+                }
+            }
+            _ => out.push(Tok::A { a: a2, to: None, from: None, origin: *origin }),
+        }
+    }
+    out
+}
+
+/// A blocking send in one rank's trace and the matching receive in the other's (opposite
+/// directions, same tag): the two halves of one MPI_Sendrecv.
+fn fuse(x: &Tok, y: &Tok) -> Option<Tok> {
+    let (Tok::A { a: ax, to: tx, from: fx, origin }, Tok::A { a: ay, to: ty, from: fy, .. }) = (x, y) else { return None };
+    let (send, sdir, recv, rdir) = match (ax, ay) {
+        (TraceAction::Send { .. }, TraceAction::Recv { .. }) => (ax, tx.clone()?, ay, fy.clone()?),
+        (TraceAction::Recv { .. }, TraceAction::Send { .. }) => (ay, ty.clone()?, ax, fx.clone()?),
+        _ => return None,
+    };
+    let (TraceAction::Send { to, bytes, tag, comm }, TraceAction::Recv { from, bytes: rb, tag: rt, comm: rc }) = (send, recv) else { return None };
+    if comm != rc || Tag::Value(*tag) != *rt || sdir.iter().zip(&rdir).any(|(s, r)| *s != -*r) {
+        return None;
+    }
+    Some(Tok::A {
+        a: TraceAction::Sendrecv { to: *to, send_bytes: *bytes, send_tag: *tag, from: *from, recv_bytes: *rb, recv_tag: *rt, comm: *comm },
+        to: Some(sdir),
+        from: Some(rdir),
+        origin: *origin,
+    })
+}
