@@ -173,33 +173,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let trace_dir = match (&args.trace, args.trace_ranks) {
         (Some(d), _) => Some(d.clone()),
         (None, Some(k)) => {
-            let t = tempfile::Builder::new().prefix("mpicast-trace-run").tempdir().context("cannot create a temporary directory")?;
-            let out = t.path().join("traces");
-            let mut a: Vec<String> = vec!["trace".into()];
-            a.extend(args.inputs.iter().map(|p| p.display().to_string()));
-            a.extend(["-n".into(), k.to_string(), "-o".into(), out.display().to_string(), "--all-blocks".into()]);
-            if args.measured {
-                a.push("--time-blocks".into());
-            }
-            for d in &args.define {
-                a.extend(["-D".into(), d.clone()]);
-            }
-            a.push("--".into());
-            a.extend(args.program_args.iter().cloned());
-            let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-            eprintln!("mpicast: tracing at {k} ranks: mpicast {}", refs.join(" "));
-            run_self(&refs)?;
+            let (t, out) = take_trace(&args.inputs, k, args.measured, &args.define, &args.program_args)?;
             _tmp = t;
             Some(out)
         }
         (None, None) => None,
     };
     let prediction = if let Some(dir) = trace_dir {
-        let req = crate::scale::Request {
-            to_ranks: args.ranks,
-            mode: crate::scale::Mode::parse(&args.scaling).expect("clap checked"),
-            force: args.force_topology.as_deref().map(crate::scale::detect::parse_topology).transpose().map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
-        };
+        let req = scale_request(args.ranks, &args.scaling, args.force_topology.as_deref())?;
         let (_, p) = predict::predict_trace_scaled(&dir, &popts, args.measured, args.allow_incomplete, Some(&req))
             .map_err(|e| with_hint(e, &model))?;
         p
@@ -226,8 +207,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs `mpicast trace --all-blocks` (and `--time-blocks` for measured bursts) at `k` ranks into
+/// a temporary directory; returns it and the trace directory inside.
+pub(super) fn take_trace(inputs: &[PathBuf], k: u32, measured: bool, define: &[String], program_args: &[String]) -> Result<(tempfile::TempDir, PathBuf)> {
+    let t = tempfile::Builder::new().prefix("mpicast-trace-run").tempdir().context("cannot create a temporary directory")?;
+    let out = t.path().join("traces");
+    let mut a: Vec<String> = vec!["trace".into()];
+    a.extend(inputs.iter().map(|p| p.display().to_string()));
+    a.extend(["-n".into(), k.to_string(), "-o".into(), out.display().to_string(), "--all-blocks".into()]);
+    if measured {
+        a.push("--time-blocks".into());
+    }
+    for d in define {
+        a.extend(["-D".into(), d.clone()]);
+    }
+    a.push("--".into());
+    a.extend(program_args.iter().cloned());
+    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+    eprintln!("mpicast: tracing at {k} ranks: mpicast {}", refs.join(" "));
+    run_self(&refs)?;
+    Ok((t, out))
+}
+
+/// The scaling request of `--scaling` and `--force-topology`.
+pub(super) fn scale_request(ranks: u32, scaling: &str, force: Option<&str>) -> Result<crate::scale::Request> {
+    Ok(crate::scale::Request {
+        to_ranks: ranks,
+        mode: crate::scale::Mode::parse(scaling).ok_or_else(|| anyhow::anyhow!("--scaling {scaling}: program, weak or strong"))?,
+        force: force.map(crate::scale::detect::parse_topology).transpose().map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
+    })
+}
+
 /// Adds what would resolve an unbound parameter.
-fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> anyhow::Error {
+pub(super) fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> anyhow::Error {
     let text = super::one_line(&e);
     if let Some(name) = text.split("unbound parameter ").nth(1).map(|s| s.split_whitespace().next().unwrap_or("")) {
         let from_argv = model.parameters.iter().find(|p| p.name == name).and_then(|p| p.argv_index);
@@ -272,7 +284,7 @@ fn run_self(args: &[&str]) -> Result<()> {
 }
 
 /// This host's machine table for mpicc -O2, measured on first use.
-fn default_machine() -> Result<PathBuf> {
+pub(super) fn default_machine() -> Result<PathBuf> {
     let p = cached(&format!("machines/{}_mpicc_-O2.json", hostname()));
     if !p.is_file() {
         eprintln!("mpicast: no machine table for this host yet: measuring one (about a minute), cached in {}", p.display());
@@ -282,7 +294,7 @@ fn default_machine() -> Result<PathBuf> {
 }
 
 /// This host's network as a platform, measured on first use.
-fn default_platform() -> Result<PathBuf> {
+pub(super) fn default_platform() -> Result<PathBuf> {
     let dir = cached(&format!("networks/{}", hostname()));
     let p = dir.join("platform.xml");
     if !p.is_file() {
@@ -294,7 +306,7 @@ fn default_platform() -> Result<PathBuf> {
     Ok(p)
 }
 
-fn fmt_s(s: f64) -> String {
+pub(super) fn fmt_s(s: f64) -> String {
     let a = s.abs();
     if a == 0.0 {
         "0 s".into()
@@ -309,7 +321,7 @@ fn fmt_s(s: f64) -> String {
     }
 }
 
-fn short_path(p: &str) -> String {
+pub(super) fn short_path(p: &str) -> String {
     Path::new(p).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| p.to_string())
 }
 

@@ -239,10 +239,7 @@ pub struct Skeletons {
 /// Skeleton execution of every rank into a temporary trace directory (compute in seconds).
 pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<Skeletons, Unresolved> {
     let prog = Program::new(model);
-    let dir = tempfile::Builder::new()
-        .prefix("mpicast-skeleton")
-        .tempdir()
-        .map_err(io_unresolved)?;
+    let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
     let n = opts.ranks;
     let factor = opts.what_if.compute_factor();
     let mut execs = vec![0.0; model.blocks.len()];
@@ -435,7 +432,7 @@ pub fn predict_trace_scaled(
     let mut scaling = None;
     let (dir, ranks) = match scale {
         Some(req) if ranks != opts.ranks => {
-            let t = tempfile::Builder::new().prefix("mpicast-scaled").tempdir().context("cannot create a temporary directory")?;
+            let t = crate::trace::scratch_dir("mpicast-scaled", opts.ranks).context("cannot create a temporary directory")?;
             let env: HashMap<String, f64> = opts
                 .bindings
                 .iter()
@@ -461,7 +458,7 @@ pub fn predict_trace_scaled(
         _ => (dir.to_path_buf(), ranks),
     };
     let dir = dir.as_path();
-    let out = tempfile::Builder::new().prefix("mpicast-costed").tempdir().context("cannot create a temporary directory")?;
+    let out = crate::trace::scratch_dir("mpicast-costed", ranks).context("cannot create a temporary directory")?;
     let factor = opts.what_if.compute_factor();
     let nb = model.blocks.len();
     let mut execs = vec![0.0; nb];

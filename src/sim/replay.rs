@@ -76,7 +76,58 @@ struct Envelope {
 #[derive(Default)]
 struct Queues {
     posted: VecDeque<Posted>,
-    unexpected: VecDeque<Envelope>,
+    unexpected: Unexpected,
+}
+
+/// Messages that arrived before their receive, indexed by source (a receive from one source
+/// does not scan the others': a master receiving from each of 65,535 workers in turn stays
+/// linear) and by arrival order (for receives from any source: the earliest matching one).
+#[derive(Default)]
+struct Unexpected {
+    seq: u64,
+    by_src: HashMap<u32, VecDeque<(u64, Envelope)>>,
+    order: std::collections::BTreeMap<u64, u32>,
+}
+
+impl Unexpected {
+    fn push(&mut self, e: Envelope) {
+        let s = self.seq;
+        self.seq += 1;
+        self.order.insert(s, e.src);
+        self.by_src.entry(e.src).or_default().push_back((s, e));
+    }
+
+    /// The earliest message from `from` (any source: None) with this tag and context.
+    fn take(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Option<Envelope> {
+        let ok = |e: &Envelope| e.ctx == ctx && tag.is_none_or(|t| t == e.tag);
+        let (src, idx) = match from {
+            Some(s) => {
+                let q = self.by_src.get(&s)?;
+                (s, q.iter().position(|(_, e)| ok(e))?)
+            }
+            None => self.order.iter().find_map(|(&seq, &src)| {
+                let q = self.by_src.get(&src)?;
+                let i = q.iter().position(|(s2, _)| *s2 == seq)?;
+                ok(&q[i].1).then_some((src, i))
+            })?,
+        };
+        let q = self.by_src.get_mut(&src)?;
+        let (seq, e) = q.remove(idx)?;
+        if q.is_empty() {
+            self.by_src.remove(&src);
+        }
+        self.order.remove(&seq);
+        Some(e)
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn front(&self) -> Option<&Envelope> {
+        let (&seq, &src) = self.order.iter().next()?;
+        self.by_src.get(&src)?.iter().find(|(s, _)| *s == seq).map(|(_, e)| e)
+    }
 }
 
 /// What a rank is blocked on, for the deadlock report.
@@ -239,7 +290,7 @@ impl Rank {
                         issued: Cell::new(0),
                         received: Cell::new(false),
                     });
-                    w.queues[to as usize].unexpected.push_back(Envelope {
+                    w.queues[to as usize].unexpected.push(Envelope {
                         src: me,
                         tag,
                         ctx,
@@ -326,13 +377,9 @@ impl Rank {
         spare_mailbox(&self.world);
         let (link, bytes) = {
             let mut w = self.world.borrow_mut();
-            let q = &mut w.queues[me].unexpected;
-            let hit = q.iter().position(|e| {
-                e.ctx == ctx && from.is_none_or(|s| s == e.src) && tag.is_none_or(|t| t == e.tag)
-            });
+            let hit = w.queues[me].unexpected.take(from, tag, ctx);
             match hit {
-                Some(i) => {
-                    let e = q.remove(i).expect("index from position");
+                Some(e) => {
                     e.link.matched_at.set(engine::now());
                     (e.link, e.bytes)
                 }

@@ -871,6 +871,49 @@ impl TraceReader {
 // ---- directories ------------------------------------------------------------------------------
 
 /// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present.
+/// A temporary directory for `ranks` trace files. Creating tens of thousands of files on a disk
+/// file system is slow (ext4 spends most of a 65,536-rank prediction allocating inodes), so large
+/// sets go to /dev/shm when its size limit leaves room for them; `MPICAST_SCRATCH` names another
+/// place.
+pub fn scratch_dir(prefix: &str, ranks: u32) -> std::io::Result<tempfile::TempDir> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(prefix);
+    if let Some(d) = std::env::var_os("MPICAST_SCRATCH") {
+        return b.tempdir_in(d);
+    }
+    // tmpfs gives every file at least a page: count 16 KiB per rank, twice over.
+    let need = ranks as u64 * 32 * 1024;
+    if ranks > 4096 && shm_limit().is_some_and(|l| l > 4 * need) {
+        if let Ok(t) = b.tempdir_in("/dev/shm") {
+            return Ok(t);
+        }
+    }
+    b.tempdir()
+}
+
+/// The size limit of /dev/shm in bytes, when it is a tmpfs (half the memory unless `size=`).
+fn shm_limit() -> Option<u64> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    let line = mounts.lines().find(|l| l.split_whitespace().nth(1) == Some("/dev/shm"))?;
+    let mut f = line.split_whitespace();
+    if f.nth(2) != Some("tmpfs") {
+        return None;
+    }
+    let opts = f.next().unwrap_or("");
+    if let Some(sz) = opts.split(',').find_map(|o| o.strip_prefix("size=")) {
+        let (num, mult) = match sz.chars().last() {
+            Some('k') => (&sz[..sz.len() - 1], 1u64 << 10),
+            Some('m') => (&sz[..sz.len() - 1], 1 << 20),
+            Some('g') => (&sz[..sz.len() - 1], 1 << 30),
+            _ => (sz, 1),
+        };
+        return num.parse::<u64>().ok().map(|n| n * mult);
+    }
+    let mem = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = mem.lines().find(|l| l.starts_with("MemTotal:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024 / 2)
+}
+
 pub fn discover(dir: &Path) -> anyhow::Result<u32> {
     use anyhow::{bail, Context};
     let mut n = 0u32;
