@@ -281,7 +281,7 @@ impl Mw {
                             } else {
                                 segs[1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1) as usize].clone()
                             };
-                            let origin = if idx == 0 { w[0] } else { w[(1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1)) as usize] };
+                            let origin = if idx == 0 || segs.len() == 1 { w[0] } else { w[(1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1)) as usize] };
                             for it in seg {
                                 match it {
                                     Item::Act(b) if peer_of(&b) == Some(origin) => out.push((Item::Act(with_peer(&b, *p)), Some((origin, *p)))),
