@@ -26,6 +26,12 @@ bench: build
 	@./scripts/bench_machine.sh
 	@./scripts/bench_replay.sh
 	@./scripts/bench_predict.sh
+	@./scripts/bench_scale.sh
+
+# Measured accuracy of every prediction mode against real runs, on this host and on emulated
+# networks (network namespaces: needs root, skipped otherwise); writes docs/ACCURACY.md.
+accuracy: build
+	@./scripts/accuracy.sh
 
 # Mutation fuzzing of the readers and the front end (tests/fuzz.rs), MPICAST_FUZZ_SECS per target.
 MPICAST_FUZZ_SECS ?= 600

@@ -1,18 +1,876 @@
 //! `mpicast validate SRC -n 1,2,4`: real runs against predictions in every mode.
+//!
+//! Builds the program with mpicc -O2, runs it under mpirun `--runs` times per rank count (the
+//! program's own `elapsed_s=` line when it prints one, else mpirun's wall clock), predicts it in
+//! each mode by running this executable's own `mpicast predict ... --json -` (so a prediction is
+//! exactly what a user would get, and a mode that cannot run is only "n/a"), and prints the
+//! measured median and min beside each mode's prediction and error.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+
+use crate::model::prediction::Prediction;
+use crate::model::validation::{
+    Measured, ModeResult, ModeSummary, Validation, ValidationHost, ValidationPoint,
+};
+
+/// The modes, in the order they are predicted and shown.
+const MODES: [&str; 4] = ["static", "trace", "measured", "scaled"];
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Source files or directories of the program.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
+    /// Rank counts to run and predict, e.g. 1,2,4.
+    #[arg(short = 'n', long = "ranks", value_delimiter = ',', required = true, value_name = "N,...")]
+    ranks: Vec<u32>,
+    /// Program arguments as one string, e.g. --args "256 500" (or give them after `--`).
+    #[arg(long = "args", value_name = "ARGS", allow_hyphen_values = true)]
+    program_args_str: Option<String>,
+    /// Real runs per rank count (the median is compared, the min shown).
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    /// SimGrid platform to predict on (default: this host as `mpicast predict` measures and
+    /// caches it, with the host's core count).
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// Machine table (default: this host with mpicc -O2, as `mpicast predict` caches it).
+    #[arg(long, value_name = "FILE")]
+    machine: Option<PathBuf>,
+    /// Write the validation (mpicast/validation JSON) to FILE, `-` for stdout (the table then
+    /// goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Prediction modes: static (skeleton execution), trace (block counts of a run at N ranks),
+    /// measured (block benchmarking: a --time-blocks run at N ranks), scaled (a run at fewer
+    /// ranks scaled to N).
+    #[arg(long, value_delimiter = ',', default_value = "static,trace,measured,scaled", value_name = "MODE,...")]
+    modes: Vec<String>,
+    /// Ranks of the run the scaled mode starts from (default: the smallest rank count of -n
+    /// below N that is at least 2, else the smallest below N).
+    #[arg(long, value_name = "K")]
+    scale_from: Option<u32>,
+    /// Extra mpirun options for the real runs, e.g. "--mca btl self,tcp".
+    #[arg(long = "mpirun-args", value_name = "ARGS", allow_hyphen_values = true)]
+    mpirun_args: Option<String>,
+    /// Run on the hosts of this OpenMPI hostfile (ranks placed round-robin, `--map-by node`,
+    /// as predictions place them).
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// Replaces `mpirun ... -np N` for the real runs; `{n}` stands for the rank count
+    /// (e.g. "srun -n {n}").
+    #[arg(long, value_name = "CMD")]
+    launcher: Option<String>,
+    /// Cores per host of the platform (passed to predict; e.g. 1 for two namespaces sharing a
+    /// 2-core machine).
+    #[arg(long, value_name = "C")]
+    cores_per_host: Option<u32>,
+    /// Bind a parameter for the predictions: -D n=1024 (repeatable).
+    #[arg(short = 'D', value_name = "NAME=VALUE")]
+    define: Vec<String>,
+    /// Extra compiler flags for the build, after -O2.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    cflags: Option<String>,
+    /// Libraries for the build.
+    #[arg(long, default_value = "-lm", value_name = "LIBS", allow_hyphen_values = true)]
+    libs: String,
+    /// Time limit of each run and of each prediction, seconds.
+    #[arg(long, default_value_t = 600.0, value_name = "S")]
+    timeout: f64,
+    /// Exit with status 1 when a prediction's error is over PCT percent.
+    #[arg(long, value_name = "PCT")]
+    max_error: Option<f64>,
+    /// Program arguments, exactly as the program would get them.
+    #[arg(last = true)]
+    program_args: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let _ = &args.inputs;
-    bail!("mpicast validate is not built yet")
+    let start = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut ranks = args.ranks.clone();
+    if let Some(bad) = ranks.iter().find(|&&n| n == 0) {
+        bail!("-n {bad}: rank counts must be at least 1");
+    }
+    ranks.sort_unstable();
+    ranks.dedup();
+    if args.runs == 0 {
+        bail!("--runs 0: at least one run is needed");
+    }
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        bail!("--timeout {}: must be a positive number of seconds", args.timeout);
+    }
+    if let Some(m) = args.max_error {
+        if !(m >= 0.0 && m.is_finite()) {
+            bail!("--max-error {m}: must be a percentage at least 0");
+        }
+    }
+    let mut modes: Vec<String> = Vec::new();
+    for m in &args.modes {
+        let m = m.trim();
+        if !MODES.contains(&m) {
+            bail!("--modes {m}: unknown mode (valid: {})", MODES.join(", "));
+        }
+        if !modes.iter().any(|x| x == m) {
+            modes.push(m.to_string());
+        }
+    }
+    if modes.is_empty() {
+        bail!("--modes: name at least one mode (valid: {})", MODES.join(", "));
+    }
+    let program_args: Vec<String> = match (&args.program_args_str, args.program_args.is_empty()) {
+        (Some(_), false) => bail!("give the program arguments either with --args or after `--`, not both"),
+        (Some(s), true) => s.split_whitespace().map(String::from).collect(),
+        (None, _) => args.program_args.clone(),
+    };
+    for p in [&args.platform, &args.machine, &args.hostfile].into_iter().flatten() {
+        if !p.is_file() {
+            bail!("{}: no such file", p.display());
+        }
+    }
+    super::analyze::parse_bindings(&args.define)?;
+    let files = crate::frontend::collect_sources(&args.inputs)?;
+    let name = program_name(&args.inputs);
+
+    let work = tempfile::Builder::new()
+        .prefix("mpicast-validate")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let (exe, build_cmd) = build(&files, work.path(), &name, &args)?;
+    let session = work.path().join("ompi");
+    std::fs::create_dir_all(&session).with_context(|| format!("{}: cannot create", session.display()))?;
+    let launch_template = launch_template(&args, &session);
+
+    let host_info = crate::machine::sysinfo::host_info();
+    let load_before = loadavg();
+    let exe_path = crate::sim::child::mpicast_exe()?;
+    let mut platform_shown = args.platform.as_ref().map(|p| p.display().to_string());
+    let mut machine_shown = args.machine.as_ref().map(|p| p.display().to_string());
+    // The default platform is checked once (after the first prediction names it): one host
+    // must have this host's cores, or oversubscription would be predicted wrong.
+    let mut cores_fix: Option<u32> = args.cores_per_host;
+    let mut platform_checked = args.platform.is_some() || args.cores_per_host.is_some();
+    let mut notes: Vec<String> = Vec::new();
+
+    let mut points: Vec<ValidationPoint> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for &n in &ranks {
+        // Real runs.
+        let mut times = Vec::new();
+        let mut walls = Vec::new();
+        let mut source = "elapsed_s";
+        let mut failure = None;
+        for r in 0..args.runs {
+            let cmd = launch_command(&launch_template, n, &exe, &program_args);
+            match run_program(&cmd, args.timeout) {
+                Ok((t, wall, from_program)) => {
+                    if !from_program {
+                        source = "wall";
+                    }
+                    eprintln!(
+                        "validate: {name} n={n} run {}/{}: {} ({}; mpirun {})",
+                        r + 1,
+                        args.runs,
+                        fmt_s(t),
+                        if from_program { "elapsed_s=" } else { "wall clock" },
+                        fmt_s(wall)
+                    );
+                    times.push(t);
+                    walls.push(wall);
+                }
+                Err(e) => {
+                    let msg = super::one_line(&e);
+                    eprintln!("validate: {name} n={n} run {}/{}: failed: {msg}", r + 1, args.runs);
+                    failure = Some(msg);
+                    break;
+                }
+            }
+        }
+        let measured = if failure.is_none() {
+            // A program that printed elapsed_s= in some runs only: compare wall clocks throughout.
+            let t = if source == "wall" { walls.clone() } else { times.clone() };
+            Some(Measured {
+                median_s: median(&t),
+                min_s: t.iter().copied().fold(f64::INFINITY, f64::min),
+                max_s: t.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                runs_s: t,
+                source: source.to_string(),
+                wall_s: walls,
+            })
+        } else {
+            None
+        };
+        if let Some(f) = &failure {
+            failures.push(format!("n={n}: {f}"));
+        }
+
+        // Predictions.
+        let mut predictions = Vec::new();
+        for mode in &modes {
+            if measured.is_none() {
+                predictions.push(na(mode, None, "not predicted: the real run failed", Vec::new(), 0.0));
+                continue;
+            }
+            let k = match mode.as_str() {
+                "static" => None,
+                "trace" | "measured" => Some(n),
+                _ => match scale_base(&ranks, n, args.scale_from) {
+                    Ok(k) => Some(k),
+                    Err(why) => {
+                        eprintln!("validate: {name} n={n} {mode}: n/a: {why}");
+                        predictions.push(na(mode, None, &why, Vec::new(), 0.0));
+                        continue;
+                    }
+                },
+            };
+            let mut res = predict_mode(&exe_path, &args, &program_args, mode, n, k, cores_fix);
+            if !platform_checked {
+                if let Some(p) = &res.1 {
+                    platform_checked = true;
+                    let host_cores = p.hosts.first().map(|h| h.cores as u32);
+                    if p.hosts.len() == 1 && host_cores != Some(host_info.cores) {
+                        let msg = format!(
+                            "the default platform {} gives its host {} cores, this host has {}: predicting with --cores-per-host {}",
+                            p.platform,
+                            host_cores.unwrap_or(0),
+                            host_info.cores,
+                            host_info.cores
+                        );
+                        eprintln!("validate: {msg}");
+                        notes.push(msg);
+                        cores_fix = Some(host_info.cores);
+                        res = predict_mode(&exe_path, &args, &program_args, mode, n, k, cores_fix);
+                    }
+                }
+            }
+            let (mut r, pred) = res;
+            if let Some(p) = &pred {
+                platform_shown.get_or_insert_with(|| p.platform.clone());
+                machine_shown.get_or_insert_with(|| p.machine.path.clone());
+                let m = measured.as_ref().map(|m| m.median_s).unwrap_or(0.0);
+                r.error_pct = Some(error_pct(p.predicted_s, m));
+            }
+            match (&r.predicted_s, &r.reason) {
+                (Some(t), _) => eprintln!(
+                    "validate: {name} n={n} {mode}: {} ({:+.1}%; predicted in {:.1} s)",
+                    fmt_s(*t),
+                    r.error_pct.unwrap_or(0.0),
+                    r.wall_s
+                ),
+                (None, Some(why)) => eprintln!("validate: {name} n={n} {mode}: n/a: {why}"),
+                _ => {}
+            }
+            predictions.push(r);
+        }
+        points.push(ValidationPoint { ranks: n, measured, failure, predictions });
+    }
+
+    let summary = summarise(&modes, &points);
+    let validation = Validation {
+        program: args.inputs.iter().map(|p| p.display().to_string()).collect(),
+        args: program_args.clone(),
+        build: build_cmd,
+        launch: launch_template.iter().cloned().chain(std::iter::once(exe.display().to_string())).chain(program_args.iter().cloned()).collect(),
+        runs: args.runs,
+        platform: platform_shown.unwrap_or_else(|| "(default)".into()),
+        cores_per_host: cores_fix,
+        machine: machine_shown.unwrap_or_else(|| "(default)".into()),
+        host: ValidationHost {
+            hostname: host_info.hostname.clone(),
+            cpu_model: host_info.cpu_model.clone(),
+            cores: host_info.cores,
+            load_before,
+            load_after: loadavg(),
+        },
+        modes: modes.clone(),
+        points,
+        summary,
+        max_error_pct: args.max_error,
+        started_unix_s,
+        wall_s: start.elapsed().as_secs_f64(),
+    };
+    let table = render(&validation, &name, &notes);
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => {
+            eprint!("{table}");
+            print!("{}", crate::model::to_json(&validation));
+        }
+        Some(p) => {
+            print!("{table}");
+            crate::model::write_artifact(p, &validation)?;
+        }
+        None => print!("{table}"),
+    }
+    if !failures.is_empty() {
+        eprintln!("mpicast: {name}: the real run failed at {}", failures.join("; "));
+        return Ok(ExitCode::from(super::EXIT_INPUT));
+    }
+    if let Some(bound) = args.max_error {
+        let over = over_bound(&validation, bound);
+        if !over.is_empty() {
+            eprintln!(
+                "mpicast: {name}: {} prediction{} over --max-error {bound}%: {}",
+                over.len(),
+                if over.len() == 1 { "" } else { "s" },
+                over.join(", ")
+            );
+            return Ok(ExitCode::from(super::EXIT_THRESHOLD));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The program's name for messages: the first input's file name.
+fn program_name(inputs: &[PathBuf]) -> String {
+    inputs
+        .first()
+        .and_then(|p| p.file_name())
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into())
+}
+
+/// 100 x (predicted - measured) / measured.
+pub fn error_pct(predicted_s: f64, measured_s: f64) -> f64 {
+    if measured_s > 0.0 {
+        100.0 * (predicted_s - measured_s) / measured_s
+    } else {
+        f64::NAN
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
+    }
+}
+
+fn loadavg() -> [f64; 3] {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = s.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
+    [
+        it.next().unwrap_or(f64::NAN),
+        it.next().unwrap_or(f64::NAN),
+        it.next().unwrap_or(f64::NAN),
+    ]
+}
+
+/// The rank count the scaled mode starts from for N.
+fn scale_base(ranks: &[u32], n: u32, given: Option<u32>) -> std::result::Result<u32, String> {
+    if let Some(k) = given {
+        if k >= n {
+            return Err(format!("--scale-from {k} is not below {n} ranks"));
+        }
+        return Ok(k);
+    }
+    let below: Vec<u32> = ranks.iter().copied().filter(|&k| k < n).collect();
+    below
+        .iter()
+        .copied()
+        .find(|&k| k >= 2)
+        .or_else(|| below.first().copied())
+        .ok_or_else(|| format!("no rank count below {n} in -n to scale from"))
+}
+
+const CPP_UNITS: &[&str] = &["cc", "cpp", "cxx", "C", "c++"];
+const C_UNITS: &[&str] = &["c"];
+
+/// Builds the program normally (mpicc -O2, mpicxx for C++, every source's directory on the
+/// include path) into `dir`; returns the executable and the commands shown.
+fn build(files: &[PathBuf], dir: &Path, name: &str, args: &Args) -> Result<(PathBuf, Vec<String>)> {
+    let ext = |p: &Path| p.extension().and_then(|e| e.to_str()).unwrap_or("").to_string();
+    let units: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| {
+            let e = ext(f);
+            C_UNITS.contains(&e.as_str()) || CPP_UNITS.contains(&e.as_str())
+        })
+        .collect();
+    if units.is_empty() {
+        bail!("{name}: no C or C++ file to compile among the sources (headers only?)");
+    }
+    let cpp = units.iter().any(|u| CPP_UNITS.contains(&ext(u).as_str()));
+    let mut includes: Vec<String> = Vec::new();
+    for f in files {
+        let d = f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let flag = format!("-I{}", d.display());
+        if !includes.contains(&flag) {
+            includes.push(flag);
+        }
+    }
+    let cflags: Vec<String> = args.cflags.as_deref().unwrap_or("").split_whitespace().map(String::from).collect();
+    let libs: Vec<String> = args.libs.split_whitespace().map(String::from).collect();
+    let stem = Path::new(name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "program".into());
+    let exe = dir.join(stem);
+    let mut steps: Vec<Vec<String>> = Vec::new();
+    let s = |p: &Path| p.display().to_string();
+    if !cpp {
+        let mut c = vec!["mpicc".to_string(), "-O2".into()];
+        c.extend(cflags.iter().cloned());
+        c.extend(includes.iter().cloned());
+        c.extend(["-o".into(), s(&exe)]);
+        c.extend(units.iter().map(|u| s(u)));
+        c.extend(libs.iter().cloned());
+        steps.push(c);
+    } else {
+        let mut objs = Vec::new();
+        for (k, u) in units.iter().enumerate() {
+            let cc = if CPP_UNITS.contains(&ext(u).as_str()) { "mpicxx" } else { "mpicc" };
+            let o = dir.join(format!("{k}.o"));
+            let mut c = vec![cc.to_string(), "-O2".into()];
+            c.extend(cflags.iter().cloned());
+            c.extend(includes.iter().cloned());
+            c.extend(["-c".into(), s(u), "-o".into(), s(&o)]);
+            steps.push(c);
+            objs.push(o);
+        }
+        let mut c = vec!["mpicxx".to_string(), "-O2".into(), "-o".into(), s(&exe)];
+        c.extend(objs.iter().map(|o| s(o)));
+        c.extend(libs.iter().cloned());
+        steps.push(c);
+    }
+    for c in &steps {
+        let out = Command::new(&c[0])
+            .args(&c[1..])
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot run {} (install openmpi-bin and libopenmpi-dev)", c[0]))?;
+        if !out.status.success() {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let first = text
+                .lines()
+                .find(|l| l.contains("error"))
+                .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
+                .unwrap_or("no output");
+            bail!("{name}: the build failed (`{}`): {}", c.join(" "), first.trim());
+        }
+    }
+    Ok((exe, steps.iter().map(|c| c.join(" ")).collect()))
+}
+
+/// The launch command up to (not including) the executable, `{n}` for the rank count.
+fn launch_template(args: &Args, session: &Path) -> Vec<String> {
+    if let Some(l) = &args.launcher {
+        return l.split_whitespace().map(String::from).collect();
+    }
+    let user: Vec<String> = args.mpirun_args.as_deref().unwrap_or("").split_whitespace().map(String::from).collect();
+    let has = |flag: &str| user.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    let mut cmd: Vec<String> = vec!["mpirun".into()];
+    for f in ["--allow-run-as-root", "--oversubscribe"] {
+        if !has(f) {
+            cmd.push(f.into());
+        }
+    }
+    if !user.iter().any(|a| a == "mpi_yield_when_idle") {
+        cmd.extend(["--mca", "mpi_yield_when_idle", "1"].map(String::from));
+    }
+    if !has("--bind-to") {
+        cmd.extend(["--bind-to", "none"].map(String::from));
+    }
+    // A session directory of its own: mpiruns that run at once race on the shared one.
+    if !user.iter().any(|a| a == "orte_tmpdir_base") {
+        cmd.extend(["--mca".to_string(), "orte_tmpdir_base".to_string(), session.display().to_string()]);
+    }
+    if let Some(h) = &args.hostfile {
+        cmd.extend(["--hostfile".to_string(), h.display().to_string()]);
+        if !has("--map-by") {
+            // Round-robin over the hosts, as predictions place ranks.
+            cmd.extend(["--map-by", "node"].map(String::from));
+        }
+    }
+    cmd.extend(user);
+    cmd.extend(["-np".to_string(), "{n}".to_string()]);
+    cmd
+}
+
+fn launch_command(template: &[String], n: u32, exe: &Path, args: &[String]) -> Vec<String> {
+    let mut c: Vec<String> = template.iter().map(|a| a.replace("{n}", &n.to_string())).collect();
+    c.push(exe.display().to_string());
+    c.extend(args.iter().cloned());
+    c
+}
+
+/// A finished child: status, stdout, stderr, wall time; None status when it was stopped at the
+/// time limit.
+struct Finished {
+    status: Option<ExitStatus>,
+    stdout: String,
+    stderr: String,
+    wall_s: f64,
+}
+
+/// Runs a command with its output captured, stopping it (SIGTERM, then SIGKILL) after
+/// `timeout_s`.
+fn run_captured(cmd: &mut Command, timeout_s: f64) -> Result<Finished> {
+    let t0 = Instant::now();
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let h1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let h2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let mut stopped: Option<Instant> = None;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        match stopped {
+            None if t0.elapsed().as_secs_f64() > timeout_s => {
+                // SIGTERM first: mpirun then stops its ranks.
+                let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+                stopped = Some(Instant::now());
+            }
+            Some(t) if t.elapsed() > Duration::from_secs(10) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let wall_s = t0.elapsed().as_secs_f64();
+    let status = if stopped.is_some() { None } else { status };
+    let stdout = String::from_utf8_lossy(&h1.join().unwrap_or_default()).into_owned();
+    let stderr = String::from_utf8_lossy(&h2.join().unwrap_or_default()).into_owned();
+    Ok(Finished { status, stdout, stderr, wall_s })
+}
+
+/// The last non-empty line of some output.
+fn last_line(s: &str) -> &str {
+    s.lines().rev().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("---")).unwrap_or("no output")
+}
+
+/// One real run: (time, wall clock, whether the time is the program's own elapsed_s=).
+fn run_program(cmd: &[String], timeout_s: f64) -> Result<(f64, f64, bool)> {
+    let f = run_captured(Command::new(&cmd[0]).args(&cmd[1..]), timeout_s)
+        .with_context(|| format!("cannot start {}", cmd[0]))?;
+    match f.status {
+        None => bail!("`{}` stopped after the {timeout_s} s time limit", cmd.join(" ")),
+        Some(s) if !s.success() => {
+            let tail = if f.stderr.trim().is_empty() { &f.stdout } else { &f.stderr };
+            bail!("`{}` failed ({s}): {}", cmd.join(" "), last_line(tail))
+        }
+        Some(_) => {}
+    }
+    Ok(match elapsed_from(&f.stdout) {
+        Some(t) => (t, f.wall_s, true),
+        None => (f.wall_s, f.wall_s, false),
+    })
+}
+
+/// The last `elapsed_s=<seconds>` the program printed.
+pub fn elapsed_from(out: &str) -> Option<f64> {
+    out.split_whitespace()
+        .filter_map(|w| w.strip_prefix("elapsed_s="))
+        .filter_map(|v| v.trim_end_matches([',', ';']).parse::<f64>().ok())
+        .rfind(|t| t.is_finite() && *t >= 0.0)
+}
+
+/// Why predict failed, in one line: its own error line (the last line it printed), or where it
+/// panicked, or its status and last line.
+fn failure_reason(stderr: &str, status: &ExitStatus) -> String {
+    let last = last_line(stderr);
+    if let Some(msg) = last.strip_prefix("mpicast: ") {
+        return tidy_reason(msg);
+    }
+    let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
+    if let Some(k) = lines.iter().position(|l| l.contains("panicked at")) {
+        let at = lines[k].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
+        let what = lines.get(k + 1).copied().unwrap_or("");
+        return format!("mpicast predict panicked at {at}: {what}");
+    }
+    format!("mpicast predict failed ({status}): {last}")
+}
+
+/// A reason without the temporary trace directory predict names first (it is gone by now).
+fn tidy_reason(line: &str) -> String {
+    let tmp = std::env::temp_dir();
+    if let Some((head, rest)) = line.split_once(": ") {
+        if Path::new(head).starts_with(&tmp) && head.contains("mpicast-") {
+            return rest.to_string();
+        }
+    }
+    line.to_string()
+}
+
+fn na(mode: &str, k: Option<u32>, why: &str, command: Vec<String>, wall_s: f64) -> ModeResult {
+    ModeResult {
+        mode: mode.to_string(),
+        status: "n/a".into(),
+        predicted_s: None,
+        interval_s: None,
+        error_pct: None,
+        trace_ranks: k,
+        reason: Some(why.to_string()),
+        command,
+        wall_s,
+    }
+}
+
+/// Predicts one mode at N ranks through `mpicast predict ... --json -`.
+fn predict_mode(
+    exe: &Path,
+    args: &Args,
+    program_args: &[String],
+    mode: &str,
+    n: u32,
+    k: Option<u32>,
+    cores: Option<u32>,
+) -> (ModeResult, Option<Prediction>) {
+    let mut a: Vec<String> = vec!["predict".into()];
+    a.extend(args.inputs.iter().map(|p| p.display().to_string()));
+    a.extend(["-n".into(), n.to_string()]);
+    if let Some(p) = &args.platform {
+        a.extend(["--platform".into(), p.display().to_string()]);
+    }
+    if let Some(m) = &args.machine {
+        a.extend(["--machine".into(), m.display().to_string()]);
+    }
+    if let Some(c) = cores {
+        a.extend(["--cores-per-host".into(), c.to_string()]);
+    }
+    for d in &args.define {
+        a.extend(["-D".into(), d.clone()]);
+    }
+    if let Some(k) = k {
+        a.extend(["--trace-ranks".into(), k.to_string()]);
+    }
+    if mode == "measured" {
+        a.push("--measured".into());
+    }
+    a.extend(["--json".into(), "-".into(), "--".into()]);
+    a.extend(program_args.iter().cloned());
+    let t0 = Instant::now();
+    let f = match run_captured(Command::new(exe).args(&a), args.timeout) {
+        Ok(f) => f,
+        Err(e) => {
+            let why = format!("cannot start {}: {e}", exe.display());
+            return (na(mode, k, &why, a, t0.elapsed().as_secs_f64()), None);
+        }
+    };
+    let wall_s = f.wall_s;
+    let why = match f.status {
+        None => format!("the prediction was stopped after the {} s time limit", args.timeout),
+        Some(s) if !s.success() => failure_reason(&f.stderr, &s),
+        Some(_) => match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -") {
+            Ok(p) => {
+                let r = ModeResult {
+                    mode: mode.to_string(),
+                    status: "ok".into(),
+                    predicted_s: Some(p.predicted_s),
+                    interval_s: Some(p.interval_s),
+                    error_pct: None,
+                    trace_ranks: k,
+                    reason: None,
+                    command: a,
+                    wall_s,
+                };
+                return (r, Some(p));
+            }
+            Err(e) => e.to_string(),
+        },
+    };
+    (na(mode, k, &why, a, wall_s), None)
+}
+
+fn summarise(modes: &[String], points: &[ValidationPoint]) -> BTreeMap<String, ModeSummary> {
+    let mut out = BTreeMap::new();
+    for m in modes {
+        let mut errs = Vec::new();
+        let mut unavailable = 0;
+        for p in points {
+            for r in p.predictions.iter().filter(|r| &r.mode == m) {
+                match r.error_pct {
+                    Some(e) if e.is_finite() => errs.push(e.abs()),
+                    _ => unavailable += 1,
+                }
+            }
+        }
+        let mape = (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64);
+        let max = errs.iter().copied().fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
+        out.insert(
+            m.clone(),
+            ModeSummary { points: errs.len() as u32, unavailable, mape_pct: mape, max_abs_error_pct: max },
+        );
+    }
+    out
+}
+
+fn over_bound(v: &Validation, bound: f64) -> Vec<String> {
+    let mut over = Vec::new();
+    for p in &v.points {
+        for r in &p.predictions {
+            if let Some(e) = r.error_pct {
+                if e.abs() > bound {
+                    over.push(format!("{} n={} ({:+.1}%)", r.mode, p.ranks, e));
+                }
+            }
+        }
+    }
+    over
+}
+
+fn fmt_s(s: f64) -> String {
+    let a = s.abs();
+    if !s.is_finite() {
+        "-".into()
+    } else if a == 0.0 {
+        "0 s".into()
+    } else if a < 1e-3 {
+        format!("{:.1} us", s * 1e6)
+    } else if a < 1.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+fn label(mode: &str) -> &'static str {
+    match mode {
+        "static" => "static",
+        "trace" => "trace counts",
+        "measured" => "block bench",
+        _ => "scaled",
+    }
+}
+
+/// The table a person reads: one line per rank count, measured median (min), then per mode the
+/// prediction and its error; n/a reasons as numbered notes below.
+pub fn render(v: &Validation, name: &str, notes: &[String]) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let args = if v.args.is_empty() { String::new() } else { format!(" {}", v.args.join(" ")) };
+    let _ = writeln!(o, "{name}{args}: {} run{} per rank count", v.runs, if v.runs == 1 { "" } else { "s" });
+    let _ = writeln!(
+        o,
+        "platform {}{}, machine {}",
+        v.platform,
+        v.cores_per_host.map(|c| format!(" ({c} cores per host)")).unwrap_or_default(),
+        v.machine
+    );
+    let _ = writeln!(
+        o,
+        "host {} ({}, {} cores), load {:.2} {:.2} {:.2} before, {:.2} {:.2} {:.2} after\n",
+        v.host.hostname,
+        v.host.cpu_model,
+        v.host.cores,
+        v.host.load_before[0],
+        v.host.load_before[1],
+        v.host.load_before[2],
+        v.host.load_after[0],
+        v.host.load_after[1],
+        v.host.load_after[2]
+    );
+    let src = v.points.iter().filter_map(|p| p.measured.as_ref()).map(|m| m.source.as_str()).next().unwrap_or("elapsed_s");
+    let _ = write!(o, "{:>5}  {:>21}", "ranks", format!("measured ({})", if src == "wall" { "wall" } else { "elapsed_s" }));
+    for m in &v.modes {
+        let _ = write!(o, "  {:>18}", label(m));
+    }
+    let _ = writeln!(o);
+    let _ = write!(o, "{:>5}  {:>21}", "", "median (min)");
+    for _ in &v.modes {
+        let _ = write!(o, "  {:>18}", "predicted   error");
+    }
+    let _ = writeln!(o);
+    let mut reasons: Vec<String> = Vec::new();
+    for p in &v.points {
+        let meas = match &p.measured {
+            Some(m) => format!("{} ({})", fmt_s(m.median_s), fmt_s(m.min_s)),
+            None => "run failed".into(),
+        };
+        let _ = write!(o, "{:>5}  {:>21}", p.ranks, meas);
+        for m in &v.modes {
+            let cell = match p.predictions.iter().find(|r| &r.mode == m) {
+                Some(r) => match (r.predicted_s, r.error_pct) {
+                    (Some(t), Some(e)) if e.is_finite() => format!("{:>10} {:>+6.1}%", fmt_s(t), e),
+                    (Some(t), _) => format!("{:>10}       -", fmt_s(t)),
+                    _ => {
+                        let why = r.reason.clone().unwrap_or_default();
+                        let k = match reasons.iter().position(|x| *x == why) {
+                            Some(k) => k,
+                            None => {
+                                reasons.push(why);
+                                reasons.len() - 1
+                            }
+                        };
+                        format!("n/a [{}]", k + 1)
+                    }
+                },
+                None => "-".into(),
+            };
+            let _ = write!(o, "  {cell:>18}");
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(o, "\nerror = (predicted - measured median) / measured median");
+    let parts: Vec<String> = v
+        .modes
+        .iter()
+        .map(|m| match v.summary.get(m) {
+            Some(ModeSummary { mape_pct: Some(e), points, .. }) => {
+                format!("{} {:.1}% ({} point{})", label(m), e, points, if *points == 1 { "" } else { "s" })
+            }
+            _ => format!("{} n/a", label(m)),
+        })
+        .collect();
+    let _ = writeln!(o, "mean absolute error: {}", parts.join(", "));
+    for (k, r) in reasons.iter().enumerate() {
+        let _ = writeln!(o, "[{}] {}", k + 1, r);
+    }
+    for n in notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    for p in &v.points {
+        if let Some(f) = &p.failure {
+            let _ = writeln!(o, "n={}: {}", p.ranks, f);
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_is_the_last_one_printed() {
+        assert_eq!(elapsed_from("a=1 elapsed_s=2.5e-1\nelapsed_s=0.75\n"), Some(0.75));
+        assert_eq!(elapsed_from("iterations=3 elapsed_s=1.0 contact=2"), Some(1.0));
+        assert_eq!(elapsed_from("no time here"), None);
+    }
+
+    #[test]
+    fn scaled_mode_starts_from_the_smallest_count_of_two_or_more() {
+        assert_eq!(scale_base(&[1, 2, 4], 4, None), Ok(2));
+        assert_eq!(scale_base(&[1, 2, 4], 2, None), Ok(1));
+        assert!(scale_base(&[1, 2, 4], 1, None).is_err());
+        assert_eq!(scale_base(&[2, 4], 4, Some(1)), Ok(1));
+    }
+
+    #[test]
+    fn median_of_even_and_odd_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!((error_pct(1.1, 1.0) - 10.0).abs() < 1e-9);
+    }
 }

@@ -12,6 +12,7 @@ pub mod prediction;
 pub mod simjob;
 pub mod sweep;
 pub mod trace;
+pub mod validation;
 
 use std::path::Path;
 

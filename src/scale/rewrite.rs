@@ -244,9 +244,9 @@ struct Mw {
 
 impl Mw {
     /// The master's items with every sweep over the workers replayed for the new workers.
-    fn expand(&mut self, items: &[Item]) -> Vec<(Item, Option<(u32, u32)>)> {
+    fn expand(&mut self, items: &[Item]) -> Vec<Tagged> {
         let w = self.old_workers.clone();
-        let mut out: Vec<(Item, Option<(u32, u32)>)> = Vec::new();
+        let mut out: Vec<Tagged> = Vec::new();
         let mut i = 0;
         while i < items.len() {
             match &items[i] {
@@ -284,8 +284,8 @@ impl Mw {
                             let origin = if idx == 0 || segs.len() == 1 { w[0] } else { w[(1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1)) as usize] };
                             for it in seg {
                                 match it {
-                                    Item::Act(b) if peer_of(&b) == Some(origin) => out.push((Item::Act(with_peer(&b, *p)), Some((origin, *p)))),
-                                    other => out.push((other, None)),
+                                    Item::Act(b) if peer_of(&b) == Some(origin) => out.push(Tagged::Act(with_peer(&b, *p), Some((origin, *p)))),
+                                    other => out.push(Tagged::plain(&other)),
                                 }
                             }
                         }
@@ -293,13 +293,13 @@ impl Mw {
                         continue;
                     }
                     self.notes.push(format!("the master's {kind} to worker {} is not part of a sweep over every worker: kept as is", w[0]));
-                    out.push((items[i].clone(), None));
+                    out.push(Tagged::plain(&items[i]));
                     i += 1;
                 }
                 Item::Loop(k, body) => {
-                    let body_x: Vec<Item> = self.expand(body).into_iter().map(|(it, _)| it).collect();
+                    let body_x = self.expand(body);
                     let count = if *k == w.len() as u64 && has_any_recv(body) && w.len() > 0 { self.new_workers.len() as u64 } else { *k };
-                    out.push((Item::Loop(count, body_x), None));
+                    out.push(Tagged::Loop(count, body_x));
                     i += 1;
                 }
                 Item::Act(a) if any_recv(a) => {
@@ -311,12 +311,12 @@ impl Mw {
                     let run = j - i;
                     let count = if run == w.len() { self.new_workers.len() } else { run };
                     for _ in 0..count {
-                        out.push((items[i].clone(), None));
+                        out.push(Tagged::plain(&items[i]));
                     }
                     i = j;
                 }
                 other => {
-                    out.push((other.clone(), None));
+                    out.push(Tagged::plain(other));
                     i += 1;
                 }
             }
@@ -383,17 +383,17 @@ pub fn master_worker(ctx: &Ctx, root: u32, traces: &[Vec<Item>], emit: &mut dyn 
     Ok(())
 }
 
-fn map_tagged(items: &[(Item, Option<(u32, u32)>)], f: &mut dyn FnMut(&TraceAction, Option<(u32, u32)>) -> Result<Option<TraceAction>>) -> Result<Vec<Item>> {
+fn map_tagged(items: &[Tagged], f: &mut dyn FnMut(&TraceAction, Option<(u32, u32)>) -> Result<Option<TraceAction>>) -> Result<Vec<Item>> {
     let mut out = Vec::with_capacity(items.len());
-    for (it, p) in items {
+    for it in items {
         match it {
-            Item::Act(a) => {
+            Tagged::Act(a, p) => {
                 if let Some(b) = f(a, *p)? {
                     out.push(Item::Act(b));
                 }
             }
-            Item::Loop(k, body) => {
-                let b = map_items(body, &mut |a| f(a, None))?;
+            Tagged::Loop(k, body) => {
+                let b = map_tagged(body, f)?;
                 if !b.is_empty() {
                     out.push(Item::Loop(*k, b));
                 }
@@ -401,6 +401,22 @@ fn map_tagged(items: &[(Item, Option<(u32, u32)>)], f: &mut dyn FnMut(&TraceActi
         }
     }
     Ok(out)
+}
+
+/// The master's trace after expansion: each message to a new worker carries the traced worker
+/// it was copied from and the new one (old peer, new peer), for its size.
+enum Tagged {
+    Act(TraceAction, Option<(u32, u32)>),
+    Loop(u64, Vec<Tagged>),
+}
+
+impl Tagged {
+    fn plain(it: &Item) -> Tagged {
+        match it {
+            Item::Act(a) => Tagged::Act(a.clone(), None),
+            Item::Loop(k, b) => Tagged::Loop(*k, b.iter().map(Tagged::plain).collect()),
+        }
+    }
 }
 
 // ---- grids -----------------------------------------------------------------------------------------

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Trace scaling (issue 9). Part 1: for each example, the prediction from a small trace (2 or 4
+# ranks) scaled to 8 and 16 ranks against the prediction from a real trace taken at 8 and 16
+# ranks, both through the same simulator (target: within 5%), in the default program scaling and,
+# for comparison, the strong and weak assumptions. Part 2: 65,536 ranks predicted by scaling a
+# 4-rank trace, wall time and peak memory (target: under 5 minutes and 8 GiB).
+# Real traces at 16 ranks run oversubscribed on small machines; their counts do not depend on it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=target/release/mpicast
+machine=${MACHINE:-tests/fixtures/machine/fixed.json}
+plat=${PLATFORM:-platforms/cluster-gige.xml}
+work=$(mktemp -d /tmp/mpicast-bench-scale.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mpirun_args="--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none"
+
+trace() { # example ranks args...
+    local ex=$1 n=$2; shift 2
+    local d="$work/$ex-$n"
+    if [ ! -d "$d" ]; then
+        "$bin" trace "examples/$ex.c" -n "$n" -o "$d" --all-blocks --mpirun-args "$mpirun_args" -- "$@" >/dev/null 2>"$d.err" \
+            || { echo "trace $ex at $n ranks failed: $(tail -1 "$d.err")" >&2; return 1; }
+    fi
+    echo "$d"
+}
+predict() { # example ranks tracedir mode args... -> "seconds messages" or "refused: ..."
+    local ex=$1 n=$2 dir=$3 mode=$4; shift 4
+    local out
+    if out=$("$bin" predict "examples/$ex.c" -n "$n" --trace "$dir" --scaling "$mode" --machine "$machine" \
+        --platform "$plat" --json - -- "$@" 2>"$work/err"); then
+        python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["predicted_s"], p["messages"])' <<<"$out"
+    else
+        echo "refused: $(tail -1 "$work/err" | cut -c1-110)"
+    fi
+}
+
+printf '%-16s %5s %4s  %-8s %12s %12s %8s %9s\n' example from to scaling scaled_s real_s diff messages
+cases=(
+    "pi_dartboard|4|1000000 10"
+    "matmul_mw|4|512 3"
+    "jacobi2d|4|256 200 10"
+    "stencil3d_torus|4|64 50"
+    "obstacle3d|2|64 10000"
+    "jacobi2d|2|256 200 10"
+    "stencil3d_torus|2|64 50"
+)
+for c in "${cases[@]}"; do
+    IFS='|' read -r ex k args <<<"$c"
+    read -ra a <<<"$args"
+    small=$(trace "$ex" "$k" "${a[@]}") || continue
+    for n in 8 16; do
+        big=$(trace "$ex" "$n" "${a[@]}") || continue
+        read -r real realmsg <<<"$(predict "$ex" "$n" "$big" program "${a[@]}")"
+        for mode in program strong weak; do
+            res=$(predict "$ex" "$n" "$small" "$mode" "${a[@]}")
+            if [[ $res == refused* ]]; then
+                printf '%-16s %5d %4d  %-8s %s\n' "$ex" "$k" "$n" "$mode" "$res"
+                break
+            fi
+            read -r s msgs <<<"$res"
+            printf '%-16s %5d %4d  %-8s %12.6f %12.6f %+7.2f%% %9s\n' "$ex" "$k" "$n" "$mode" "$s" "$real" \
+                "$(python3 -c "print(100*($s/$real-1))")" "$msgs/$realmsg"
+        done
+    done
+done
+echo "(scaled_s: predicted from the small trace scaled; real_s: from a trace taken at that size; target within 5%)"
+
+echo
+echo "65,536 ranks scaled from a 4-rank trace (platform cluster-ib, 16,384 hosts of 4 cores):"
+printf '%-16s %12s %10s %10s %10s %12s\n' example predicted_s wall_s sim_s rss_GiB messages
+big_cases=("pi_dartboard|1000000 10" "stencil3d_torus|256 5" "jacobi2d|4096 10 10")
+for c in "${big_cases[@]}"; do
+    IFS='|' read -r ex args <<<"$c"
+    read -ra a <<<"$args"
+    small=$(trace "$ex" 4 "${a[@]}") || continue
+    /usr/bin/time -f '%e %M' -o "$work/time" "$bin" predict "examples/$ex.c" -n 65536 --hosts 16384 --cores-per-host 4 \
+        --trace "$small" --machine "$machine" --platform platforms/cluster-ib.xml --json "$work/p.json" -- "${a[@]}" >/dev/null 2>"$work/err" \
+        || { echo "$ex: failed: $(tail -1 "$work/err")"; continue; }
+    read -r wall rss <"$work/time"
+    python3 - "$work/p.json" "$ex" "$wall" "$rss" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+print('%-16s %12.4f %10.1f %10.1f %10.2f %12d' % (sys.argv[2], p['predicted_s'], float(sys.argv[3]), p['simulation_wall_s'], int(sys.argv[4]) / 2**20, p['messages']))
+PY
+done
+echo "(target: under 300 s and 8 GiB; rss is the largest process, the simulation child)"
