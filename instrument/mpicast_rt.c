@@ -845,10 +845,21 @@ static void send_event(double t, const char *op, int dest, unsigned long long by
     event(t, &l);
 }
 
+/* Set by the P2PDC runtime (instrument/p2pdc.c) just before the MPI_Recv of a message it found
+ * with MPI_Iprobe for an asynchronous receive: that receive is written `arecv` (replay takes
+ * what has been sent by then and never waits for more). */
+static int async_next;
+
+void mpicast_rt_async_recv(void)
+{
+    async_next = 1;
+}
+
 static void recv_event(double t, int source, unsigned long long bytes, int tag, MPI_Comm comm)
 {
     line_t l = {0};
-    ln_str(&l, "recv");
+    ln_str(&l, async_next ? "arecv" : "recv");
+    async_next = 0;
     ln_peer(&l, source);
     ln_str(&l, " ");
     ln_u64(&l, bytes);

@@ -156,6 +156,10 @@ static int message_size(size_t bytes, const char *call)
 
 /* ---- Progress ------------------------------------------------------------------------- */
 
+/* Defined by mpicast's trace runtime when the program runs under `mpicast trace`; absent (null)
+ * otherwise. */
+extern void mpicast_rt_async_recv(void) __attribute__((weak));
+
 /* Receives every message that has arrived into the sync queue or async slot of its sender. */
 static void drain(const char *call)
 {
@@ -186,6 +190,8 @@ static void drain(const char *call)
             p->slot_fresh = 1;
             into = p->slot;
         }
+        if (!synchronous_with(source) && mpicast_rt_async_recv != NULL)
+            mpicast_rt_async_recv(); /* traced as an asynchronous receive */
         check(MPI_Recv(into, count, MPI_BYTE, source, TAG_DATA, rt.data, MPI_STATUS_IGNORE), call,
               "MPI_Recv");
         p->received++;

@@ -29,8 +29,9 @@ pub struct Args {
     /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
     #[arg(long, value_name = "FILE")]
     machine: Option<PathBuf>,
-    /// Op costs: raw (throughput kernels) or fitted (calibration fit).
-    #[arg(long, default_value = "raw", value_parser = ["raw", "fitted"])]
+    /// Op costs: fitted (the NNLS fit on the calibration kernels, compiled loops in context; the
+    /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
+    #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
     costs: String,
     /// Bind a parameter or macro: -D n=1024 (repeatable). Wins over program arguments.
     #[arg(short = 'D', value_name = "NAME=VALUE")]

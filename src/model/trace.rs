@@ -77,6 +77,14 @@ pub enum TraceAction {
         tag: Tag,
         comm: u32,
     },
+    /// An asynchronous receive (P2PDC's asynchronous schemes): takes every message from `from`
+    /// whose send has been issued by then, and never waits for one that has not.
+    Arecv {
+        from: u32,
+        bytes: Option<u64>,
+        tag: Tag,
+        comm: u32,
+    },
     Isend {
         req: u64,
         to: u32,

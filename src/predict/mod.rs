@@ -119,6 +119,15 @@ pub fn bind_parameters(
 ) -> Result<(BTreeMap<String, f64>, Vec<String>)> {
     let mut out = defines.clone();
     let mut notes = Vec::new();
+    // P2PDC's P2Pinit takes its own options (`--scheme=S`) out of argv before the program reads it.
+    let p2pdc = model.external_calls.contains_key("P2Pinit") || model.calls.iter().any(|c| c.callee == "P2Pinit");
+    let kept: Vec<String>;
+    let args: &[String] = if p2pdc {
+        kept = args.iter().filter(|a| !a.starts_with("--scheme=")).cloned().collect();
+        &kept
+    } else {
+        args
+    };
     // main's argc, as mpirun would pass it.
     out.entry("argc".into()).or_insert(args.len() as f64 + 1.0);
     for p in &model.parameters {
@@ -585,7 +594,7 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         mode: mode.into(),
         platform: opts.platform.display().to_string(),
         machine: machine_ref(&opts.machine, &opts.machine_path),
-        costs: if opts.variant == Variant::Fitted { "fitted".into() } else { "raw".into() },
+        costs: if opts.variant == Variant::Fitted && opts.machine.fit.is_some() { "fitted".into() } else { "raw".into() },
         what_if: opts.what_if.as_map(),
         predicted_s: makespan,
         interval_s: [(makespan - down).max(0.0), makespan + up],

@@ -126,6 +126,7 @@ impl Graph {
                         Peer::Rank(p) => g.peers[r].entry(world(*comm, *p)).or_default().1 += m,
                         Peer::Any => g.any[r] += m,
                     },
+                    TraceAction::Arecv { from, comm, .. } => g.peers[r].entry(world(*comm, *from)).or_default().1 += m,
                     TraceAction::Sendrecv { to, from, comm, .. } => {
                         send(*to, *comm, &mut g);
                         match from {

@@ -376,7 +376,7 @@ impl<'m> Scaler<'m> {
 fn family(a: &TraceAction) -> Option<&'static str> {
     Some(match a {
         TraceAction::Send { .. } | TraceAction::Isend { .. } => "send",
-        TraceAction::Recv { .. } | TraceAction::Irecv { .. } => "recv",
+        TraceAction::Recv { .. } | TraceAction::Irecv { .. } | TraceAction::Arecv { .. } => "recv",
         TraceAction::Sendrecv { .. } => "sendrecv",
         TraceAction::Bcast { .. } => "bcast",
         TraceAction::Reduce { .. } => "reduce",

@@ -80,7 +80,7 @@ fn resize(ctx: &Ctx, a: &TraceAction, old: &HashMap<String, f64>, new: &HashMap<
     };
     match &mut a {
         TraceAction::Send { bytes, .. } | TraceAction::Isend { bytes, .. } => one(bytes),
-        TraceAction::Recv { bytes: Some(b), .. } | TraceAction::Irecv { bytes: Some(b), .. } => one(b),
+        TraceAction::Recv { bytes: Some(b), .. } | TraceAction::Irecv { bytes: Some(b), .. } | TraceAction::Arecv { bytes: Some(b), .. } => one(b),
         TraceAction::Sendrecv { send_bytes, recv_bytes, .. } => {
             one(send_bytes);
             if let Some(r) = recv_bytes {
@@ -131,7 +131,7 @@ fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, n
 }
 
 fn is_message(a: &TraceAction) -> bool {
-    matches!(a, TraceAction::Send { .. } | TraceAction::Recv { .. } | TraceAction::Isend { .. } | TraceAction::Irecv { .. } | TraceAction::Sendrecv { .. })
+    matches!(a, TraceAction::Send { .. } | TraceAction::Recv { .. } | TraceAction::Arecv { .. } | TraceAction::Isend { .. } | TraceAction::Irecv { .. } | TraceAction::Sendrecv { .. })
 }
 
 fn is_waitish(a: &TraceAction) -> bool {
@@ -193,6 +193,7 @@ fn peer_of(a: &TraceAction) -> Option<u32> {
     match a {
         TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } | TraceAction::Sendrecv { to, .. } => Some(*to),
         TraceAction::Recv { from: Peer::Rank(p), .. } | TraceAction::Irecv { from: Peer::Rank(p), .. } => Some(*p),
+        TraceAction::Arecv { from, .. } => Some(*from),
         _ => None,
     }
 }
@@ -208,6 +209,7 @@ fn with_peer(a: &TraceAction, p: u32) -> TraceAction {
             }
         }
         TraceAction::Recv { from: Peer::Rank(f), .. } | TraceAction::Irecv { from: Peer::Rank(f), .. } => *f = p,
+        TraceAction::Arecv { from, .. } => *from = p,
         _ => {}
     }
     a
@@ -218,6 +220,7 @@ fn op_name(a: &TraceAction) -> &'static str {
         TraceAction::Send { .. } => "send",
         TraceAction::Isend { .. } => "isend",
         TraceAction::Recv { .. } => "recv",
+        TraceAction::Arecv { .. } => "arecv",
         TraceAction::Irecv { .. } => "irecv",
         TraceAction::Sendrecv { .. } => "sendrecv",
         _ => "other",
@@ -603,6 +606,7 @@ impl<'c, 'a> Grid<'c, 'a> {
         for (i, a) in run.into_iter().enumerate() {
             let from = match &a {
                 TraceAction::Recv { from: Peer::Rank(p), tag, .. } | TraceAction::Irecv { from: Peer::Rank(p), tag, .. } => Some((*p, *tag)),
+                TraceAction::Arecv { from: p, tag, .. } => Some((*p, *tag)),
                 TraceAction::Sendrecv { from: Peer::Rank(p), recv_tag, .. } => Some((*p, *recv_tag)),
                 _ => None,
             };
@@ -770,7 +774,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                                 None
                             }
                         },
-                        TraceAction::Recv { from: Peer::Rank(_), .. } | TraceAction::Irecv { from: Peer::Rank(_), .. } => match from_p.flatten() {
+                        TraceAction::Recv { from: Peer::Rank(_), .. } | TraceAction::Irecv { from: Peer::Rank(_), .. } | TraceAction::Arecv { .. } => match from_p.flatten() {
                             Some(p) => Some(with_peer(a, p)),
                             None => {
                                 if let Some(q) = req_of(a) {

@@ -241,6 +241,15 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
                 comm: w.comm()?,
             }
         }
+        "arecv" => {
+            w.check(1, 2, P2P, "arecv FROM [BYTES] [tag=T|any] [comm=C]")?;
+            TraceAction::Arecv {
+                from: num(p[0], "source")?,
+                bytes: p.get(1).map(|b| num(b, "bytes")).transpose()?,
+                tag: w.tag_sel("tag")?,
+                comm: w.comm()?,
+            }
+        }
         "isend" => {
             w.check(3, 3, P2P, "isend REQ TO BYTES [tag=T] [comm=C]")?;
             TraceAction::Isend {
@@ -460,14 +469,18 @@ pub fn format_action(a: &TraceAction) -> String {
             s
         }
         TraceAction::CommDef { id, ranks } => {
-            format!(
-                "comm {id} {}",
-                ranks
-                    .iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            )
+            // Runs of consecutive ranks as `a-b`: a communicator of every rank is one word.
+            let mut parts: Vec<String> = Vec::new();
+            let mut i = 0;
+            while i < ranks.len() {
+                let mut j = i;
+                while j + 1 < ranks.len() && ranks[j + 1] == ranks[j].wrapping_add(1) {
+                    j += 1;
+                }
+                parts.push(if j > i { format!("{}-{}", ranks[i], ranks[j]) } else { ranks[i].to_string() });
+                i = j + 1;
+            }
+            format!("comm {id} {}", parts.join(","))
         }
         TraceAction::Send {
             to,
@@ -488,6 +501,9 @@ pub fn format_action(a: &TraceAction) -> String {
                 tsel("tag", *t),
                 comm(*c)
             )
+        }
+        TraceAction::Arecv { from, bytes, tag: t, comm: c } => {
+            format!("arecv {from}{}{}{}", opt(*bytes), tsel("tag", *t), comm(*c))
         }
         TraceAction::Isend {
             req,
@@ -1101,6 +1117,7 @@ fn check_action(
         A::Recv { from, comm, .. } | A::Irecv { from, comm, .. } => {
             peer_ok(*from, size(*comm, comms)?)?
         }
+        A::Arecv { from, comm, .. } => rank_ok(*from, size(*comm, comms)?, "source")?,
         A::Sendrecv { to, from, comm, .. } => {
             let n = size(*comm, comms)?;
             rank_ok(*to, n, "destination")?;

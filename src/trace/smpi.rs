@@ -122,6 +122,7 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
                     size_of(*bytes)?
                 )?;
             }
+            A::Arecv { .. } => return Err(bad("asynchronous receives (SMPI's replay has none)")),
             A::Isend {
                 req,
                 to,
