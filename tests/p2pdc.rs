@@ -645,3 +645,46 @@ fn a_message_of_the_wrong_size_aborts_with_a_message() {
         run.context()
     );
 }
+
+mod common;
+
+/// Traced, the asynchronous scheme's receives are `arecv` (taken without waiting in replay), the
+/// synchronous scheme's plain `recv`; both predict, each with the iterations its trace recorded.
+#[test]
+fn asynchronous_receives_are_traced_and_replayed_as_such() {
+    let s = common::Scratch::new("mpicast-p2pdc-arecv");
+    let inst = common::root().join("instrument");
+    let cflags = format!("-I{}", inst.display());
+    let libs = format!("{} -lm", inst.join("p2pdc.c").display());
+    let mut predicted = Vec::new();
+    for scheme in ["sync", "async"] {
+        let dir = s.path().join(scheme);
+        let mpirun = s.mpirun_args();
+        let sch = format!("--scheme={scheme}");
+        let src = common::example("obstacle3d_p2p");
+        let out = common::mpicast(&[
+            "trace", src.to_str().unwrap(), "-n", "2", "-o", dir.to_str().unwrap(), "--all-blocks", "--cflags", &cflags, "--libs", &libs,
+            "--mpirun-args", &mpirun, "--timeout", "120", "--", &sch, "16", "2000",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text: String = (0..2).map(|r| std::fs::read_to_string(dir.join(format!("rank-{r}.trace"))).unwrap()).collect();
+        let arecvs = text.lines().filter(|l| l.trim_start().starts_with("arecv ")).count();
+        if scheme == "sync" {
+            assert_eq!(arecvs, 0, "sync traces no asynchronous receive");
+        } else {
+            assert!(arecvs > 0, "async traces its receives as arecv");
+        }
+        let m = common::fixed_machine();
+        let p = common::platform("cluster-gige");
+        let json = s.path().join(format!("{scheme}.json"));
+        let out = common::mpicast(&[
+            "predict", src.to_str().unwrap(), "-n", "2", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", p.to_str().unwrap(),
+            "--json", json.to_str().unwrap(), "--", &sch, "16", "2000",
+        ]);
+        assert!(out.status.success(), "{scheme}: {}", String::from_utf8_lossy(&out.stderr));
+        let pred: mpicast::model::prediction::Prediction = mpicast::model::read_artifact(&json).unwrap();
+        assert!(pred.warnings.iter().all(|w| !w.contains("never received")), "{:?}", pred.warnings);
+        predicted.push(pred.predicted_s);
+    }
+    assert!(predicted.iter().all(|t| *t > 0.0), "{predicted:?}");
+}

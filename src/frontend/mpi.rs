@@ -43,6 +43,10 @@ pub fn comm_signature(name: &str) -> Option<CommSig> {
         // P2PDC (instrument/p2pdc.h): P2Psend(peer, buf, bytes), P2Preceive(peer, buf, bytes), P2Pwait().
         "P2Psend" | "P2Preceive" => sig(Some(2), None, Some(0), None, None, None),
         "P2Pwait" => sig(None, None, None, None, None, None),
+        // P2Pconverged(local) and P2Pallreduce(value, op): reductions over every peer (an epoch
+        // exchange in the asynchronous schemes); P2Pbarrier(); P2Pset_scheme(scheme) switches the
+        // scheme (collective: every peer calls it).
+        "P2Pconverged" | "P2Pallreduce" | "P2Pbarrier" | "P2Pset_scheme" => sig(None, None, None, None, None, None),
         _ => return None,
     };
     Some(s)

@@ -24,6 +24,9 @@ pub use run::RunFailure;
 /// The C trace runtime, compiled into each work directory.
 pub const RUNTIME_C: &str = include_str!("../../instrument/mpicast_rt.c");
 pub const RUNTIME_H: &str = include_str!("../../instrument/mpicast_rt.h");
+/// The P2PDC runtime (over MPI), linked into programs that call P2Pinit without defining it.
+pub const P2PDC_C: &str = include_str!("../../instrument/p2pdc.c");
+pub const P2PDC_H: &str = include_str!("../../instrument/p2pdc.h");
 
 /// What to trace and how.
 #[derive(Debug, Clone, Default)]
@@ -707,9 +710,25 @@ fn trace_in(
         rt.join("mpicast_blocks.c"),
         blocks_c(model.blocks.len(), &plan.counted),
     )?;
-    let objects = vec![rt.join("mpicast_rt.o"), rt.join("mpicast_blocks.o")];
+    let mut objects = vec![rt.join("mpicast_rt.o"), rt.join("mpicast_blocks.o")];
+    let mut rt_units = vec!["mpicast_rt", "mpicast_blocks"];
+    // A P2PDC program (it calls P2Pinit and does not define it) gets the P2PDC runtime, and its
+    // header on the include path.
+    let p2pdc = model.external_calls.contains_key("P2Pinit") && !model.functions.iter().any(|f| f.name == "P2Pinit");
+    let mut opts_p2pdc;
+    let opts = if p2pdc {
+        std::fs::write(rt.join("p2pdc.c"), P2PDC_C)?;
+        std::fs::write(rt.join("p2pdc.h"), P2PDC_H)?;
+        objects.push(rt.join("p2pdc.o"));
+        rt_units.push("p2pdc");
+        opts_p2pdc = opts.clone();
+        opts_p2pdc.cflags.push(format!("-I{}", rt.display()));
+        &opts_p2pdc
+    } else {
+        opts
+    };
     let rt_build = Build {
-        steps: ["mpicast_rt", "mpicast_blocks"]
+        steps: rt_units
             .iter()
             .map(|n| {
                 vec![

@@ -840,6 +840,12 @@ impl<'p, 'a> Rank<'p, 'a> {
                     sink.action(TraceAction::Waitall { reqs: Vec::new() })?;
                 }
             }
+            // A converged flag (int) or a double reduced over every peer; the synchronous
+            // scheme's blocking form (the asynchronous schemes' epochs are not modelled statically).
+            "P2Pconverged" => sink.action(TraceAction::Allreduce { bytes: 4, comm: COMM_WORLD })?,
+            "P2Pallreduce" => sink.action(TraceAction::Allreduce { bytes: 8, comm: COMM_WORLD })?,
+            "P2Pbarrier" => sink.action(TraceAction::Barrier { comm: COMM_WORLD })?,
+            "P2Pset_scheme" => {}
             "MPI_Cart_rank" | "MPI_Comm_split" => {
                 return Err(self.prog.unresolved(i, format!("{name} is not modelled statically")));
             }

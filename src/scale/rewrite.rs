@@ -114,10 +114,20 @@ fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, n
             None => return Ok(None),
         },
         TraceAction::CommDef { id, ranks } => {
-            if ranks.len() as u32 != ctx.k || ranks.iter().enumerate().any(|(i, r)| *r != i as u32) {
-                bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank in order can be scaled");
+            let g = ranks.len() as u32;
+            let first = ranks.first().copied().unwrap_or(0);
+            let consecutive = ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32);
+            if consecutive && g == ctx.k {
+                TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
+            } else if consecutive && g > 0 && first % g == 0 {
+                // Groups of g consecutive ranks (MPI_Comm_split by rank / g, e.g. P2PDC's hybrid
+                // groups): the new rank's group.
+                let r = new.get("rank").copied().unwrap_or(0.0) as u32;
+                let b = r / g * g;
+                TraceAction::CommDef { id: *id, ranks: (b..(b + g).min(ctx.n)).collect() }
+            } else {
+                bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank, or of groups of consecutive ranks, can be scaled");
             }
-            TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
         }
         TraceAction::Gatherv { counts, root, comm } => TraceAction::Gatherv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
         TraceAction::Scatterv { counts, root, comm } => TraceAction::Scatterv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },

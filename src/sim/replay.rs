@@ -170,6 +170,8 @@ struct World {
     count_links: bool,
     /// Ranks that made asynchronous receives: messages left for them at the end are expected.
     async_rx: Vec<bool>,
+    /// Sends not made because the previous send with the same request was still in flight.
+    superseded_sends: u64,
 }
 
 impl World {
@@ -665,6 +667,13 @@ impl Rank {
             } => {
                 let c = self.comm(*comm)?;
                 let to = Self::dest(&c, *to)?;
+                if self.reqs.get(req).is_some_and(|r| !r.pending.recv) {
+                    // The traced run had this send's request done (its id is free again); here
+                    // the previous send is still in flight: the new message is superseded, as an
+                    // asynchronous scheme's runtime does when its last send has not left yet.
+                    self.world.borrow_mut().superseded_sends += 1;
+                    return Ok(());
+                }
                 let r = self.post_send(to, *bytes, *tag, p2p_ctx(*comm));
                 self.add_req(*req, r)?;
             }
@@ -1001,6 +1010,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         rank_host: placement.clone(),
         count_links: job.options.link_usage,
         async_rx: vec![false; n as usize],
+        superseded_sends: 0,
     }));
     let opts = Rc::new(Opts {
         eager_threshold: job.options.eager_threshold_bytes,
@@ -1105,6 +1115,12 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     let superseded: usize = w.queues.iter().zip(&w.async_rx).filter(|(_, a)| **a).map(|(q, _)| q.unexpected.len()).sum();
     if superseded > 0 {
         warnings.push(format!("{superseded} message(s) to asynchronous receivers were never taken (superseded by later ones)"));
+    }
+    if w.superseded_sends > 0 {
+        warnings.push(format!(
+            "{} isend(s) not made: the previous send of the same request was still in flight here, unlike in the traced run (an asynchronous scheme skips such a send)",
+            w.superseded_sends
+        ));
     }
     let unreceived: usize = w.queues.iter().zip(&w.async_rx).filter(|(_, a)| !**a).map(|(q, _)| q.unexpected.len()).sum();
     if unreceived > 0 {
