@@ -2,7 +2,7 @@
 # P2PDC (issue 13). Part 1: obstacle3d_p2p in the sync, async and hybrid schemes, measured at 2 and
 # 4 ranks on this host (RUNS real runs, median and min) against the prediction from its trace
 # (block counts, and measured bursts), through `mpicast validate`. Part 2: each scheme traced at
-# 4 ranks and swept to 8, 16 and 32 ranks on platforms/grid5000.xml (four sites, heterogeneous
+# 6 ranks (three groups of two in the hybrid scheme) and swept to 12 and 24 ranks on platforms/grid5000.xml (four sites, heterogeneous
 # hosts, wide-area latencies): efficiency per scheme, as dPerf's Fig. 9.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,13 +39,13 @@ PY
 done
 
 echo
-echo "obstacle3d_p2p $sweep_args on grid5000 (traced at 4 ranks, scaled; efficiency relative to 4 ranks):"
+echo "obstacle3d_p2p $sweep_args on grid5000 (traced at 6 ranks, scaled; efficiency relative to 6 ranks):"
 for sch in sync async hybrid; do
     d="$work/t-$sch"
-    "$bin" trace "$src" -n 4 -o "$d" --all-blocks \
+    "$bin" trace "$src" -n 6 -o "$d" --all-blocks \
         --mpirun-args "--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none" \
         -- --scheme=$sch $sweep_args >/dev/null 2>"$work/err" || { echo "$sch: trace failed: $(tail -1 "$work/err")"; continue; }
-    "$bin" sweep "$src" -n 4,8,16,32 --trace "$d" --platform platforms/grid5000.xml --svg "$work/$sch.svg" \
+    "$bin" sweep "$src" -n 6,12,24 --trace "$d" --platform platforms/grid5000.xml --svg "$work/$sch.svg" \
         --json "$work/s-$sch.json" -- --scheme=$sch $sweep_args >/dev/null 2>"$work/err" \
         || { echo "$sch: sweep failed: $(tail -1 "$work/err")"; continue; }
 done
@@ -60,5 +60,5 @@ ranks = sorted({r for v in rows.values() for r in v})
 print("%-7s " % "scheme" + " ".join("%18s" % ("%d ranks" % r) for r in ranks))
 for sch, pts in rows.items():
     print("%-7s " % sch + " ".join("%18s" % ("%.3f s  %5.1f%%" % (pts[r]["predicted_s"], 100 * pts[r]["efficiency"]) if r in pts else "-") for r in ranks))
-print("(each cell: predicted time and efficiency = T(4) x 4 / (T(N) x N))")
+print("(each cell: predicted time and efficiency = T(6) x 6 / (T(N) x N))")
 PY

@@ -714,7 +714,10 @@ fn trace_in(
     let mut rt_units = vec!["mpicast_rt", "mpicast_blocks"];
     // A P2PDC program (it calls P2Pinit and does not define it) gets the P2PDC runtime, and its
     // header on the include path.
-    let p2pdc = model.external_calls.contains_key("P2Pinit") && !model.functions.iter().any(|f| f.name == "P2Pinit");
+    let p2pdc = model.external_calls.contains_key("P2Pinit")
+        && !model.functions.iter().any(|f| f.name == "P2Pinit")
+        && opts.build.is_none()
+        && !opts.libs.iter().any(|l| l.contains("p2pdc"));
     let mut opts_p2pdc;
     let opts = if p2pdc {
         std::fs::write(rt.join("p2pdc.c"), P2PDC_C)?;

@@ -474,6 +474,9 @@ pub struct Grid<'c, 'a> {
     periodic: Vec<bool>,
     norm: Vec<Rc<Vec<Tok>>>,
     templates: HashMap<Vec<Class>, Rc<Vec<Tok>>>,
+    /// Size of the groups of consecutive ranks a communicator of the trace forms (P2PDC's
+    /// hybrid groups): a rank's place in its group matters as much as its place in the grid.
+    group: Option<u32>,
 }
 
 fn req_of(a: &TraceAction) -> Option<u64> {
@@ -506,12 +509,50 @@ fn shape(t: &Tok) -> String {
 
 impl<'c, 'a> Grid<'c, 'a> {
     pub fn new(ctx: &'c Ctx<'a>, dims: Vec<u32>, periodic: Vec<bool>, new_dims: Vec<u32>, traces: &[Vec<Item>]) -> Result<Grid<'c, 'a>> {
-        let mut g = Grid { ctx, dims, new_dims, periodic, norm: Vec::new(), templates: HashMap::new() };
+        let mut group = None;
+        for t in traces {
+            super::items::walk(t, 1, &mut |a, _| {
+                if let TraceAction::CommDef { ranks, .. } = a {
+                    let g = ranks.len() as u32;
+                    let first = ranks.first().copied().unwrap_or(0);
+                    if g > 1 && g < ctx.k && first % g == 0 && ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32) {
+                        group = Some(g);
+                    }
+                }
+            });
+        }
+        let mut g = Grid { ctx, dims, new_dims, periodic, norm: Vec::new(), templates: HashMap::new(), group };
         for (r, t) in traces.iter().enumerate() {
             let n = g.normalise(t, r as u32)?;
             g.norm.push(Rc::new(n));
         }
         Ok(g)
+    }
+
+    fn old_class(&self, r: u32) -> Vec<Class> {
+        let c = self.coords(r);
+        (0..self.dims.len()).map(|e| class_of(c[e], self.dims[e], self.periodic[e])).collect()
+    }
+
+    /// The template of a class for a rank at `phase` within its group, whose group's members
+    /// have the classes `group_classes`: a traced rank at the same phase of a traced group of the
+    /// same classes, so that a group's members come from one traced group and agree on their
+    /// (data-dependent) iteration counts.
+    fn template_for(&mut self, s: &[Class], phase: Option<(u32, Vec<Vec<Class>>)>) -> Result<Rc<Vec<Tok>>> {
+        if let (Some((p, want)), Some(g)) = (phase, self.group) {
+            let sig = |r: u32| -> Vec<Vec<Class>> {
+                let b = r / g * g;
+                (b..(b + g).min(self.ctx.k)).map(|q| self.old_class(q)).collect()
+            };
+            if let Some(r) = (0..self.ctx.k).find(|&r| r % g == p && sig(r) == want) {
+                return Ok(self.norm[r as usize].clone());
+            }
+            bail!(
+                "the trace's groups of {g} ranks (a communicator of consecutive ranks, e.g. P2PDC's hybrid scheme) have no group placed in the grid like the new ranks' groups; trace with at least {} ranks",
+                3 * g
+            );
+        }
+        self.template(s)
     }
 
     fn coords(&self, r: u32) -> Vec<i64> {
@@ -711,7 +752,17 @@ impl<'c, 'a> Grid<'c, 'a> {
         for r in 0..n {
             let c = cart_coords(r as i64, &nd);
             let s: Vec<Class> = (0..nd.len()).map(|e| class_of(c[e], self.new_dims[e], self.periodic[e])).collect();
-            let t = self.template(&s)?;
+            let phase = self.group.map(|g| {
+                let b = r / g * g;
+                let members = (b..(b + g).min(n))
+                    .map(|q| {
+                        let cq = cart_coords(q as i64, &nd);
+                        (0..nd.len()).map(|e| class_of(cq[e], self.new_dims[e], self.periodic[e])).collect()
+                    })
+                    .collect();
+                (r % g, members)
+            });
+            let t = self.template_for(&s, phase)?;
             let new_env = self.ctx.env(r, n, Some(&self.new_dims));
             let mut envs: HashMap<u32, HashMap<String, f64>> = HashMap::new();
             let mut dropped: HashSet<u64> = HashSet::new();
