@@ -16,7 +16,7 @@ mpirun_args="--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --b
 
 trace() { # example ranks args...
     local ex=$1 n=$2; shift 2
-    local d="$work/$ex-$n"
+    local d="$work/$ex-$n-$(echo "$*" | tr ' ' _)"
     if [ ! -d "$d" ]; then
         "$bin" trace "examples/$ex.c" -n "$n" -o "$d" --all-blocks --mpirun-args "$mpirun_args" -- "$@" >/dev/null 2>"$d.err" \
             || { echo "trace $ex at $n ranks failed: $(tail -1 "$d.err")" >&2; return 1; }
