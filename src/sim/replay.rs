@@ -172,6 +172,8 @@ struct World {
     async_rx: Vec<bool>,
     /// Sends not made because the previous send with the same request was still in flight.
     superseded_sends: u64,
+    /// (receiver, sender) pairs where the receiver made asynchronous receives from the sender.
+    async_pairs: HashSet<(u32, u32)>,
 }
 
 impl World {
@@ -311,7 +313,10 @@ impl Rank {
         // A 0-byte MPI message still carries its envelope; SimGrid's SMPI model gives a 0-byte
         // transfer no latency factor, so it would take half what SMPI itself simulates.
         let wire = bytes.max(1);
-        let comm = if bytes < self.opts.eager_threshold {
+        // Messages to a rank that receives from this one asynchronously are buffered whatever
+        // their size: its runtime polls for them (P2PDC's drain), which completes the send.
+        let buffered = bytes < self.opts.eager_threshold || self.world.borrow().async_pairs.contains(&(to, self.me));
+        let comm = if buffered {
             let c = link.mbox.put_bare_async(wire);
             self.eager.push((Rc::clone(&link), c));
             if self.eager.len() >= 8 {
@@ -479,7 +484,11 @@ impl Rank {
     /// its transfer); a message not sent yet is not waited for.
     pub(crate) fn arecv(&mut self, from: u32, tag: Option<i32>, ctx: Ctx) {
         let me = self.me as usize;
-        self.world.borrow_mut().async_rx[me] = true;
+        {
+            let mut w = self.world.borrow_mut();
+            w.async_rx[me] = true;
+            w.async_pairs.insert((self.me, from));
+        }
         let mut reqs = Vec::new();
         loop {
             let hit = self.world.borrow_mut().queues[me].unexpected.take(Some(from), tag, ctx);
@@ -669,10 +678,11 @@ impl Rank {
                 let to = Self::dest(&c, *to)?;
                 if self.reqs.get(req).is_some_and(|r| !r.pending.recv) {
                     // The traced run had this send's request done (its id is free again); here
-                    // the previous send is still in flight: the new message is superseded, as an
-                    // asynchronous scheme's runtime does when its last send has not left yet.
+                    // the previous send is still in flight: it is waited for, as the traced run
+                    // found it done.
+                    let old = self.reqs.remove(req).expect("checked above");
                     self.world.borrow_mut().superseded_sends += 1;
-                    return Ok(());
+                    self.complete(&mut [old]);
                 }
                 let r = self.post_send(to, *bytes, *tag, p2p_ctx(*comm));
                 self.add_req(*req, r)?;
@@ -1011,6 +1021,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         count_links: job.options.link_usage,
         async_rx: vec![false; n as usize],
         superseded_sends: 0,
+        async_pairs: HashSet::new(),
     }));
     let opts = Rc::new(Opts {
         eager_threshold: job.options.eager_threshold_bytes,
@@ -1118,7 +1129,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     }
     if w.superseded_sends > 0 {
         warnings.push(format!(
-            "{} isend(s) not made: the previous send of the same request was still in flight here, unlike in the traced run (an asynchronous scheme skips such a send)",
+            "{} isend(s) reused a request whose previous send was still in flight here, unlike in the traced run: that send was waited for first",
             w.superseded_sends
         ));
     }
