@@ -27,6 +27,7 @@ bench: build
 	@./scripts/bench_replay.sh
 	@./scripts/bench_predict.sh
 	@./scripts/bench_scale.sh
+	@./scripts/bench_p2pdc.sh
 
 # Measured accuracy of every prediction mode against real runs, on this host and on emulated
 # networks (network namespaces: needs root, skipped otherwise); writes docs/ACCURACY.md.
