@@ -333,11 +333,11 @@ pub fn render(p: &Prediction) -> String {
     let prog: Vec<String> = p.program.iter().map(|f| short_path(f)).collect();
     let _ = writeln!(
         o,
-        "{} on {} rank{} ({} path), platform {}, machine {} ({} costs)",
+        "{} on {} rank{} ({}), platform {}, machine {} ({} costs)",
         prog.join(" "),
         p.ranks,
         if p.ranks == 1 { "" } else { "s" },
-        p.mode,
+        if p.mode == "static" { "static path".to_string() } else { p.mode.clone() },
         short_path(&p.platform),
         p.machine.hostname,
         p.costs
