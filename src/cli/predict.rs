@@ -189,20 +189,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         predict::predict_static(&model, &popts).map_err(|e| with_hint(e, &model))?
     };
     if let Some(f) = &args.html {
-        let page = crate::report::html_prediction(&prediction)?;
-        std::fs::write(f, page).with_context(|| format!("{}: cannot write", f.display()))?;
+        write_text(f, &crate::report::html_prediction(&prediction)?)?;
     }
     if let Some(f) = &args.chrome_trace {
-        let t = crate::report::chrome_trace(&prediction)?;
-        std::fs::write(f, t).with_context(|| format!("{}: cannot write", f.display()))?;
+        write_text(f, &crate::report::chrome_trace(&prediction)?)?;
     }
-    match &args.json {
-        Some(p) if p.as_os_str() == "-" => {
-            print!("{}", crate::model::to_json(&prediction));
-            return Ok(ExitCode::SUCCESS);
-        }
-        Some(p) => crate::model::write_artifact(p, &prediction)?,
-        None => {}
+    if json_out(args.json.as_deref(), &prediction)? {
+        return Ok(ExitCode::SUCCESS);
     }
     print!("{}", render(&prediction));
     Ok(ExitCode::SUCCESS)
@@ -237,6 +230,27 @@ pub(super) fn scale_request(ranks: u32, scaling: &str, force: Option<&str>) -> R
         mode: crate::scale::Mode::parse(scaling).ok_or_else(|| anyhow::anyhow!("--scaling {scaling}: program, weak or strong"))?,
         force: force.map(crate::scale::detect::parse_topology).transpose().map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
     })
+}
+
+/// Writes a text output file (a report, a plot), naming it when it cannot.
+pub(super) fn write_text(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// `--json FILE` (`-`: stdout). True when the artifact went to stdout, which then holds nothing
+/// else.
+pub(super) fn json_out<T: crate::model::Artifact>(path: Option<&Path>, artifact: &T) -> Result<bool> {
+    match path {
+        Some(p) if p.as_os_str() == "-" => {
+            print!("{}", crate::model::to_json(artifact));
+            Ok(true)
+        }
+        Some(p) => {
+            crate::model::write_artifact(p, artifact)?;
+            Ok(false)
+        }
+        None => Ok(false),
+    }
 }
 
 /// Adds what would resolve an unbound parameter.
@@ -308,18 +322,7 @@ pub(super) fn default_platform() -> Result<PathBuf> {
 }
 
 pub(super) fn fmt_s(s: f64) -> String {
-    let a = s.abs();
-    if a == 0.0 {
-        "0 s".into()
-    } else if a < 1e-6 {
-        format!("{:.1} ns", s * 1e9)
-    } else if a < 1e-3 {
-        format!("{:.2} us", s * 1e6)
-    } else if a < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
+    crate::report::table::seconds_in(s, "us", "")
 }
 
 pub(super) fn short_path(p: &str) -> String {

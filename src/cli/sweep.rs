@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::predict::{default_machine, default_platform, fmt_s, scale_request, short_path, take_trace, with_hint};
+use super::predict::{default_machine, default_platform, fmt_s, json_out, scale_request, short_path, take_trace, with_hint, write_text};
 use crate::frontend;
 use crate::model::machine::Variant;
 use crate::model::sweep::{Sweep, SweepPoint};
@@ -222,19 +222,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         assumptions,
         wall_s: t0.elapsed().as_secs_f64(),
     };
-    let svg = crate::report::sweep_svg(&sweep);
-    std::fs::write(&args.svg, svg).with_context(|| format!("{}: cannot write", args.svg.display()))?;
+    write_text(&args.svg, &crate::report::sweep_svg(&sweep))?;
     if let Some(f) = &args.html {
-        let page = crate::report::html_sweep(&sweep)?;
-        std::fs::write(f, page).with_context(|| format!("{}: cannot write", f.display()))?;
+        write_text(f, &crate::report::html_sweep(&sweep)?)?;
     }
-    match &args.json {
-        Some(p) if p.as_os_str() == "-" => {
-            print!("{}", crate::model::to_json(&sweep));
-            return Ok(ExitCode::SUCCESS);
-        }
-        Some(p) => crate::model::write_artifact(p, &sweep)?,
-        None => {}
+    if json_out(args.json.as_deref(), &sweep)? {
+        return Ok(ExitCode::SUCCESS);
     }
     print!("{}", render(&sweep));
     println!("plot: {}", args.svg.display());

@@ -71,20 +71,7 @@ pub fn page(title: &str, body: &str, scripts: &[&str]) -> String {
 
 /// Seconds with a unit chosen by magnitude: `2.53 ms`, `687.73 µs`, `4.0 ns`, `1.234 s`.
 pub fn seconds(s: f64) -> String {
-    let a = s.abs();
-    if !s.is_finite() {
-        format!("{s}")
-    } else if a == 0.0 {
-        "0 s".into()
-    } else if a < 1e-6 {
-        format!("{:.1} ns", s * 1e9)
-    } else if a < 1e-3 {
-        format!("{:.2} µs", s * 1e6)
-    } else if a < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
+    super::table::seconds_in(s, "µs", "")
 }
 
 /// A count: integers as such up to 10^9 (with thin separators), larger or fractional ones in

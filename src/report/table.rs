@@ -63,19 +63,25 @@ impl Table {
 /// Seconds for a terminal column: `2.53 ms`, `687.73 us`, `4.0 ns`, `1.234  s` (units two
 /// characters wide).
 pub fn seconds(s: f64) -> String {
+    seconds_in(s, "us", " ")
+}
+
+/// Seconds with a unit chosen by magnitude; `micro` spells the microsecond unit and `pad` goes
+/// between the number and a one-letter unit (`" "` lines up with two-letter units).
+pub fn seconds_in(s: f64, micro: &str, pad: &str) -> String {
     let a = s.abs();
     if !s.is_finite() {
         format!("{s}")
     } else if a == 0.0 {
-        "0  s".into()
+        format!("0 {pad}s")
     } else if a < 1e-6 {
         format!("{:.1} ns", s * 1e9)
     } else if a < 1e-3 {
-        format!("{:.2} us", s * 1e6)
+        format!("{:.2} {micro}", s * 1e6)
     } else if a < 1.0 {
         format!("{:.2} ms", s * 1e3)
     } else {
-        format!("{s:.3}  s")
+        format!("{s:.3} {pad}s")
     }
 }
 
