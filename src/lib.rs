@@ -11,5 +11,6 @@ pub mod predict;
 pub mod report;
 pub mod scale;
 pub mod model;
+pub mod mpi;
 pub mod sim;
 pub mod trace;

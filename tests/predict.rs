@@ -164,7 +164,7 @@ fn jacobi2d_cartesian_neighbours() {
 
 #[test]
 fn unresolvable_communication_says_where_and_what_to_do() {
-    let out = predict(&["examples/isort.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE]);
+    let out = predict(&["examples/isort.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -223,4 +223,36 @@ fn trace_ranks_for_what_static_cannot_resolve() {
         assert!(p["predicted_s"].as_f64().unwrap() > 0.0, "{ex}");
         assert!(p["messages"].as_u64().unwrap() > 0, "{ex}");
     }
+}
+
+/// Without --static-only, what the static path cannot resolve is predicted from a traced run at
+/// the same ranks, and the prediction says where the static path stopped.
+#[test]
+fn static_path_falls_back_to_a_traced_run() {
+    let p = json(&["examples/isort.c", "-n", "2", "--platform", LOCALHOST, "--", "20000", "2"]);
+    assert_eq!(p["mode"], "trace");
+    let f = &p["fallback"];
+    assert_eq!(f["traced_ranks"], 2);
+    let why = f["static_error"].as_str().unwrap();
+    assert!(why.contains("isort.c:151") && why.contains("MPI_Alltoallv"), "{why}");
+    assert!(p["messages"].as_u64().unwrap() > 0);
+    let launch: Vec<&str> = p["launch"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(launch.contains(&"--bind-to") && launch.ends_with(&["20000", "2"]), "{launch:?}");
+}
+
+/// A program whose first argument must equal its rank count is traced at 2 ranks with
+/// --trace-args and predicted at 4 with its own arguments; the traced run's arguments are
+/// recorded, and the predicted chain has 4 ranks sending n doubles 20 times each.
+#[test]
+fn trace_args_drive_the_traced_run() {
+    let src = "tests/fixtures/build/chain_args.c";
+    let p = json(&[src, "-n", "4", "--trace-ranks", "2", "--trace-args", "2 1000 20", "--platform", LOCALHOST, "--", "4", "1000", "20"]);
+    assert_eq!(p["ranks"], 4);
+    assert_eq!(p["args"], serde_json::json!(["2", "1000", "20"]));
+    assert_eq!(p["bindings"]["n"], 1000.0);
+    assert_eq!(p["messages"], 3 * 20, "3 links of the chain, 20 messages each");
+    // Without --trace-args the traced run gets "4 ..." on 2 ranks, and the program refuses.
+    let out = predict(&[src, "-n", "4", "--trace-ranks", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "4", "1000", "20"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("traced run at 2 ranks"));
 }

@@ -962,3 +962,40 @@ fn wildcards_communicators_v_collectives_and_requests_are_recorded() {
     }
     mpicast::trace::validate_dir(&t.dir, 4).unwrap();
 }
+
+/// `-D` means what it means to a compiler for every build: a program that guards its MPI code
+/// with `#ifdef USE_MPI` runs serially without it (and the failure names the macro), and with
+/// `-D USE_MPI -D WIDTH=7` it is built with MPI and the value.
+#[test]
+fn defines_reach_the_build_and_a_missing_mpi_macro_is_named() {
+    let s = Scratch::new();
+    let src = root().join("tests/fixtures/build/guarded_mpi.c");
+    let t = trace(&s, &src, 2, &[], &[]);
+    assert_eq!(t.out.status.code(), Some(2), "{}", t.context());
+    let err = String::from_utf8_lossy(&t.out.stderr);
+    assert!(err.contains("no rank called MPI_Init") && err.contains("-DUSE_MPI"), "{err}");
+    let t = trace_ok(&s, &src, 2, &["-D", "USE_MPI", "-D", "WIDTH=7"], &[]);
+    assert_eq!(t.value("width"), "7");
+    assert_eq!(t.value("ranks"), "2");
+    assert!(t.meta().build.contains("-DUSE_MPI") && t.meta().build.contains("-DWIDTH=7"), "{}", t.meta().build);
+}
+
+/// A compilation database next to the sources gives each file its flags (here -D and an
+/// include directory), for the build and the analysis.
+#[test]
+fn compile_commands_json_gives_the_build_its_flags() {
+    let s = Scratch::new();
+    let proj = s.path().join("proj");
+    std::fs::create_dir_all(proj.join("inc")).unwrap();
+    let text = std::fs::read_to_string(root().join("tests/fixtures/build/guarded_mpi.c")).unwrap();
+    std::fs::write(proj.join("guarded_mpi.c"), text.replace("#include <stdio.h>", "#include <stdio.h>\n#include \"width.h\"")).unwrap();
+    std::fs::write(proj.join("inc/width.h"), "#define WIDTH 5\n").unwrap();
+    let db = format!(
+        r#"[{{"directory": "{}", "file": "guarded_mpi.c", "arguments": ["mpicc", "-DUSE_MPI", "-I", "inc", "-c", "guarded_mpi.c"]}}]"#,
+        proj.display()
+    );
+    std::fs::write(proj.join("compile_commands.json"), db).unwrap();
+    let t = trace_ok(&s, &proj, 2, &[], &[]);
+    assert_eq!(t.value("width"), "5");
+    assert_eq!(t.value("ranks"), "2");
+}

@@ -1,8 +1,7 @@
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::frontend;
 use crate::model::analysis::{CountStatus, ProgramModel};
@@ -13,12 +12,8 @@ pub struct Args {
     /// Source files or directories (searched recursively for .c .h .cc .cpp .cxx .hpp).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
-    /// Bind a parameter or macro: -D n=1024 (repeatable).
-    #[arg(short = 'D', value_name = "NAME=VALUE")]
-    define: Vec<String>,
-    /// Read -D macros from a compile_commands.json.
-    #[arg(long, value_name = "FILE")]
-    compile_commands: Option<PathBuf>,
+    #[command(flatten)]
+    build: super::flags::BuildArgs,
     /// Count data-dependent branches as taken half the time instead of asking for a trace.
     #[arg(long)]
     assume_branches: bool,
@@ -30,30 +25,10 @@ pub struct Args {
     summary: bool,
 }
 
-/// Parses `NAME=VALUE` bindings; VALUE must be a number.
-pub fn parse_bindings(defs: &[String]) -> Result<BTreeMap<String, f64>> {
-    let mut out = BTreeMap::new();
-    for d in defs {
-        let Some((name, value)) = d.split_once('=') else {
-            bail!("-D {d}: expected NAME=VALUE");
-        };
-        let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            bail!("-D {d}: {name:?} is not a C identifier");
-        }
-        let v: f64 = value.trim().parse().map_err(|_| anyhow::anyhow!("-D {d}: {value:?} is not a number"))?;
-        out.insert(name.to_string(), v);
-    }
-    Ok(out)
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut bindings = match &args.compile_commands {
-        Some(p) => frontend::compile_commands_defines(p)?,
-        None => BTreeMap::new(),
-    };
-    bindings.extend(parse_bindings(&args.define)?);
+    let spec = args.build.spec(&args.inputs)?;
     let files = frontend::collect_sources(&args.inputs)?;
+    let bindings = args.build.bindings(&spec, &files);
     let opts = frontend::Options { bindings, assume_branches: args.assume_branches };
     let model = frontend::analyze(&files, &opts);
     match &args.json {

@@ -71,15 +71,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let spec = run::RunSpec {
         mpicc: args.mpicc.clone(),
-        launcher: args.launcher.clone(),
-        hosts: args.hosts.clone(),
-        mpirun_args: args
-            .mpirun_args
-            .as_deref()
-            .unwrap_or("")
-            .split_whitespace()
-            .map(String::from)
-            .collect(),
+        launch: crate::mpi::launch::LaunchSpec {
+            launcher: args.launcher.clone(),
+            hosts: args.hosts.clone(),
+            mpirun_args: crate::mpi::build::split_words(args.mpirun_args.as_deref().unwrap_or(""))?,
+            hostfile: None,
+        },
         ranks: args.ranks,
         sizes: run::default_sizes(max_size),
         overhead_sizes: [0u64, 64, 1024, 4096, 16384, 65536, 1 << 20]

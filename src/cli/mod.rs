@@ -2,6 +2,7 @@
 //! library modules; this file only wires arguments to them.
 
 mod analyze;
+mod flags;
 mod bench;
 mod bench_machine;
 mod bench_network;

@@ -33,9 +33,10 @@ pub struct Args {
     /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
     #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
     costs: String,
-    /// Bind a parameter or macro: -D n=1024 (repeatable). Wins over program arguments.
-    #[arg(short = 'D', value_name = "NAME=VALUE")]
-    define: Vec<String>,
+    #[command(flatten)]
+    build: super::flags::BuildArgs,
+    #[command(flatten)]
+    launch: super::flags::LaunchArgs,
     /// Count data-dependent branches as taken half the time (the static path always does
     /// for branches without communication, and reports it).
     #[arg(long, hide = true)]
@@ -46,9 +47,20 @@ pub struct Args {
     /// Use the traces in DIR (from `mpicast trace`) instead of skeleton execution.
     #[arg(long, value_name = "DIR", conflicts_with = "trace_ranks")]
     trace: Option<PathBuf>,
-    /// Run `mpicast trace` at K ranks first and predict from its traces.
+    /// Run the program instrumented at K ranks first and predict from its traces.
     #[arg(long, value_name = "K")]
     trace_ranks: Option<u32>,
+    /// The traced run's arguments, when they differ from the predicted run's (arguments that
+    /// name the process grid): --trace-args "2 2 1" [default: the program arguments].
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    trace_args: Option<String>,
+    /// Never run the program: when the static path cannot resolve it, fail (exit 2) instead of
+    /// falling back to a traced run.
+    #[arg(long, conflicts_with_all = ["trace", "trace_ranks"])]
+    static_only: bool,
+    /// Stop a traced run after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    trace_timeout: f64,
     /// When the trace has another number of ranks than -n: how compute and messages change.
     /// program: the program's own formulas evaluated at the new size where they resolve (what
     /// they do not cover keeps its size; halo messages follow the grid's faces); weak: per-rank
@@ -123,11 +135,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
             bail!("--background-load {l}: must be at least 0 and below 1");
         }
     }
-    let defines = super::analyze::parse_bindings(&args.define)?;
+    let build = args.build.spec(&args.inputs)?;
+    let launch = args.launch.spec()?;
+    let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let files = frontend::collect_sources(&args.inputs)?;
+    let defines = args.build.bindings(&build, &files);
     let opts = frontend::Options { bindings: defines.clone(), assume_branches: args.assume_branches };
     let model = frontend::analyze(&files, &opts);
-    let (bindings, notes) = predict::bind_parameters(&model, &defines, &args.program_args)?;
+    // The static path's own failure (an unbound parameter included) is not the end: unless
+    // --static-only, the prediction falls back to a traced run.
+    let bound = predict::bind_parameters(&model, &defines, &args.program_args);
+    let (bindings, notes, unbound) = match bound {
+        Ok((b, n)) => (b, n, None),
+        Err(e) => (defines.clone(), Vec::new(), Some(e)),
+    };
 
     let machine_path = match &args.machine {
         Some(p) => p.clone(),
@@ -170,23 +191,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
         assumptions: notes,
         save_traces: args.save_traces.clone(),
     };
-    let _tmp;
-    let trace_dir = match (&args.trace, args.trace_ranks) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(k)) => {
-            let (t, out) = take_trace(&args.inputs, k, args.measured, &args.define, &args.program_args)?;
-            _tmp = t;
-            Some(out)
-        }
-        (None, None) => None,
-    };
-    let prediction = if let Some(dir) = trace_dir {
-        let req = scale_request(args.ranks, &args.scaling, args.force_topology.as_deref())?;
-        let (_, p) = predict::predict_trace_scaled(&dir, &popts, args.measured, args.allow_incomplete, Some(&req))
+    let run = TraceRun { inputs: &args.inputs, measured: args.measured, build: &build, launch: &launch, args: &trace_args, timeout_s: args.trace_timeout };
+    let req = scale_request(args.ranks, &args.scaling, args.force_topology.as_deref())?;
+    let from_trace = |dir: &Path| -> Result<Prediction> {
+        let (_, p) = predict::predict_trace_scaled(dir, &popts, args.measured, args.allow_incomplete, Some(&req))
             .map_err(|e| with_hint(e, &model))?;
-        p
-    } else {
-        predict::predict_static(&model, &popts).map_err(|e| with_hint(e, &model))?
+        Ok(p)
+    };
+    let prediction = match (&args.trace, args.trace_ranks) {
+        (Some(d), _) => from_trace(d)?,
+        (None, Some(k)) => {
+            let (_tmp, out) = take_trace(&run, k)?;
+            from_trace(&out)?
+        }
+        (None, None) => {
+            let attempt = match unbound {
+                Some(e) => Err(e),
+                None => predict::predict_static(&model, &popts),
+            };
+            match attempt {
+                Ok(p) => p,
+                Err(e) if args.static_only || !static_failure(&e) => return Err(with_hint(e, &model)),
+                Err(e) => {
+                    let why = super::one_line(&e);
+                    let k = fallback_ranks(args.ranks);
+                    eprintln!("mpicast: the static path stops: {why}");
+                    eprintln!("mpicast: predicting from a traced run at {k} rank{} instead (--static-only refuses)", if k == 1 { "" } else { "s" });
+                    let (_tmp, out) = take_trace(&run, k)?;
+                    let mut p = from_trace(&out)?;
+                    p.fallback = Some(crate::model::prediction::Fallback { static_error: why, traced_ranks: k });
+                    p
+                }
+            }
+        }
     };
     if let Some(f) = &args.html {
         write_text(f, &crate::report::html_prediction(&prediction)?)?;
@@ -201,26 +238,81 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `mpicast trace --all-blocks` (and `--time-blocks` for measured bursts) at `k` ranks into
-/// a temporary directory; returns it and the trace directory inside.
-pub(super) fn take_trace(inputs: &[PathBuf], k: u32, measured: bool, define: &[String], program_args: &[String]) -> Result<(tempfile::TempDir, PathBuf)> {
+/// What a traced run needs: the sources, how to build and launch them, the run's arguments.
+pub(super) struct TraceRun<'a> {
+    pub inputs: &'a [PathBuf],
+    pub measured: bool,
+    pub build: &'a crate::mpi::build::BuildSpec,
+    pub launch: &'a crate::mpi::launch::LaunchSpec,
+    pub args: &'a [String],
+    pub timeout_s: f64,
+}
+
+/// Runs the program instrumented (every block counted, and timed for measured bursts) at `k`
+/// ranks into a temporary directory; returns it and the trace directory inside. The program's
+/// output goes to stderr: stdout is the prediction's (`--json -`).
+pub(super) fn take_trace(run: &TraceRun, k: u32) -> Result<(tempfile::TempDir, PathBuf)> {
+    let source = match run.inputs {
+        [one] => one.clone(),
+        _ => bail!("a traced run takes one source file or directory (give the program's directory)"),
+    };
     let t = tempfile::Builder::new().prefix("mpicast-trace-run").tempdir().context("cannot create a temporary directory")?;
     let out = t.path().join("traces");
-    let mut a: Vec<String> = vec!["trace".into()];
-    a.extend(inputs.iter().map(|p| p.display().to_string()));
-    a.extend(["-n".into(), k.to_string(), "-o".into(), out.display().to_string(), "--all-blocks".into()]);
-    if measured {
-        a.push("--time-blocks".into());
+    let files = frontend::collect_sources(run.inputs)?;
+    let opts = crate::instrument::TraceOptions {
+        source,
+        ranks: k,
+        output: Some(out.clone()),
+        build: run.build.clone(),
+        launch: run.launch.clone(),
+        args: run.args.to_vec(),
+        all_blocks: true,
+        time_blocks: run.measured,
+        bindings: run.build.numeric_defines(&files),
+        timeout_s: Some(run.timeout_s),
+        echo: crate::mpi::run::Echo::Stderr,
+        ..Default::default()
+    };
+    eprintln!(
+        "mpicast: tracing at {k} ranks: {} PROGRAM {}",
+        run.launch.describe(k),
+        crate::mpi::build::show(run.args)
+    );
+    match crate::instrument::trace(&opts) {
+        Ok(o) => {
+            for w in &o.warnings {
+                eprintln!("mpicast: warning: {w}");
+            }
+        }
+        Err(e) => {
+            if let Some(f) = e.downcast_ref::<crate::instrument::RunFailure>() {
+                for l in f.output_tail.lines() {
+                    eprintln!("  | {l}");
+                }
+            }
+            return Err(e.context(format!("the traced run at {k} ranks")));
+        }
     }
-    for d in define {
-        a.extend(["-D".into(), d.clone()]);
-    }
-    a.push("--".into());
-    a.extend(program_args.iter().cloned());
-    let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-    eprintln!("mpicast: tracing at {k} ranks: mpicast {}", refs.join(" "));
-    run_self(&refs)?;
     Ok((t, out))
+}
+
+/// Errors of the static path that a traced run answers (not bad input such as a broken
+/// platform file).
+fn static_failure(e: &anyhow::Error) -> bool {
+    if e.downcast_ref::<predict::skeleton::Unresolved>().is_some() {
+        return true;
+    }
+    let text = super::one_line(e);
+    ["unbound parameter", "not known before running", "needs a trace", "cannot be evaluated", "unresolved", "data-dependent"]
+        .iter()
+        .any(|k| text.contains(k))
+}
+
+/// Ranks of the traced run a fallback makes: the predicted count when this host runs it
+/// without much oversubscription, else 4 (scaled to N).
+fn fallback_ranks(n: u32) -> u32 {
+    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1) as u32;
+    if n <= (2 * cores).max(4) { n } else { 4 }
 }
 
 /// The scaling request of `--scaling` and `--force-topology`.
@@ -345,6 +437,12 @@ pub fn render(p: &Prediction) -> String {
         p.machine.hostname,
         p.costs
     );
+    if let Some(f) = &p.fallback {
+        let _ = writeln!(o, "from a traced run at {} ranks: the static path stopped at {}", f.traced_ranks, f.static_error);
+    }
+    if !p.launch.is_empty() {
+        let _ = writeln!(o, "traced run: {}", crate::mpi::build::show(&p.launch));
+    }
     if !p.bindings.is_empty() {
         let b: Vec<String> = p.bindings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(o, "parameters: {}", b.join(" "));

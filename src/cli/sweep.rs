@@ -35,8 +35,14 @@ pub struct Args {
     #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
     costs: String,
     /// Bind a parameter or macro: -D n=1024 (repeatable).
-    #[arg(short = 'D', value_name = "NAME=VALUE")]
-    define: Vec<String>,
+    #[command(flatten)]
+    build: super::flags::BuildArgs,
+    #[command(flatten)]
+    launch: super::flags::LaunchArgs,
+    /// The traced run's arguments, when they differ from the predicted runs' (arguments that
+    /// name the process grid) [default: the program arguments].
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    trace_args: Option<String>,
     /// Scale the traces in DIR (from `mpicast trace`) to every rank count.
     #[arg(long, value_name = "DIR", conflicts_with = "trace_ranks")]
     trace: Option<PathBuf>,
@@ -109,8 +115,11 @@ pub fn parse_ranks(s: &str) -> Result<Vec<u32>> {
 pub fn run(args: Args) -> Result<ExitCode> {
     let t0 = Instant::now();
     let ranks = parse_ranks(&args.ranks)?;
-    let defines = super::analyze::parse_bindings(&args.define)?;
+    let build = args.build.spec(&args.inputs)?;
+    let launch = args.launch.spec()?;
+    let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let files = frontend::collect_sources(&args.inputs)?;
+    let defines = args.build.bindings(&build, &files);
     let model = frontend::analyze(&files, &frontend::Options { bindings: defines.clone(), assume_branches: false });
     let (bindings, notes) = predict::bind_parameters(&model, &defines, &args.program_args)?;
     let machine_path = match &args.machine {
@@ -128,7 +137,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let trace_dir = match (&args.trace, args.trace_ranks) {
         (Some(d), _) => Some(d.clone()),
         (None, Some(k)) => {
-            let (t, out) = take_trace(&args.inputs, k, args.measured, &args.define, &args.program_args)?;
+            let run = super::predict::TraceRun { inputs: &args.inputs, measured: args.measured, build: &build, launch: &launch, args: &trace_args, timeout_s: 600.0 };
+            let (t, out) = take_trace(&run, k)?;
             _tmp = t;
             Some(out)
         }

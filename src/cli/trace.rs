@@ -1,4 +1,4 @@
-//! `mpicast trace SRC -n N [-o DIR] [--build CMD] [--mpirun-args ARGS] [-- ARGS]`: runs the
+//! `mpicast trace SRC -n N [-o DIR] [--build CMD] [-D NAME[=VALUE]] [--mpirun-args ARGS] [-- ARGS]`: runs the
 //! program instrumented under mpirun and collects per-rank traces (traces/FORMAT.md), with the
 //! analysis and a meta file, in traces/<program>-n<N>/ by default.
 
@@ -19,34 +19,10 @@ pub struct Args {
     /// Trace directory [default: traces/<program>-n<N>].
     #[arg(short = 'o', long, value_name = "DIR")]
     output: Option<PathBuf>,
-    /// Build command, run with `sh -c` in the instrumented copy; the mpicc and mpicxx it finds
-    /// first on its PATH link the trace runtime in [default: mpicc -O2 (mpicxx for C++) on
-    /// every source].
-    #[arg(long, value_name = "CMD")]
-    build: Option<String>,
-    /// The executable the --build command makes, relative to the source directory [default:
-    /// the one new executable it makes].
-    #[arg(long, value_name = "PATH", requires = "build")]
-    exe: Option<PathBuf>,
-    /// Extra compiler flags for the default build (after -O2).
-    #[arg(
-        long,
-        value_name = "FLAGS",
-        allow_hyphen_values = true,
-        default_value = ""
-    )]
-    cflags: String,
-    /// Libraries for the default build.
-    #[arg(
-        long,
-        value_name = "LIBS",
-        allow_hyphen_values = true,
-        default_value = "-lm"
-    )]
-    libs: String,
-    /// Extra mpirun options (split on whitespace), e.g. "--oversubscribe --mca btl self,vader".
-    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
-    mpirun_args: Option<String>,
+    #[command(flatten)]
+    build: super::flags::BuildArgs,
+    #[command(flatten)]
+    launch: super::flags::LaunchArgs,
     /// Count every block, not only those the analysis cannot count.
     #[arg(long)]
     all_blocks: bool,
@@ -57,9 +33,6 @@ pub struct Args {
     /// file gives the full count for extrapolation.
     #[arg(long, value_name = "K")]
     sample_iterations: Option<u64>,
-    /// Bind a parameter or macro for the analysis: -D n=1024 (repeatable).
-    #[arg(short = 'D', value_name = "NAME=VALUE")]
-    define: Vec<String>,
     /// Also build and run the program without instrumentation and report the slowdown.
     #[arg(long)]
     compare_plain: bool,
@@ -77,25 +50,22 @@ pub struct Args {
     args: Vec<String>,
 }
 
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
+    let build = args.build.spec(std::slice::from_ref(&args.source))?;
+    let files = crate::frontend::collect_sources(std::slice::from_ref(&args.source))?;
+    let bindings = args.build.bindings(&build, &files);
     let opts = TraceOptions {
         source: args.source,
         ranks: args.ranks,
         output: args.output,
-        build: args.build,
-        exe: args.exe,
-        cflags: words(&args.cflags),
-        libs: words(&args.libs),
-        mpirun_args: args.mpirun_args.as_deref().map(words).unwrap_or_default(),
+        build,
+        launch: args.launch.spec()?,
+        echo: crate::mpi::run::Echo::Through,
         args: args.args,
         all_blocks: args.all_blocks,
         time_blocks: args.time_blocks,
         sample_iterations: args.sample_iterations,
-        bindings: super::analyze::parse_bindings(&args.define)?,
+        bindings,
         keep_work: args.keep,
         work_dir: args.work_dir,
         compare_plain: args.compare_plain,
@@ -159,6 +129,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             s.sampled_iterations, s.trip_count, s.block_id
         );
     }
+    println!("mpicast: launched as: {}", crate::mpi::build::show(&m.launch));
     if let Some(w) = &m.work_dir {
         println!("mpicast: work directory kept: {w}");
     }

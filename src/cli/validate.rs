@@ -7,14 +7,16 @@
 //! measured median and min beside each mode's prediction and error.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Command, ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 use crate::model::prediction::Prediction;
+use crate::mpi::build::BuildSpec;
+use crate::mpi::launch::Launch;
+use crate::mpi::run::{describe, run_captured, Echo};
 use crate::model::validation::{
     Measured, ModeResult, ModeSummary, Validation, ValidationHost, ValidationPoint,
 };
@@ -56,30 +58,18 @@ pub struct Args {
     /// below N that is at least 2, else the smallest below N).
     #[arg(long, value_name = "K")]
     scale_from: Option<u32>,
-    /// Extra mpirun options for the real runs, e.g. "--mca btl self,tcp".
-    #[arg(long = "mpirun-args", value_name = "ARGS", allow_hyphen_values = true)]
-    mpirun_args: Option<String>,
-    /// Run on the hosts of this OpenMPI hostfile (ranks placed round-robin, `--map-by node`,
-    /// as predictions place them).
-    #[arg(long, value_name = "FILE")]
-    hostfile: Option<PathBuf>,
-    /// Replaces `mpirun ... -np N` for the real runs; `{n}` stands for the rank count
-    /// (e.g. "srun -n {n}").
-    #[arg(long, value_name = "CMD")]
-    launcher: Option<String>,
+    #[command(flatten)]
+    launch: super::flags::LaunchArgs,
+    /// The scaled mode's traced run's arguments, when they depend on its rank count
+    /// (arguments that name the process grid) [default: the program arguments].
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    trace_args: Option<String>,
     /// Cores per host of the platform (passed to predict; e.g. 1 for two namespaces sharing a
     /// 2-core machine).
     #[arg(long, value_name = "C")]
     cores_per_host: Option<u32>,
-    /// Bind a parameter for the predictions: -D n=1024 (repeatable).
-    #[arg(short = 'D', value_name = "NAME=VALUE")]
-    define: Vec<String>,
-    /// Extra compiler flags for the build, after -O2.
-    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
-    cflags: Option<String>,
-    /// Libraries for the build.
-    #[arg(long, default_value = "-lm", value_name = "LIBS", allow_hyphen_values = true)]
-    libs: String,
+    #[command(flatten)]
+    build: super::flags::BuildArgs,
     /// Time limit of each run and of each prediction, seconds.
     #[arg(long, default_value_t = 600.0, value_name = "S")]
     timeout: f64,
@@ -132,12 +122,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (Some(s), true) => s.split_whitespace().map(String::from).collect(),
         (None, _) => args.program_args.clone(),
     };
-    for p in [&args.platform, &args.machine, &args.hostfile].into_iter().flatten() {
+    for p in [&args.platform, &args.machine].into_iter().flatten() {
         if !p.is_file() {
             bail!("{}: no such file", p.display());
         }
     }
-    super::analyze::parse_bindings(&args.define)?;
+    let build_spec = args.build.spec(&args.inputs)?;
+    let launch = args.launch.spec()?;
+    super::flags::trace_args(args.trace_args.as_deref(), &program_args)?;
     let files = crate::frontend::collect_sources(&args.inputs)?;
     let name = program_name(&args.inputs);
 
@@ -145,10 +137,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .prefix("mpicast-validate")
         .tempdir()
         .context("cannot create a temporary directory")?;
-    let (exe, build_cmd) = build(&files, work.path(), &name, &args)?;
-    let session = work.path().join("ompi");
-    std::fs::create_dir_all(&session).with_context(|| format!("{}: cannot create", session.display()))?;
-    let launch_template = launch_template(&args, &session);
+    let (exe, build_cmd) = build(&args.inputs, &files, work.path(), &name, &build_spec)?;
 
     let host_info = crate::machine::sysinfo::host_info();
     let load_before = loadavg();
@@ -170,8 +159,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let mut source = "elapsed_s";
         let mut failure = None;
         for r in 0..args.runs {
-            let cmd = launch_command(&launch_template, n, &exe, &program_args);
-            match run_program(&cmd, args.timeout) {
+            match launch.command(n, &exe, &program_args, &[]).and_then(|l| run_program(&l, args.timeout)) {
                 Ok((t, wall, from_program)) => {
                     if !from_program {
                         source = "wall";
@@ -279,7 +267,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         program: args.inputs.iter().map(|p| p.display().to_string()).collect(),
         args: program_args.clone(),
         build: build_cmd,
-        launch: launch_template.iter().cloned().chain(std::iter::once(exe.display().to_string())).chain(program_args.iter().cloned()).collect(),
+        launch: launch
+            .command(ranks.last().copied().unwrap_or(1), &exe, &program_args, &[])
+            .map(|l| l.shown())
+            .unwrap_or_default(),
         runs: args.runs,
         platform: platform_shown.unwrap_or_else(|| "(default)".into()),
         cores_per_host: cores_fix,
@@ -384,175 +375,36 @@ fn scale_base(ranks: &[u32], n: u32, given: Option<u32>) -> std::result::Result<
         .ok_or_else(|| format!("no rank count below {n} in -n to scale from"))
 }
 
-const CPP_UNITS: &[&str] = &["cc", "cpp", "cxx", "C", "c++"];
-const C_UNITS: &[&str] = &["c"];
-
-/// Builds the program normally (mpicc -O2, mpicxx for C++, every source's directory on the
-/// include path) into `dir`; returns the executable and the commands shown.
-fn build(files: &[PathBuf], dir: &Path, name: &str, args: &Args) -> Result<(PathBuf, Vec<String>)> {
-    let ext = |p: &Path| p.extension().and_then(|e| e.to_str()).unwrap_or("").to_string();
-    let units: Vec<&PathBuf> = files
-        .iter()
-        .filter(|f| {
-            let e = ext(f);
-            C_UNITS.contains(&e.as_str()) || CPP_UNITS.contains(&e.as_str())
-        })
-        .collect();
+/// Builds the program as the build model says (the default build, or the --build command in a
+/// copy of the tree) into `dir`; returns the executable and the commands shown.
+fn build(inputs: &[PathBuf], files: &[PathBuf], dir: &Path, name: &str, spec: &BuildSpec) -> Result<(PathBuf, Vec<String>)> {
+    use crate::mpi::build::{find_executable, is_unit, run_steps, show, write_wrappers};
+    if let Some(cmd) = &spec.command {
+        let [root] = inputs else {
+            bail!("--build runs in a copy of one source directory: give the program's directory");
+        };
+        if !root.is_dir() {
+            bail!("{}: --build needs the program's directory, not a file", root.display());
+        }
+        let copy = dir.join("src");
+        crate::instrument::copy_sources(root, true, &copy)?;
+        let bin = dir.join("bin");
+        write_wrappers(&bin, spec, &[])?;
+        let since = std::time::SystemTime::now() - Duration::from_secs(1);
+        let step = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
+        run_steps(std::slice::from_ref(&step), &copy, Some(&bin), name, "")?;
+        let exe = find_executable(&copy, since, spec.exe.as_deref(), ".mpicast").map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
+        return Ok((exe, vec![cmd.clone()]));
+    }
+    let units: Vec<PathBuf> = files.iter().filter(|f| is_unit(f)).cloned().collect();
     if units.is_empty() {
         bail!("{name}: no C or C++ file to compile among the sources (headers only?)");
     }
-    let cpp = units.iter().any(|u| CPP_UNITS.contains(&ext(u).as_str()));
-    let mut includes: Vec<String> = Vec::new();
-    for f in files {
-        let d = f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let flag = format!("-I{}", d.display());
-        if !includes.contains(&flag) {
-            includes.push(flag);
-        }
-    }
-    let cflags: Vec<String> = args.cflags.as_deref().unwrap_or("").split_whitespace().map(String::from).collect();
-    let libs: Vec<String> = args.libs.split_whitespace().map(String::from).collect();
     let stem = Path::new(name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "program".into());
     let exe = dir.join(stem);
-    let mut steps: Vec<Vec<String>> = Vec::new();
-    let s = |p: &Path| p.display().to_string();
-    if !cpp {
-        let mut c = vec!["mpicc".to_string(), "-O2".into()];
-        c.extend(cflags.iter().cloned());
-        c.extend(includes.iter().cloned());
-        c.extend(["-o".into(), s(&exe)]);
-        c.extend(units.iter().map(|u| s(u)));
-        c.extend(libs.iter().cloned());
-        steps.push(c);
-    } else {
-        let mut objs = Vec::new();
-        for (k, u) in units.iter().enumerate() {
-            let cc = if CPP_UNITS.contains(&ext(u).as_str()) { "mpicxx" } else { "mpicc" };
-            let o = dir.join(format!("{k}.o"));
-            let mut c = vec![cc.to_string(), "-O2".into()];
-            c.extend(cflags.iter().cloned());
-            c.extend(includes.iter().cloned());
-            c.extend(["-c".into(), s(u), "-o".into(), s(&o)]);
-            steps.push(c);
-            objs.push(o);
-        }
-        let mut c = vec!["mpicxx".to_string(), "-O2".into(), "-o".into(), s(&exe)];
-        c.extend(objs.iter().map(|o| s(o)));
-        c.extend(libs.iter().cloned());
-        steps.push(c);
-    }
-    for c in &steps {
-        let out = Command::new(&c[0])
-            .args(&c[1..])
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("cannot run {} (install openmpi-bin and libopenmpi-dev)", c[0]))?;
-        if !out.status.success() {
-            let text = String::from_utf8_lossy(&out.stderr);
-            let first = text
-                .lines()
-                .find(|l| l.contains("error"))
-                .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
-                .unwrap_or("no output");
-            bail!("{name}: the build failed (`{}`): {}", c.join(" "), first.trim());
-        }
-    }
-    Ok((exe, steps.iter().map(|c| c.join(" ")).collect()))
-}
-
-/// The launch command up to (not including) the executable, `{n}` for the rank count.
-fn launch_template(args: &Args, session: &Path) -> Vec<String> {
-    if let Some(l) = &args.launcher {
-        return l.split_whitespace().map(String::from).collect();
-    }
-    let user: Vec<String> = args.mpirun_args.as_deref().unwrap_or("").split_whitespace().map(String::from).collect();
-    let has = |flag: &str| user.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
-    let mut cmd: Vec<String> = vec!["mpirun".into()];
-    for f in ["--allow-run-as-root", "--oversubscribe"] {
-        if !has(f) {
-            cmd.push(f.into());
-        }
-    }
-    if !user.iter().any(|a| a == "mpi_yield_when_idle") {
-        cmd.extend(["--mca", "mpi_yield_when_idle", "1"].map(String::from));
-    }
-    if !has("--bind-to") {
-        cmd.extend(["--bind-to", "none"].map(String::from));
-    }
-    // A session directory of its own: mpiruns that run at once race on the shared one.
-    if !user.iter().any(|a| a == "orte_tmpdir_base") {
-        cmd.extend(["--mca".to_string(), "orte_tmpdir_base".to_string(), session.display().to_string()]);
-    }
-    if let Some(h) = &args.hostfile {
-        cmd.extend(["--hostfile".to_string(), h.display().to_string()]);
-        if !has("--map-by") {
-            // Round-robin over the hosts, as predictions place ranks.
-            cmd.extend(["--map-by", "node"].map(String::from));
-        }
-    }
-    cmd.extend(user);
-    cmd.extend(["-np".to_string(), "{n}".to_string()]);
-    cmd
-}
-
-fn launch_command(template: &[String], n: u32, exe: &Path, args: &[String]) -> Vec<String> {
-    let mut c: Vec<String> = template.iter().map(|a| a.replace("{n}", &n.to_string())).collect();
-    c.push(exe.display().to_string());
-    c.extend(args.iter().cloned());
-    c
-}
-
-/// A finished child: status, stdout, stderr, wall time; None status when it was stopped at the
-/// time limit.
-struct Finished {
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
-    wall_s: f64,
-}
-
-/// Runs a command with its output captured, stopping it (SIGTERM, then SIGKILL) after
-/// `timeout_s`.
-fn run_captured(cmd: &mut Command, timeout_s: f64) -> Result<Finished> {
-    let t0 = Instant::now();
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let h1 = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let h2 = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let mut stopped: Option<Instant> = None;
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        match stopped {
-            None if t0.elapsed().as_secs_f64() > timeout_s => {
-                // SIGTERM first: mpirun then stops its ranks.
-                let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-                stopped = Some(Instant::now());
-            }
-            Some(t) if t.elapsed() > Duration::from_secs(10) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            _ => {}
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let wall_s = t0.elapsed().as_secs_f64();
-    let status = if stopped.is_some() { None } else { status };
-    let stdout = String::from_utf8_lossy(&h1.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&h2.join().unwrap_or_default()).into_owned();
-    Ok(Finished { status, stdout, stderr, wall_s })
+    let steps = spec.default_steps(&units, &units, &exe, &[], dir);
+    run_steps(&steps, dir, None, name, "")?;
+    Ok((exe, steps.iter().map(|c| show(c)).collect()))
 }
 
 /// The last non-empty line of some output.
@@ -561,16 +413,14 @@ fn last_line(s: &str) -> &str {
 }
 
 /// One real run: (time, wall clock, whether the time is the program's own elapsed_s=).
-fn run_program(cmd: &[String], timeout_s: f64) -> Result<(f64, f64, bool)> {
-    let f = run_captured(Command::new(&cmd[0]).args(&cmd[1..]), timeout_s)
-        .with_context(|| format!("cannot start {}", cmd[0]))?;
-    match f.status {
-        None => bail!("`{}` stopped after the {timeout_s} s time limit", cmd.join(" ")),
-        Some(s) if !s.success() => {
-            let tail = if f.stderr.trim().is_empty() { &f.stdout } else { &f.stderr };
-            bail!("`{}` failed ({s}): {}", cmd.join(" "), last_line(tail))
-        }
-        Some(_) => {}
+fn run_program(l: &Launch, timeout_s: f64) -> Result<(f64, f64, bool)> {
+    let f = l.run(&[], Echo::Keep, Some(timeout_s))?;
+    let shown = l.shown().join(" ");
+    if f.timed_out {
+        bail!("`{shown}` stopped after the {timeout_s} s time limit");
+    }
+    if !f.status.success() {
+        bail!("`{shown}` failed ({}): {}", describe(&f.status), last_line(&f.tail));
     }
     Ok(match elapsed_from(&f.stdout) {
         Some(t) => (t, f.wall_s, true),
@@ -649,11 +499,18 @@ fn predict_mode(
     if let Some(c) = cores {
         a.extend(["--cores-per-host".into(), c.to_string()]);
     }
-    for d in &args.define {
-        a.extend(["-D".into(), d.clone()]);
-    }
+    a.extend(args.build.to_argv());
     if let Some(k) = k {
         a.extend(["--trace-ranks".into(), k.to_string()]);
+        a.extend(args.launch.to_argv());
+        if k != n {
+            if let Some(t) = &args.trace_args {
+                a.push(format!("--trace-args={t}"));
+            }
+        }
+    }
+    if mode == "static" {
+        a.push("--static-only".into());
     }
     if mode == "measured" {
         a.push("--measured".into());
@@ -661,7 +518,7 @@ fn predict_mode(
     a.extend(["--json".into(), "-".into(), "--".into()]);
     a.extend(program_args.iter().cloned());
     let t0 = Instant::now();
-    let f = match run_captured(Command::new(exe).args(&a), args.timeout) {
+    let f = match run_captured(Command::new(exe).args(&a), Echo::Keep, Some(args.timeout)) {
         Ok(f) => f,
         Err(e) => {
             let why = format!("cannot start {}: {e}", exe.display());
@@ -670,9 +527,9 @@ fn predict_mode(
     };
     let wall_s = f.wall_s;
     let why = match f.status {
-        None => format!("the prediction was stopped after the {} s time limit", args.timeout),
-        Some(s) if !s.success() => failure_reason(&f.stderr, &s),
-        Some(_) => match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -") {
+        _ if f.timed_out => format!("the prediction was stopped after the {} s time limit", args.timeout),
+        s if !s.success() => failure_reason(&f.tail, &s),
+        _ => match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -") {
             Ok(p) => {
                 let r = ModeResult {
                     mode: mode.to_string(),

@@ -8,7 +8,6 @@ mod kinds;
 pub mod lower;
 pub mod mpi;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -80,34 +79,6 @@ fn lang_of(p: &Path) -> Option<lower::Lang> {
     } else {
         None
     }
-}
-
-/// `-D NAME=VALUE` macros from a compile_commands.json (numbers only; the rest are ignored).
-pub fn compile_commands_defines(path: &Path) -> Result<BTreeMap<String, f64>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
-    let Some(entries) = v.as_array() else { bail!("{}: expected a JSON array of compile commands", path.display()) };
-    let mut out = BTreeMap::new();
-    for e in entries {
-        let args: Vec<String> = if let Some(a) = e.get("arguments").and_then(|a| a.as_array()) {
-            a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()
-        } else if let Some(c) = e.get("command").and_then(|c| c.as_str()) {
-            c.split_whitespace().map(str::to_string).collect()
-        } else {
-            continue;
-        };
-        let mut it = args.iter().peekable();
-        while let Some(a) = it.next() {
-            let def = if a == "-D" { it.next().cloned() } else { a.strip_prefix("-D").map(str::to_string) };
-            if let Some(d) = def {
-                let (name, value) = d.split_once('=').unwrap_or((&d, "1"));
-                if let Ok(v) = value.parse::<f64>() {
-                    out.insert(name.to_string(), v);
-                }
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Analyses a set of source files into a ProgramModel. Unreadable or unparsable files become

@@ -5,11 +5,9 @@
 //! a `mpicast/tracemeta` artifact. The user's files are only ever read.
 
 pub mod rewrite;
-mod run;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::SystemTime;
 
 use anyhow::{bail, Context, Result};
@@ -18,8 +16,18 @@ use crate::frontend;
 use crate::model::analysis::{BlockKind, CountStatus, ProgramModel};
 use crate::model::trace::{RankTrace, Sampling, TraceMeta, UncountedBlock};
 use crate::model::write_artifact;
+use crate::mpi::build::{self, ext_of, show, BuildFailure, BuildSpec, UNITS};
+use crate::mpi::launch::LaunchSpec;
+use crate::mpi::run::{self, Echo};
 
-pub use run::RunFailure;
+/// A build or a run that failed: a one-line message (what failed, where the work directory
+/// is) and the last lines of the compiler's or mpirun's output.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct RunFailure {
+    pub message: String,
+    pub output_tail: String,
+}
 
 /// The C trace runtime, compiled into each work directory.
 pub const RUNTIME_C: &str = include_str!("../../instrument/mpicast_rt.c");
@@ -36,15 +44,10 @@ pub struct TraceOptions {
     pub ranks: u32,
     /// Trace directory; default traces/<program>-n<N>.
     pub output: Option<PathBuf>,
-    /// A build command run with `sh -c` in the copy; None: mpicc/mpicxx -O2 on every source.
-    pub build: Option<String>,
-    /// The executable the build command makes, relative to the source root.
-    pub exe: Option<PathBuf>,
-    /// Flags for the default build, after -O2.
-    pub cflags: Vec<String>,
-    /// Libraries for the default build.
-    pub libs: Vec<String>,
-    pub mpirun_args: Vec<String>,
+    /// How the program is built (the instrumented copy and the plain one).
+    pub build: BuildSpec,
+    /// How it is launched.
+    pub launch: LaunchSpec,
     /// The program's arguments.
     pub args: Vec<String>,
     pub all_blocks: bool,
@@ -60,6 +63,8 @@ pub struct TraceOptions {
     pub compare_plain: bool,
     /// Stop mpirun after this many seconds.
     pub timeout_s: Option<f64>,
+    /// Where the program's output goes (predict sends it to stderr: its stdout is the result).
+    pub echo: Echo,
 }
 
 /// A finished trace.
@@ -72,15 +77,9 @@ pub struct TraceOutcome {
     pub warnings: Vec<String>,
 }
 
-const CPP_UNITS: &[&str] = &["cc", "cpp", "cxx", "C", "c++"];
-const UNITS: &[&str] = &["c", "cc", "cpp", "cxx", "C", "c++"];
 const SOURCE_EXTS: &[&str] = &[
     "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "C", "c++", "inc", "def",
 ];
-
-fn ext_of(p: &Path) -> &str {
-    p.extension().and_then(|e| e.to_str()).unwrap_or("")
-}
 
 /// The program's name: the file's stem, or the directory's name.
 pub fn program_name(source: &Path) -> String {
@@ -220,7 +219,7 @@ pub fn time_step_loop(model: &ProgramModel) -> Result<(u32, u64)> {
 
 /// Copies the sources into `dst`: a directory's whole tree (without .git and target), or a
 /// file's C/C++ neighbours (not recursively).
-fn copy_sources(source: &Path, is_dir: bool, dst: &Path) -> Result<()> {
+pub fn copy_sources(source: &Path, is_dir: bool, dst: &Path) -> Result<()> {
     std::fs::create_dir_all(dst)
         .with_context(|| format!("{}: cannot create directory", dst.display()))?;
     if is_dir {
@@ -300,23 +299,6 @@ fn blocks_c(nblocks: usize, counted: &[u32]) -> String {
     )
 }
 
-/// Shell-like text of a command, for messages and the meta file.
-fn show(cmd: &[String]) -> String {
-    cmd.iter()
-        .map(|a| {
-            if a.is_empty()
-                || a.chars()
-                    .any(|c| c.is_whitespace() || "'\"$`\\".contains(c))
-            {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            } else {
-                a.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// How the program is built: the commands (run in the source copy), and the executable.
 struct Build {
     steps: Vec<Vec<String>>,
@@ -324,121 +306,23 @@ struct Build {
     exe: Option<PathBuf>,
 }
 
-/// The default build of `units` (copies) into `exe`, with `extra` objects on the link line.
+/// The default build of `units` (copies of `originals`) into `exe`, with `extra` objects on
+/// the link line.
 fn default_build(
     units: &[PathBuf],
+    originals: &[PathBuf],
     exe: &Path,
-    opts: &TraceOptions,
+    spec: &BuildSpec,
     extra: &[PathBuf],
     objdir: &Path,
 ) -> Build {
-    let cpp = units.iter().any(|u| CPP_UNITS.contains(&ext_of(u)));
-    let s = |p: &Path| p.display().to_string();
-    let mut steps = Vec::new();
-    if !cpp {
-        let mut c = vec!["mpicc".to_string(), "-O2".into()];
-        c.extend(opts.cflags.iter().cloned());
-        c.push("-o".into());
-        c.push(s(exe));
-        c.extend(units.iter().map(|u| s(u)));
-        c.extend(extra.iter().map(|u| s(u)));
-        c.extend(opts.libs.iter().cloned());
-        steps.push(c);
-    } else {
-        let mut objs = Vec::new();
-        for (k, u) in units.iter().enumerate() {
-            let cc = if CPP_UNITS.contains(&ext_of(u)) {
-                "mpicxx"
-            } else {
-                "mpicc"
-            };
-            let o = objdir.join(format!(
-                "{k}-{}.o",
-                u.file_stem()
-                    .map(|x| x.to_string_lossy())
-                    .unwrap_or_default()
-            ));
-            let mut c = vec![cc.to_string(), "-O2".into()];
-            c.extend(opts.cflags.iter().cloned());
-            c.extend(["-c".into(), s(u), "-o".into(), s(&o)]);
-            steps.push(c);
-            objs.push(o);
-        }
-        let mut c = vec!["mpicxx".to_string(), "-O2".into()];
-        c.extend(opts.cflags.iter().cloned());
-        c.push("-o".into());
-        c.push(s(exe));
-        c.extend(objs.iter().map(|u| s(u)));
-        c.extend(extra.iter().map(|u| s(u)));
-        c.extend(opts.libs.iter().cloned());
-        steps.push(c);
-    }
-    let text = steps
-        .iter()
-        .map(|c| show(c))
-        .collect::<Vec<_>>()
-        .join(" && ");
+    let steps = spec.default_steps(units, originals, exe, extra, objdir);
+    let text = steps.iter().map(|c| show(c)).collect::<Vec<_>>().join(" && ");
     Build {
         steps,
         text,
         exe: Some(exe.to_path_buf()),
     }
-}
-
-/// Wrappers named mpicc, mpicxx, mpic++ and mpiCC that add the runtime's objects when they link;
-/// a custom build finds them first on its PATH.
-fn write_wrappers(bin: &Path, objects: &[PathBuf]) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(bin)?;
-    let objs = objects
-        .iter()
-        .map(|o| format!("'{}'", o.display()))
-        .collect::<Vec<_>>()
-        .join(" ");
-    for name in ["mpicc", "mpicxx", "mpic++", "mpiCC"] {
-        let Some(real) = run::which(name, Some(bin)) else {
-            continue;
-        };
-        let script = format!(
-            "#!/bin/sh\n# mpicast trace: {name} that links the trace runtime in\n\
-             link=1\nfor a in \"$@\"; do case \"$a\" in -c|-E|-S|-M|-MM|--version|-dumpversion|-dumpmachine|-showme*|--showme*) link=0;; esac; done\n\
-             if [ $# -eq 0 ]; then link=0; fi\n\
-             if [ $link = 1 ]; then exec '{}' \"$@\" {objs}; else exec '{}' \"$@\"; fi\n",
-            real.display(),
-            real.display()
-        );
-        let p = bin.join(name);
-        std::fs::write(&p, script).with_context(|| format!("{}: cannot write", p.display()))?;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
-    }
-    Ok(())
-}
-
-/// Executables under `root` modified since `since` (a custom build's product).
-fn new_executables(root: &Path, since: SystemTime) -> Vec<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = Vec::new();
-    let mut stack = vec![(root.to_path_buf(), 0)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() && depth < 16 && e.file_name() != ".mpicast" {
-                stack.push((p, depth + 1));
-            } else if m.is_file()
-                && m.permissions().mode() & 0o111 != 0
-                && m.modified().is_ok_and(|t| t >= since)
-                && !matches!(ext_of(&p), "o" | "so" | "a" | "sh" | "py")
-            {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn custom_build(cmd: &str, root: &Path, exe: Option<&Path>) -> Build {
@@ -458,57 +342,24 @@ fn run_build(
     work: &Path,
 ) -> Result<PathBuf> {
     let since = SystemTime::now() - std::time::Duration::from_secs(1);
-    for step in &build.steps {
-        let mut c = Command::new(&step[0]);
-        c.args(&step[1..]).current_dir(cwd);
-        if let Some(bin) = path_prefix {
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            let mut paths = vec![bin.to_path_buf()];
-            paths.extend(std::env::split_paths(&path));
-            c.env("PATH", std::env::join_paths(paths)?);
-        }
-        let out = run::run_captured(&mut c, false, None)
-            .with_context(|| format!("cannot run {}", step[0]))?;
-        if !out.status.success() {
-            return Err(RunFailure {
-                message: format!(
-                    "{what}: build failed ({}): `{}`; work directory kept: {}",
-                    run::describe(&out.status),
-                    show(step),
-                    work.display()
-                ),
-                output_tail: out.tail,
+    let note = format!("; work directory kept: {}", work.display());
+    if let Err(e) = build::run_steps(&build.steps, cwd, path_prefix, what, &note) {
+        return Err(match e.downcast::<BuildFailure>() {
+            Ok(f) => RunFailure {
+                message: f.message,
+                output_tail: f.output_tail,
             }
-            .into());
-        }
+            .into(),
+            Err(e) => e,
+        });
     }
-    let fail = |msg: String| -> anyhow::Error {
+    build::find_executable(cwd, since, build.exe.as_deref(), ".mpicast").map_err(|msg| {
         RunFailure {
-            message: format!("{what}: {msg}; work directory kept: {}", work.display()),
+            message: format!("{what}: {msg}{note}"),
             output_tail: String::new(),
         }
         .into()
-    };
-    if let Some(exe) = &build.exe {
-        if !exe.is_file() {
-            return Err(fail(format!("the build made no {}", exe.display())));
-        }
-        return Ok(exe.clone());
-    }
-    let found = new_executables(cwd, since);
-    match found.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(fail(
-            "the build command made no executable (name it with --exe)".into(),
-        )),
-        many => Err(fail(format!(
-            "the build command made several executables ({}); name one with --exe",
-            many.iter()
-                .map(|p| p.strip_prefix(cwd).unwrap_or(p).display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
+    })
 }
 
 fn remove_old_traces(dir: &Path) {
@@ -716,8 +567,8 @@ fn trace_in(
     // header on the include path.
     let p2pdc = model.external_calls.contains_key("P2Pinit")
         && !model.functions.iter().any(|f| f.name == "P2Pinit")
-        && opts.build.is_none()
-        && !opts.libs.iter().any(|l| l.contains("p2pdc"));
+        && opts.build.command.is_none()
+        && !opts.build.libs.iter().any(|l| l.contains("p2pdc"));
     let mut opts_p2pdc;
     let opts = if p2pdc {
         std::fs::write(rt.join("p2pdc.c"), P2PDC_C)?;
@@ -725,7 +576,7 @@ fn trace_in(
         objects.push(rt.join("p2pdc.o"));
         rt_units.push("p2pdc");
         opts_p2pdc = opts.clone();
-        opts_p2pdc.cflags.push(format!("-I{}", rt.display()));
+        opts_p2pdc.build.includes.push(rt.clone());
         &opts_p2pdc
     } else {
         opts
@@ -756,31 +607,32 @@ fn trace_in(
     )?;
 
     // The build.
-    let units: Vec<PathBuf> = files
+    let originals: Vec<PathBuf> = files
         .iter()
         .filter(|f| UNITS.contains(&ext_of(f)))
-        .map(|f| copy_of(f))
+        .cloned()
         .collect();
+    let units: Vec<PathBuf> = originals.iter().map(|f| copy_of(f)).collect();
     let exe_name = program.to_string();
-    let build = match &opts.build {
+    let build = match &opts.build.command {
         None => {
             if units.is_empty() {
                 bail!("{}: no C or C++ file to compile", source.display());
             }
             let out = work.join("build");
             std::fs::create_dir_all(&out)?;
-            default_build(&units, &out.join(&exe_name), opts, &objects, &out)
+            default_build(&units, &originals, &out.join(&exe_name), &opts.build, &objects, &out)
         }
         Some(cmd) => {
-            write_wrappers(&rt.join("bin"), &objects)?;
-            custom_build(cmd, &root, opts.exe.as_deref())
+            build::write_wrappers(&rt.join("bin"), &opts.build, &objects)?;
+            custom_build(cmd, &root, opts.build.exe.as_deref())
         }
     };
     let bin = rt.join("bin");
     let exe = run_build(
         &build,
         &root,
-        opts.build.as_ref().map(|_| bin.as_path()),
+        opts.build.command.as_ref().map(|_| bin.as_path()),
         program,
         work,
     )?;
@@ -817,7 +669,7 @@ fn trace_in(
                 }
             }
         }
-        let pbuild = match &opts.build {
+        let pbuild = match &opts.build.command {
             None => {
                 let out = work.join("plain-build");
                 std::fs::create_dir_all(&out)?;
@@ -825,13 +677,23 @@ fn trace_in(
                     .iter()
                     .map(|u| proot.join(u.strip_prefix(&root).unwrap_or(u)))
                     .collect();
-                default_build(&punits, &out.join(&exe_name), opts, &[], &out)
+                default_build(&punits, &originals, &out.join(&exe_name), &opts.build, &[], &out)
             }
-            Some(cmd) => custom_build(cmd, &proot, opts.exe.as_deref()),
+            Some(cmd) => {
+                build::write_wrappers(&work.join("plain-bin"), &opts.build, &[])?;
+                custom_build(cmd, &proot, opts.build.exe.as_deref())
+            }
         };
-        let pexe = run_build(&pbuild, &proot, None, &format!("{program} (plain)"), work)?;
-        let launch = run::mpirun_command(opts, &pexe, None)?;
-        let r = run::launch(&launch, &[], opts.timeout_s)?;
+        let pbin = work.join("plain-bin");
+        let pexe = run_build(
+            &pbuild,
+            &proot,
+            opts.build.command.as_ref().map(|_| pbin.as_path()),
+            &format!("{program} (plain)"),
+            work,
+        )?;
+        let launch = opts.launch.command(opts.ranks, &pexe, &opts.args, &[])?;
+        let r = launch.run(&[], opts.echo, opts.timeout_s)?;
         if !r.status.success() {
             return Err(RunFailure {
                 message: format!(
@@ -851,10 +713,11 @@ fn trace_in(
     // The instrumented run.
     let staging = work.join("traces");
     std::fs::create_dir_all(&staging)?;
-    let launch = run::mpirun_command(
-        opts,
+    let launch = opts.launch.command(
+        opts.ranks,
         &exe,
-        Some(&["MPICAST_TRACE_DIR", "MPICAST_TIME_BLOCKS"]),
+        &opts.args,
+        &["MPICAST_TRACE_DIR", "MPICAST_TIME_BLOCKS"],
     )?;
     let env = [
         (
@@ -866,7 +729,7 @@ fn trace_in(
             if opts.time_blocks { "1" } else { "0" }.to_string(),
         ),
     ];
-    let r = run::launch(&launch, &env, opts.timeout_s)?;
+    let r = launch.run(&env, opts.echo, opts.timeout_s)?;
 
     // Collect.
     let mut rank_traces = Vec::new();
@@ -935,7 +798,7 @@ fn trace_in(
         args: opts.args.clone(),
         ranks: opts.ranks,
         build: build.text.clone(),
-        launch: launch.cmd.clone(),
+        launch: launch.shown(),
         all_blocks: opts.all_blocks,
         time_blocks: opts.time_blocks,
         counted_blocks: plan.counted.clone(),
@@ -963,7 +826,7 @@ fn trace_in(
             .filter(|t| !t.complete)
             .map(|t| t.rank.to_string())
             .collect();
-        let ranks = if bad.is_empty() {
+        let mut ranks = if bad.is_empty() {
             "every rank finished its trace".to_string()
         } else {
             format!(
@@ -972,6 +835,21 @@ fn trace_in(
                 bad.join(", ")
             )
         };
+        // No rank reached MPI_Init although the run ended well: the build may have left MPI out.
+        if r.status.success() && meta.rank_traces.iter().all(|t| t.events.is_none()) {
+            let guards: Vec<String> = build::mpi_guard_macros(files)
+                .into_iter()
+                .filter(|g| !opts.build.defines.iter().any(|d| &d.name == g))
+                .collect();
+            ranks.push_str("; no rank called MPI_Init");
+            if !guards.is_empty() {
+                ranks.push_str(&format!(
+                    " (the sources guard MPI code with {}: pass -D{} to build with MPI?)",
+                    guards.join(", "),
+                    guards[0]
+                ));
+            }
+        }
         let mut meta = meta;
         meta.work_dir = Some(work.display().to_string());
         write_artifact(&out_dir.join("meta.json"), &meta)?;

@@ -53,6 +53,22 @@ pub struct Prediction {
     /// Set when the traces were scaled from fewer (or more) ranks than predicted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaling: Option<Scaling>,
+    /// Set when the static path could not resolve the program and the prediction came from a
+    /// traced run instead: where it stopped (file:line, what) and the run it fell back to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+    /// How the traced run was built and launched (trace modes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launch: Vec<String>,
+}
+
+/// Why a prediction asked for the static path came from a traced run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Fallback {
+    /// The static path's one-line reason.
+    pub static_error: String,
+    /// Ranks of the traced run.
+    pub traced_ranks: u32,
 }
 
 /// How traces of `from_ranks` ranks were rewritten for `to_ranks`.

@@ -16,11 +16,8 @@ pub const PINGPONG_C: &str = include_str!("../../microbench/pingpong.c");
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub mpicc: String,
-    /// Replaces `mpirun ... -np N` when set (split on whitespace).
-    pub launcher: Option<String>,
-    pub hosts: Vec<String>,
-    /// Extra mpirun options (split on whitespace).
-    pub mpirun_args: Vec<String>,
+    /// How the ping-pong is launched (the same settings as every other mpirun of mpicast).
+    pub launch: crate::mpi::launch::LaunchSpec,
     pub ranks: u32,
     pub sizes: Vec<u64>,
     pub overhead_sizes: Vec<u64>,
@@ -113,17 +110,6 @@ pub fn build(mpicc: &str) -> Result<PathBuf> {
     Ok(exe)
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 fn join(v: &[u64]) -> String {
     v.iter()
         .map(|x| x.to_string())
@@ -131,36 +117,9 @@ fn join(v: &[u64]) -> String {
         .join(",")
 }
 
-/// The full command line.
-pub fn command_line(spec: &RunSpec, exe: &Path, tmpdir: &Path) -> Vec<String> {
-    let mut cmd: Vec<String> = Vec::new();
-    match &spec.launcher {
-        Some(l) => cmd.extend(l.split_whitespace().map(String::from)),
-        None => {
-            cmd.push("mpirun".into());
-            if is_root() {
-                cmd.push("--allow-run-as-root".into());
-            }
-            cmd.extend(["--bind-to", "none", "--mca", "orte_tmpdir_base"].map(String::from));
-            cmd.push(tmpdir.display().to_string());
-            let cores = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1) as u32;
-            if spec.hosts.is_empty() && spec.ranks > cores {
-                cmd.extend(
-                    ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"].map(String::from),
-                );
-            }
-            if !spec.hosts.is_empty() {
-                cmd.push("--host".into());
-                cmd.push(spec.hosts.join(","));
-            }
-            cmd.extend(spec.mpirun_args.iter().cloned());
-            cmd.push("-np".into());
-            cmd.push(spec.ranks.to_string());
-        }
-    }
-    cmd.push(exe.display().to_string());
+/// The ping-pong's arguments.
+fn arguments(spec: &RunSpec) -> Vec<String> {
+    let mut args = Vec::new();
     for (o, v) in [
         ("-S", join(&spec.sizes)),
         ("-O", join(&spec.overhead_sizes)),
@@ -169,10 +128,15 @@ pub fn command_line(spec: &RunSpec, exe: &Path, tmpdir: &Path) -> Vec<String> {
         ("-e", format!("{}", spec.target_rel_stderr)),
         ("-m", spec.min_reps.to_string()),
     ] {
-        cmd.push(o.into());
-        cmd.push(v);
+        args.push(o.into());
+        args.push(v);
     }
-    cmd
+    args
+}
+
+/// The full command line (its session directory lives as long as the [`Launch`]).
+pub fn command_line(spec: &RunSpec, exe: &Path) -> Result<crate::mpi::launch::Launch> {
+    spec.launch.command(spec.ranks, exe, &arguments(spec), &[])
 }
 
 /// Number of result lines the program prints (for progress).
@@ -182,11 +146,8 @@ pub fn expected_lines(spec: &RunSpec) -> u64 {
 
 /// Runs the ping-pong; `progress` is called after each result line with the line.
 pub fn run(spec: &RunSpec, exe: &Path, mut progress: impl FnMut(&str)) -> Result<RunResult> {
-    let tmp = tempfile::Builder::new()
-        .prefix("mpicast-ompi")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
-    let cmd = command_line(spec, exe, tmp.path());
+    let launch = command_line(spec, exe)?;
+    let cmd = launch.cmd.clone();
     let mut child = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdin(Stdio::null())
@@ -201,7 +162,7 @@ pub fn run(spec: &RunSpec, exe: &Path, mut progress: impl FnMut(&str)) -> Result
         s
     });
     let mut res = RunResult {
-        command: cmd.clone(),
+        command: launch.shown(),
         ranks: spec.ranks,
         ..Default::default()
     };

@@ -546,7 +546,10 @@ pub fn predict_trace_scaled(
         (None, false) => "trace".to_string(),
     };
     let mut p = finish(&model, &o, &costs, sk, &mode, t0)?;
-    p.args = meta.map(|m| m.args).unwrap_or_default();
+    if let Some(m) = meta {
+        p.args = m.args;
+        p.launch = m.launch;
+    }
     p.scaling = scaling;
     Ok((model, p))
 }
@@ -611,6 +614,8 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         wall_s: t0.elapsed().as_secs_f64(),
         timeline: result.timeline,
         scaling: None,
+        fallback: None,
+        launch: Vec::new(),
     })
 }
 

@@ -1,15 +1,13 @@
-//! Running the builds (quietly) and mpirun (its output passed through), keeping the tail of the
-//! output for error messages.
+//! Running a child (a build, mpirun, a benchmark) with a time limit, its output passed through
+//! or not, keeping the tail of the output for error messages (or all of it).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-
-use super::TraceOptions;
+use anyhow::Result;
 
 /// A build or a run that failed: a one-line message (what failed, where the work directory
 /// is) and the last lines of the compiler's or mpirun's output.
@@ -25,7 +23,25 @@ pub struct Captured {
     pub status: ExitStatus,
     /// The last lines of its output (stdout and stderr).
     pub tail: String,
+    /// All of its standard output, when asked for ([`Echo::Keep`]).
+    pub stdout: String,
     pub wall_s: f64,
+    /// Stopped at the time limit.
+    pub timed_out: bool,
+}
+
+/// Where a child's output goes besides the tail kept for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Echo {
+    /// Nowhere.
+    Quiet,
+    /// Passed through: stdout to ours, stderr to ours.
+    #[default]
+    Through,
+    /// Both to our stderr (our stdout holds a result, such as `--json -`).
+    Stderr,
+    /// Standard output kept whole in [`Captured::stdout`], nothing echoed.
+    Keep,
 }
 
 const TAIL_BYTES: usize = 16 << 10;
@@ -63,7 +79,12 @@ pub fn describe(status: &ExitStatus) -> String {
     }
 }
 
-fn pump(mut from: impl Read, echo: Option<Box<dyn Write + Send>>, tail: Arc<Mutex<Vec<u8>>>) {
+fn pump(
+    mut from: impl Read,
+    echo: Option<Box<dyn Write + Send>>,
+    tail: Arc<Mutex<Vec<u8>>>,
+    mut keep: Option<&mut Vec<u8>>,
+) {
     let mut echo = echo;
     let mut buf = [0u8; 8192];
     loop {
@@ -75,6 +96,9 @@ fn pump(mut from: impl Read, echo: Option<Box<dyn Write + Send>>, tail: Arc<Mute
             let _ = w.write_all(&buf[..n]);
             let _ = w.flush();
         }
+        if let Some(k) = keep.as_mut() {
+            k.extend_from_slice(&buf[..n]);
+        }
         let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
         t.extend_from_slice(&buf[..n]);
         if t.len() > 2 * TAIL_BYTES {
@@ -84,8 +108,9 @@ fn pump(mut from: impl Read, echo: Option<Box<dyn Write + Send>>, tail: Arc<Mute
     }
 }
 
-/// Runs a command, passing its output through when `echo`, and stops it after `timeout_s`.
-pub fn run_captured(cmd: &mut Command, echo: bool, timeout_s: Option<f64>) -> Result<Captured> {
+/// Runs a command with its output sent as `echo` says, and stops it after `timeout_s` (SIGTERM,
+/// then SIGKILL 10 s later).
+pub fn run_captured(cmd: &mut Command, echo: Echo, timeout_s: Option<f64>) -> Result<Captured> {
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -96,18 +121,21 @@ pub fn run_captured(cmd: &mut Command, echo: bool, timeout_s: Option<f64>) -> Re
     let out = child.stdout.take().expect("piped");
     let err = child.stderr.take().expect("piped");
     let (t1, t2) = (Arc::clone(&tail), Arc::clone(&tail));
-    let echo_out: Option<Box<dyn Write + Send>> = if echo {
-        Some(Box::new(std::io::stdout()))
-    } else {
-        None
+    let to = |stdout: bool| -> Option<Box<dyn Write + Send>> {
+        match echo {
+            Echo::Through if stdout => Some(Box::new(std::io::stdout())),
+            Echo::Through | Echo::Stderr => Some(Box::new(std::io::stderr())),
+            Echo::Quiet | Echo::Keep => None,
+        }
     };
-    let echo_err: Option<Box<dyn Write + Send>> = if echo {
-        Some(Box::new(std::io::stderr()))
-    } else {
-        None
-    };
-    let h1 = std::thread::spawn(move || pump(out, echo_out, t1));
-    let h2 = std::thread::spawn(move || pump(err, echo_err, t2));
+    let (echo_out, echo_err) = (to(true), to(false));
+    let keep = echo == Echo::Keep;
+    let h1 = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        pump(out, echo_out, t1, keep.then_some(&mut all));
+        all
+    });
+    let h2 = std::thread::spawn(move || pump(err, echo_err, t2, None));
     let mut stopped_at: Option<Instant> = None;
     let status = loop {
         if let Some(s) = child.try_wait()? {
@@ -133,7 +161,7 @@ pub fn run_captured(cmd: &mut Command, echo: bool, timeout_s: Option<f64>) -> Re
         std::thread::sleep(Duration::from_millis(10));
     };
     let wall_s = start.elapsed().as_secs_f64();
-    let _ = h1.join();
+    let stdout = String::from_utf8_lossy(&h1.join().unwrap_or_default()).into_owned();
     let _ = h2.join();
     let bytes = tail.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let text = String::from_utf8_lossy(&bytes);
@@ -147,11 +175,14 @@ pub fn run_captured(cmd: &mut Command, echo: bool, timeout_s: Option<f64>) -> Re
     Ok(Captured {
         status,
         tail,
+        stdout,
         wall_s,
+        timed_out: stopped_at.is_some(),
     })
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root (mpirun then needs --allow-run-as-root).
+pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -160,100 +191,4 @@ fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
-}
-
-fn is_open_mpi() -> bool {
-    static OPEN_MPI: OnceLock<bool> = OnceLock::new();
-    *OPEN_MPI.get_or_init(|| {
-        Command::new("mpirun")
-            .arg("--version")
-            .stdin(Stdio::null())
-            .output()
-            .map(|o| {
-                let t = String::from_utf8_lossy(&o.stdout) + String::from_utf8_lossy(&o.stderr);
-                t.contains("Open MPI") || t.contains("OpenRTE")
-            })
-            .unwrap_or(false)
-    })
-}
-
-/// An mpirun command line, with the session directory it names (removed when dropped).
-pub struct Launch {
-    pub cmd: Vec<String>,
-    _session: Option<tempfile::TempDir>,
-}
-
-/// mpirun for `opts`: as root when needed, no binding, oversubscribed (ranks yield the core
-/// while waiting) beyond the machine's cores, a session directory of its own (mpiruns that run
-/// at once race on the shared one), `exports` forwarded, then the user's options, -np N, the
-/// program and its arguments. Options the user gives are not repeated.
-pub fn mpirun_command(opts: &TraceOptions, exe: &Path, exports: Option<&[&str]>) -> Result<Launch> {
-    let user = &opts.mpirun_args;
-    let has = |flag: &str| {
-        user.iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    };
-    let mut cmd: Vec<String> = vec!["mpirun".into()];
-    if is_root() && !has("--allow-run-as-root") {
-        cmd.push("--allow-run-as-root".into());
-    }
-    if !has("--bind-to") {
-        cmd.extend(["--bind-to", "none"].map(String::from));
-    }
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1) as u32;
-    if opts.ranks > cores {
-        if !has("--oversubscribe") {
-            cmd.push("--oversubscribe".into());
-        }
-        if !user.iter().any(|a| a == "mpi_yield_when_idle") {
-            cmd.extend(["--mca", "mpi_yield_when_idle", "1"].map(String::from));
-        }
-    }
-    let mut session = None;
-    if !user.iter().any(|a| a == "orte_tmpdir_base") {
-        let d = tempfile::Builder::new()
-            .prefix("mpicast-ompi")
-            .tempdir()
-            .context("cannot create a temporary directory")?;
-        cmd.extend([
-            "--mca".to_string(),
-            "orte_tmpdir_base".to_string(),
-            d.path().display().to_string(),
-        ]);
-        session = Some(d);
-    }
-    if let Some(vars) = exports {
-        if is_open_mpi() {
-            for v in vars {
-                cmd.push("-x".into());
-                cmd.push(v.to_string());
-            }
-        }
-    }
-    cmd.extend(user.iter().cloned());
-    cmd.push("-np".into());
-    cmd.push(opts.ranks.to_string());
-    cmd.push(exe.display().to_string());
-    cmd.extend(opts.args.iter().cloned());
-    Ok(Launch {
-        cmd,
-        _session: session,
-    })
-}
-
-/// Runs mpirun with `env` set, its output passed through.
-pub fn launch(l: &Launch, env: &[(String, String)], timeout_s: Option<f64>) -> Result<Captured> {
-    let mut c = Command::new(&l.cmd[0]);
-    c.args(&l.cmd[1..]);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    run_captured(&mut c, true, timeout_s).with_context(|| {
-        format!(
-            "cannot start {} (install openmpi-bin and libopenmpi-dev)",
-            l.cmd[0]
-        )
-    })
 }

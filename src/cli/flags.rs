@@ -1,0 +1,166 @@
+//! Flag groups shared by the subcommands that build or run the user's program (analyze, trace,
+//! predict, sweep, validate): one spelling and one meaning everywhere.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use crate::mpi::build::{split_words, BuildSpec, CompileCommands, Define};
+use crate::mpi::launch::LaunchSpec;
+
+/// How the program is built, and the macros the analysis sees.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct BuildArgs {
+    /// Build command, run with `sh -c` in a copy of the source tree (make, cmake --build, a
+    /// script); the mpicc and mpicxx it finds first on its PATH add -D/-I/--cflags (and the
+    /// trace runtime when tracing) [default: mpicc -O2 (mpicxx for C++) on every source].
+    #[arg(long = "build", value_name = "CMD")]
+    pub command: Option<String>,
+    /// The executable the --build command makes, relative to the source directory [default:
+    /// the one new executable it makes].
+    #[arg(long, value_name = "PATH", requires = "command")]
+    pub exe: Option<PathBuf>,
+    /// Extra compiler flags (after -O2) for every compile.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub cflags: Option<String>,
+    /// Libraries for the default build's link.
+    #[arg(long, value_name = "LIBS", allow_hyphen_values = true, default_value = "-lm")]
+    pub libs: String,
+    /// Define a macro as a C compiler does (NAME alone is 1) for every build and for the
+    /// analysis; a numeric value also binds the program variable NAME (repeatable).
+    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    pub define: Vec<String>,
+    /// Add an include directory for every build and for the analysis (repeatable).
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// A compilation database (compile_commands.json, e.g. from `bear -- make`): each file's
+    /// -D/-I/-std flags [default: compile_commands.json in the source directory, if any].
+    #[arg(long, value_name = "FILE")]
+    pub compile_commands: Option<PathBuf>,
+}
+
+impl BuildArgs {
+    /// The build model; `inputs` (the program's sources) locate a default compile_commands.json.
+    pub fn spec(&self, inputs: &[PathBuf]) -> Result<BuildSpec> {
+        let defines = self.define.iter().map(|d| Define::parse(d)).collect::<Result<Vec<_>>>()?;
+        let mut includes = Vec::new();
+        for d in &self.include {
+            if !d.is_dir() {
+                bail!("-I {}: no such directory", d.display());
+            }
+            includes.push(std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()));
+        }
+        let db = match &self.compile_commands {
+            Some(p) => Some(p.clone()),
+            None => inputs
+                .iter()
+                .map(|i| if i.is_dir() { i.clone() } else { i.parent().unwrap_or(Path::new(".")).to_path_buf() })
+                .map(|d| d.join("compile_commands.json"))
+                .find(|p| p.is_file()),
+        };
+        let compile_commands = db.as_deref().map(CompileCommands::read).transpose()?;
+        let cflags = match &self.cflags {
+            Some(c) => split_words(c).map_err(|e| anyhow::anyhow!("--cflags {e}"))?,
+            None => Vec::new(),
+        };
+        let libs = split_words(&self.libs).map_err(|e| anyhow::anyhow!("--libs {e}"))?;
+        if let Some(e) = &self.exe {
+            if e.is_absolute() {
+                bail!("--exe {}: give the path relative to the source directory", e.display());
+            }
+        }
+        Ok(BuildSpec {
+            command: self.command.clone(),
+            exe: self.exe.clone(),
+            cflags,
+            defines,
+            includes,
+            libs,
+            compile_commands,
+        })
+    }
+
+    /// The analysis' bindings: numeric macros of -D, --cflags and the compilation database.
+    pub fn bindings(&self, spec: &BuildSpec, files: &[PathBuf]) -> BTreeMap<String, f64> {
+        spec.numeric_defines(files)
+    }
+
+    /// The same flags as arguments of a child `mpicast` (validate's predictions).
+    pub fn to_argv(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(c) = &self.command {
+            a.extend(["--build".to_string(), c.clone()]);
+        }
+        if let Some(e) = &self.exe {
+            a.extend(["--exe".to_string(), e.display().to_string()]);
+        }
+        if let Some(c) = &self.cflags {
+            a.push(format!("--cflags={c}"));
+        }
+        a.push(format!("--libs={}", self.libs));
+        for d in &self.define {
+            a.extend(["-D".to_string(), d.clone()]);
+        }
+        for i in &self.include {
+            a.extend(["-I".to_string(), i.display().to_string()]);
+        }
+        if let Some(c) = &self.compile_commands {
+            a.extend(["--compile-commands".to_string(), c.display().to_string()]);
+        }
+        a
+    }
+}
+
+/// How the program is launched.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LaunchArgs {
+    /// Extra mpirun options (after mpicast's own: --bind-to none, --oversubscribe, and
+    /// mpi_yield_when_idle beyond this host's cores), e.g. "--mca btl self,tcp".
+    #[arg(long = "mpirun-args", value_name = "ARGS", allow_hyphen_values = true)]
+    pub mpirun_args: Option<String>,
+    /// Replaces `mpirun ... -np N`; `{n}` stands for the rank count (e.g. "srun -n {n}").
+    #[arg(long, value_name = "CMD")]
+    pub launcher: Option<String>,
+    /// Run on the hosts of this OpenMPI hostfile (ranks round-robin, `--map-by node`, as
+    /// predictions place them).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+}
+
+impl LaunchArgs {
+    pub fn spec(&self) -> Result<LaunchSpec> {
+        if let Some(h) = &self.hostfile {
+            if !h.is_file() {
+                bail!("--hostfile {}: no such file", h.display());
+            }
+        }
+        let mpirun_args = match &self.mpirun_args {
+            Some(a) => split_words(a).map_err(|e| anyhow::anyhow!("--mpirun-args {e}"))?,
+            None => Vec::new(),
+        };
+        Ok(LaunchSpec { mpirun_args, launcher: self.launcher.clone(), hostfile: self.hostfile.clone(), hosts: Vec::new() })
+    }
+
+    pub fn to_argv(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(m) = &self.mpirun_args {
+            a.push(format!("--mpirun-args={m}"));
+        }
+        if let Some(l) = &self.launcher {
+            a.extend(["--launcher".to_string(), l.clone()]);
+        }
+        if let Some(h) = &self.hostfile {
+            a.extend(["--hostfile".to_string(), h.display().to_string()]);
+        }
+        a
+    }
+}
+
+/// `--trace-args "ARGS"`: the traced run's own arguments, when they depend on its rank count.
+pub fn trace_args(text: Option<&str>, program_args: &[String]) -> Result<Vec<String>> {
+    match text {
+        Some(t) => split_words(t).map_err(|e| anyhow::anyhow!("--trace-args {e}")),
+        None => Ok(program_args.to_vec()),
+    }
+}

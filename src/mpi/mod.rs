@@ -1,0 +1,7 @@
+//! What every stage that builds or runs a user's MPI program shares: the build model (`build`),
+//! the one launcher (`launch`: every mpirun/srun command line), and running a child with a time
+//! limit (`run`).
+
+pub mod build;
+pub mod launch;
+pub mod run;
