@@ -267,3 +267,23 @@ fn random_affine_nests_match_enumeration() {
         }
     }
 }
+
+/// The sources are analysed as the build preprocesses them: a typedef and a trip count chosen
+/// by `#ifdef`/`#if defined()` follow -D (an unselected `#else` branch is not seen at all).
+#[test]
+fn conditional_compilation_follows_the_build() {
+    use mpicast::model::ops::OpClass;
+    let p = fixture("ifdef_type.c");
+    let plain = analyze(&p, &[]);
+    let b = marked(&p, &plain);
+    assert_eq!(b.count.value, Some(100.0), "{:?}", b.count);
+    assert!(b.ops.contains_key(&OpClass::FloatMul) && !b.ops.contains_key(&OpClass::DoubleMul), "{:?}", b.ops);
+    let built = analyze(&p, &["DOUBLE", "BIG"]);
+    let b = marked(&p, &built);
+    assert_eq!(b.count.value, Some(1000.0), "{:?}", b.count);
+    assert!(b.ops.contains_key(&OpClass::DoubleMul) && !b.ops.contains_key(&OpClass::FloatMul), "{:?}", b.ops);
+    // Byte ranges stay those of the file as written.
+    let text = std::fs::read_to_string(&p).unwrap();
+    let [s, _] = b.bytes.unwrap();
+    assert!(text[s as usize..].starts_with("s += a * x[i]"), "{}", &text[s as usize..s as usize + 20]);
+}

@@ -30,7 +30,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let files = frontend::collect_sources(&args.inputs)?;
     let bindings = args.build.bindings(&spec, &files);
     let opts = frontend::Options { bindings, assume_branches: args.assume_branches };
-    let model = frontend::analyze(&files, &opts);
+    let model = frontend::analyze_built(&files, &opts, &spec);
     match &args.json {
         Some(p) if p.as_os_str() == "-" => print!("{}", to_json(&model)),
         Some(p) => write_artifact(p, &model)?,

@@ -141,7 +141,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let files = frontend::collect_sources(&args.inputs)?;
     let defines = args.build.bindings(&build, &files);
     let opts = frontend::Options { bindings: defines.clone(), assume_branches: args.assume_branches };
-    let model = frontend::analyze(&files, &opts);
+    let model = frontend::analyze_built(&files, &opts, &build);
     // The static path's own failure (an unbound parameter included) is not the end: unless
     // --static-only, the prediction falls back to a traced run.
     let bound = predict::bind_parameters(&model, &defines, &args.program_args);

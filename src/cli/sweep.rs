@@ -120,7 +120,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let files = frontend::collect_sources(&args.inputs)?;
     let defines = args.build.bindings(&build, &files);
-    let model = frontend::analyze(&files, &frontend::Options { bindings: defines.clone(), assume_branches: false });
+    let model = frontend::analyze_built(&files, &frontend::Options { bindings: defines.clone(), assume_branches: false }, &build);
     let (bindings, notes) = predict::bind_parameters(&model, &defines, &args.program_args)?;
     let machine_path = match &args.machine {
         Some(p) => p.clone(),

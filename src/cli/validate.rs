@@ -403,7 +403,7 @@ fn build(inputs: &[PathBuf], files: &[PathBuf], dir: &Path, name: &str, spec: &B
     let stem = Path::new(name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "program".into());
     let exe = dir.join(stem);
     let steps = spec.default_steps(&units, &units, &exe, &[], dir);
-    run_steps(&steps, dir, None, name, "")?;
+    run_steps(&steps, Path::new("."), None, name, "")?;
     Ok((exe, steps.iter().map(|c| show(c)).collect()))
 }
 

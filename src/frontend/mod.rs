@@ -7,12 +7,14 @@ pub mod ir;
 mod kinds;
 pub mod lower;
 pub mod mpi;
+pub mod preprocess;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use crate::model::analysis::{Diagnostic, ProgramModel};
+use crate::mpi::build::BuildSpec;
 
 pub use analyze::Options;
 
@@ -84,8 +86,24 @@ fn lang_of(p: &Path) -> Option<lower::Lang> {
 /// Analyses a set of source files into a ProgramModel. Unreadable or unparsable files become
 /// diagnostics; only an empty input is an error.
 pub fn analyze(files: &[PathBuf], opts: &Options) -> ProgramModel {
+    analyze_selected(files, opts, &preprocess::Selected::default())
+}
+
+/// Analyses the sources as the build compiles them: conditional branches selected by the
+/// program's own preprocessor with `spec`'s flags (see `preprocess`); a unit the preprocessor
+/// refuses is analysed as written, with a diagnostic.
+pub fn analyze_built(files: &[PathBuf], opts: &Options, spec: &BuildSpec) -> ProgramModel {
+    let selected = preprocess::select(files, spec);
+    analyze_selected(files, opts, &selected)
+}
+
+/// Analyses the sources with the texts `preprocess::select` chose.
+pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess::Selected) -> ProgramModel {
     let mut units = Vec::new();
     let mut diags = Vec::new();
+    for (f, why) in &selected.problems {
+        diags.push(Diagnostic { file: f.display().to_string(), line: 0, message: format!("analysed as written: {why}") });
+    }
     for f in files {
         let name = f.display().to_string();
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
@@ -104,7 +122,10 @@ pub fn analyze(files: &[PathBuf], opts: &Options) -> ProgramModel {
             diags.push(Diagnostic { file: name, line: 0, message: "binary file (NUL bytes), skipped".into() });
             continue;
         }
-        let text = String::from_utf8_lossy(&bytes);
+        let text = match selected.texts.get(f) {
+            Some(t) => std::borrow::Cow::Borrowed(t.as_str()),
+            None => String::from_utf8_lossy(&bytes),
+        };
         if matches!(text, std::borrow::Cow::Owned(_)) {
             diags.push(Diagnostic { file: name.clone(), line: 0, message: "not valid UTF-8; invalid bytes replaced".into() });
         }

@@ -402,13 +402,15 @@ pub fn trace(opts: &TraceOptions) -> Result<TraceOutcome> {
 
     // The analysis, with the program's arguments bound.
     let files = frontend::collect_sources(std::slice::from_ref(source))?;
+    let selected = frontend::preprocess::select(&files, &opts.build);
     let analyse = |b: &BTreeMap<String, f64>| {
-        frontend::analyze(
+        frontend::analyze_selected(
             &files,
             &frontend::Options {
                 bindings: b.clone(),
                 assume_branches: false,
             },
+            &selected,
         )
     };
     let mut model = analyse(&opts.bindings);

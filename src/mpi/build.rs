@@ -177,9 +177,9 @@ impl CompileCommands {
     pub fn read(path: &Path) -> Result<CompileCommands> {
         let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
         let v: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{}: not a JSON compilation database", path.display()))?;
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
         let Some(entries) = v.as_array() else {
-            bail!("{}: not a compilation database (expected a JSON array of entries)", path.display());
+            bail!("{}: expected a JSON array of compile commands", path.display());
         };
         let mut by_file = BTreeMap::new();
         for (k, e) in entries.iter().enumerate() {

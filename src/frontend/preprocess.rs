@@ -1,0 +1,246 @@
+//! What the compiler sees: each translation unit is run through the program's own preprocessor
+//! (`mpicc -E` / `mpicxx -E` with the build's -D, -I and compile_commands.json flags), and the
+//! line markers of its output say which lines of each user file survived. A conditional group
+//! (`#if`/`#ifdef`/`#ifndef` ... `#elif`/`#else` ... `#endif`) keeps the branches the build
+//! selects; the others, and the group's directive lines, are blanked (every byte but newlines
+//! made a space), so byte offsets and line numbers stay those of the user's file and the
+//! instrumenter's edits still land where the analysis says.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::mpi::build::{is_cpp, is_unit, BuildSpec};
+use crate::mpi::run::{run_captured, Echo};
+
+/// The text each file has for the compiler, and what could not be preprocessed.
+#[derive(Debug, Default)]
+pub struct Selected {
+    /// File (as given) -> its text with unselected branches blanked; files that no
+    /// preprocessed unit includes are absent (read them as they are).
+    pub texts: HashMap<PathBuf, String>,
+    /// (file, message) for units the preprocessor refused: they are analysed as written.
+    pub problems: Vec<(PathBuf, String)>,
+}
+
+/// Runs the preprocessor on every translation unit of `files` and selects their conditional
+/// branches (and those of the headers they include) as the build does.
+pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
+    let mut out = Selected::default();
+    let canon: HashMap<PathBuf, &PathBuf> = files
+        .iter()
+        .map(|f| (std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()), f))
+        .collect();
+    // Lines that produced output, per file (canonical path), over every unit.
+    let mut active: HashMap<PathBuf, BTreeSet<usize>> = HashMap::new();
+    for unit in files.iter().filter(|f| is_unit(f)) {
+        match preprocess(unit, spec) {
+            Ok(text) => mark_active(&text, unit.parent().unwrap_or(Path::new(".")), &canon, &mut active),
+            Err(e) => out.problems.push((unit.clone(), e)),
+        }
+    }
+    for (c, lines) in &active {
+        let Some(f) = canon.get(c) else { continue };
+        let Ok(text) = std::fs::read_to_string(f) else { continue };
+        if let Some(t) = blank_unselected(&text, lines) {
+            out.texts.insert((*f).clone(), t);
+        }
+    }
+    out
+}
+
+/// `mpicc -E` (mpicxx for C++) of one unit, run in the unit's directory.
+fn preprocess(unit: &Path, spec: &BuildSpec) -> Result<String, String> {
+    let cc = if is_cpp(unit) { "mpicxx" } else { "mpicc" };
+    let dir = unit.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = unit.file_name().map(PathBuf::from).unwrap_or_else(|| unit.to_path_buf());
+    let mut c = Command::new(cc);
+    // -dD keeps #define and #undef lines in the output, so a branch holding only macro
+    // definitions is seen as selected too.
+    c.args(["-E", "-dD"]).args(spec.preprocessor_flags(Some(unit))).arg(&name).current_dir(dir);
+    let r = run_captured(&mut c, Echo::Keep, Some(60.0)).map_err(|e| format!("cannot run {cc} -E: {e}"))?;
+    if r.timed_out {
+        return Err(format!("{cc} -E took more than 60 s"));
+    }
+    if !r.status.success() {
+        let first = r.tail.lines().find(|l| l.contains("error")).unwrap_or("").trim().to_string();
+        return Err(format!("{cc} -E failed: {first}"));
+    }
+    Ok(r.stdout)
+}
+
+/// Records, from preprocessor output, which lines of the user's files produced text.
+fn mark_active(text: &str, cwd: &Path, canon: &HashMap<PathBuf, &PathBuf>, active: &mut HashMap<PathBuf, BTreeSet<usize>>) {
+    let mut cache: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let mut cur: Option<PathBuf> = None;
+    let mut line = 0usize;
+    for l in text.lines() {
+        if let Some((n, file)) = line_marker(l) {
+            let key = cache.entry(file.to_string()).or_insert_with(|| {
+                let p = Path::new(file);
+                let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+                let c = std::fs::canonicalize(&p).unwrap_or(p);
+                canon.contains_key(&c).then_some(c)
+            });
+            cur = key.clone();
+            line = n;
+            continue;
+        }
+        if let Some(c) = &cur {
+            if !l.trim().is_empty() {
+                active.entry(c.clone()).or_default().insert(line);
+            }
+        }
+        line += 1;
+    }
+}
+
+/// `# 12 "file.c" 2` -> (12, "file.c").
+fn line_marker(l: &str) -> Option<(usize, &str)> {
+    let rest = l.strip_prefix("# ").or_else(|| l.strip_prefix("#line "))?;
+    let (num, rest) = rest.split_once(' ')?;
+    let n: usize = num.parse().ok()?;
+    let rest = rest.strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some((n, &rest[..end]))
+}
+
+/// A conditional directive's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    If,
+    Elif,
+    Else,
+    Endif,
+}
+
+fn directive(line: &str) -> Option<Cond> {
+    let t = line.trim_start().strip_prefix('#')?.trim_start();
+    let word: String = t.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    match word.as_str() {
+        "if" | "ifdef" | "ifndef" => Some(Cond::If),
+        "elif" | "elifdef" | "elifndef" => Some(Cond::Elif),
+        "else" => Some(Cond::Else),
+        "endif" => Some(Cond::Endif),
+        _ => None,
+    }
+}
+
+/// One conditional group: its directive lines (1-based, each with its continuation lines) and
+/// the lines between them.
+struct Group {
+    directives: Vec<(usize, usize)>,
+}
+
+/// The text with the unselected branches of every decided group blanked; None when nothing
+/// changes. `active`: 1-based lines that produced preprocessor output.
+fn blank_unselected(text: &str, active: &BTreeSet<usize>) -> Option<String> {
+    // Physical lines with their byte spans.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            spans.push((start, i));
+            start = i + 1;
+        }
+    }
+    if start < text.len() {
+        spans.push((start, text.len()));
+    }
+    let line = |k: usize| &text[spans[k].0..spans[k].1];
+    // Groups, by a stack over directive lines (continuations joined).
+    let mut groups: Vec<Group> = Vec::new();
+    let mut stack: Vec<Group> = Vec::new();
+    let mut k = 0;
+    while k < spans.len() {
+        let first = k;
+        while line(k).trim_end().ends_with('\\') && k + 1 < spans.len() {
+            k += 1;
+        }
+        let span = (first + 1, k + 1);
+        match directive(line(first)) {
+            Some(Cond::If) => stack.push(Group { directives: vec![span] }),
+            Some(Cond::Elif | Cond::Else) => {
+                if let Some(g) = stack.last_mut() {
+                    g.directives.push(span);
+                }
+            }
+            Some(Cond::Endif) => {
+                if let Some(mut g) = stack.pop() {
+                    g.directives.push(span);
+                    groups.push(g);
+                }
+            }
+            None => {}
+        }
+        k += 1;
+    }
+    let mut blank: BTreeSet<usize> = BTreeSet::new();
+    for g in &groups {
+        // Branch b runs from the end of directive b to the start of directive b+1.
+        let branches: Vec<(usize, usize)> = g.directives.windows(2).map(|w| (w[0].1 + 1, w[1].0)).collect();
+        let live: Vec<bool> = branches.iter().map(|&(a, b)| a < b && active.range(a..b).next().is_some()).collect();
+        if !live.iter().any(|&l| l) {
+            continue; // undecided: no branch produced text (empty branches, or code not reached)
+        }
+        for &(a, b) in &g.directives {
+            blank.extend(a..=b);
+        }
+        for (&(a, b), &l) in branches.iter().zip(&live) {
+            if !l {
+                blank.extend(a..b);
+            }
+        }
+    }
+    if blank.is_empty() {
+        return None;
+    }
+    let mut out = text.as_bytes().to_vec();
+    for l in blank {
+        if let Some(&(s, e)) = spans.get(l - 1) {
+            for b in &mut out[s..e] {
+                if *b != b'\n' && *b != b'\r' {
+                    *b = b' ';
+                }
+            }
+        }
+    }
+    // Only ASCII bytes of whole lines were replaced: still UTF-8.
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unselected_branches_and_their_directives_are_blanked_in_place() {
+        let text = "int a;\n#ifdef DOUBLE\ntypedef double real;\n#else\ntypedef float real;\n#endif\nint b;\n";
+        // The preprocessor printed lines 1, 3 and 7.
+        let active: BTreeSet<usize> = [1, 3, 7].into_iter().collect();
+        let out = blank_unselected(text, &active).unwrap();
+        assert_eq!(out.len(), text.len());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[2], "typedef double real;");
+        assert!(lines[1].trim().is_empty() && lines[3].trim().is_empty() && lines[4].trim().is_empty() && lines[5].trim().is_empty());
+        assert_eq!(lines[6], "int b;");
+    }
+
+    #[test]
+    fn undecided_groups_are_left_alone_and_nesting_follows_the_outer_branch() {
+        let text = "#if A\n#if B\nx;\n#endif\n#endif\n#ifdef EMPTY\n#endif\n";
+        assert!(blank_unselected(text, &BTreeSet::new()).is_none());
+        let text = "#if A\nx;\n#if B\ny;\n#else\nz;\n#endif\n#endif\n";
+        let active: BTreeSet<usize> = [2, 6].into_iter().collect();
+        let out = blank_unselected(text, &active).unwrap();
+        let kept: Vec<&str> = out.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        assert_eq!(kept, ["x;", "z;"]);
+    }
+
+    #[test]
+    fn line_markers_parse() {
+        assert_eq!(line_marker("# 12 \"a b.c\" 2"), Some((12, "a b.c")));
+        assert_eq!(line_marker("# 1 \"<built-in>\""), Some((1, "<built-in>")));
+        assert_eq!(line_marker("#pragma omp parallel"), None);
+    }
+}
