@@ -149,7 +149,11 @@ reason() {
     return
   fi
   line=$(grep -m1 -E '^mpicast: ' "$f" 2>/dev/null)
-  [ -n "$line" ] || line=$(grep -v '^[[:space:]]*$' "$f" 2>/dev/null | tail -1)
+  # A build or run that failed under mpicast: its first compiler error or failing line.
+  case $line in *:) line="$line $(grep -m1 -E 'error|Error|undefined reference|Abort|signal' "$f" | sed -E 's/^[ |]*//; s#/tmp/mpicast-[^/]*/src/##')" ;; esac
+  # A run: the first line that says what went wrong, not mpirun's banners.
+  [ -n "$line" ] || line=$(grep -m1 -E 'rror|Abort|abort|ssert|signal|Segmentation|killed|exited on|Fatal|Found [0-9]+ errors' "$f" 2>/dev/null | grep -v -E '^-+$|orte_base_help_aggregate')
+  [ -n "$line" ] || line=$(grep -v -E '^[[:space:]]*$|^-+$|orte_base_help_aggregate' "$f" 2>/dev/null | tail -1)
   printf '%s' "$line" | tr -s '\t ' '  ' | cut -c1-300
 }
 # kv FILE KEY VALUE: one status line (tabs and newlines in values flattened).
@@ -196,7 +200,8 @@ mpicast_flags() {
     for tok in "${P_FLAGS[@]}"; do
       case $tok in
         -D*\(*) ;;
-        -D?*) [ "$cflags_ok" -eq 1 ] || FLAGS_OUT+=(-D "${tok#-D}") ;;
+        -D?*=*) [ "$cflags_ok" -eq 1 ] || FLAGS_OUT+=(-D "${tok#-D}") ;;
+        -D?*) [ "$cflags_ok" -eq 1 ] || FLAGS_OUT+=(-D "${tok#-D}=1") ;;
       esac
     done
   fi
