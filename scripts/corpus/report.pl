@@ -136,7 +136,7 @@ my ($cpu) = grep { /model name/ } split /\n/, (`cat /proc/cpuinfo 2>/dev/null` /
 $cpu = $cpu ? ($cpu =~ s/.*:\s*//r) : 'unknown CPU';
 my $cores = `nproc`; chomp $cores;
 my $ompi = (split /\n/, `mpirun --version 2>/dev/null`)[0] // 'mpirun';
-my $version = `$mpicast --version 2>/dev/null`; chomp $version;
+my $version = `$mpicast --version 2>/dev/null`; chomp $version; $version =~ s/^mpicast //;
 my $commit = `git -C "\$(dirname "$mpicast")/../.." rev-parse --short HEAD 2>/dev/null`; chomp $commit;
 my $date = strftime('%Y-%m-%d %H:%M UTC', gmtime);
 my %pkgver;
