@@ -3,7 +3,7 @@ CARGO ?= cargo
 MPIRUN_FLAGS ?= --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1
 RELEASE := target/release/mpicast
 
-.PHONY: setup build examples demo test accuracy bench fuzz clean
+.PHONY: setup build examples demo test accuracy bench corpus fuzz clean
 
 setup:
 	@./scripts/setup.sh
@@ -33,6 +33,12 @@ bench: build
 # networks (network namespaces: needs root, skipped otherwise); writes docs/ACCURACY.md.
 accuracy: build
 	@./scripts/accuracy.sh
+
+# Real MPI programs from Debian source packages (hpcc, simgrid, mpich, openmpi, netpipe), fetched into
+# ~/.cache/mpicast/corpus and put through every stage; writes docs/CORPUS.md. CORPUS=quick: a subset.
+CORPUS ?= full
+corpus: build
+	@./scripts/corpus.sh $(CORPUS)
 
 # Mutation fuzzing of the readers and the front end (tests/fuzz.rs), MPICAST_FUZZ_SECS per target.
 MPICAST_FUZZ_SECS ?= 600
