@@ -174,37 +174,17 @@ stage() {
   fi
   return "$rc"
 }
-has_flag() { "$MPICAST" "$1" --help 2>/dev/null | grep -q -- "$2"; }
-
-# Flags mpicast's subcommands accept today (others are being added); each program's flags go
-# through mpicast_flags alone.
-PREDICT_CFLAGS=0; has_flag predict --cflags && PREDICT_CFLAGS=1
-ANALYZE_CFLAGS=0; has_flag analyze --cflags && ANALYZE_CFLAGS=1
-
-# mpicast_flags SUBCOMMAND: the program's compiler flags as that subcommand takes them (into FLAGS_OUT).
+# mpicast_flags SUBCOMMAND: the program's compiler flags as mpicast takes them (into FLAGS_OUT):
+# every subcommand builds and preprocesses with --cflags (the -D, -I and -include flags in it
+# included); the ones that build a binary also get --libs.
 mpicast_flags() {
   FLAGS_OUT=()
-  local sub=$1 tok
-  local cflags_ok=0
+  local sub=$1
+  [ ${#P_FLAGS[@]} -gt 0 ] && FLAGS_OUT+=("--cflags=${P_FLAGS[*]}")
   case $sub in
-    trace) cflags_ok=1 ;;
-    predict) cflags_ok=$PREDICT_CFLAGS ;;
-    analyze) cflags_ok=$ANALYZE_CFLAGS ;;
+    trace|predict) [ ${#P_LIBS[@]} -gt 0 ] && FLAGS_OUT+=("--libs=${P_LIBS[*]}") ;;
   esac
-  if [ "$cflags_ok" -eq 1 ]; then
-    [ ${#P_FLAGS[@]} -gt 0 ] && FLAGS_OUT+=(--cflags "${P_FLAGS[*]}")
-    [ "$sub" = trace ] && FLAGS_OUT+=(--libs "${P_LIBS[*]}")
-  fi
-  if [ "$cflags_ok" -eq 0 ] || [ "$sub" != trace ]; then
-    # Object-like -D macros as bindings (function-like macros and -I have no place there).
-    for tok in "${P_FLAGS[@]}"; do
-      case $tok in
-        -D*\(*) ;;
-        -D?*=*) [ "$cflags_ok" -eq 1 ] || FLAGS_OUT+=(-D "${tok#-D}") ;;
-        -D?*) [ "$cflags_ok" -eq 1 ] || FLAGS_OUT+=(-D "${tok#-D}=1") ;;
-      esac
-    done
-  fi
+  return 0
 }
 
 subst() { local s=$1; s=${s//\{pkg\}/$PKGDIR}; s=${s//\{shim\}/$CACHE/shim}; s=${s//\{n\}/$2}; printf '%s' "$s"; }
@@ -289,7 +269,7 @@ run_program() {
   local mode extra
   for mode in static trace measured; do
     case $mode in
-      static) extra=() ;;
+      static) extra=(--static-only) ;;
       trace) extra=(--trace "$dir/trace/") ;;
       measured) extra=(--trace "$dir/trace/" --measured) ;;
     esac
