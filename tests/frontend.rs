@@ -287,3 +287,17 @@ fn conditional_compilation_follows_the_build() {
     let [s, _] = b.bytes.unwrap();
     assert!(text[s as usize..].starts_with("s += a * x[i]"), "{}", &text[s as usize..s as usize + 20]);
 }
+
+/// A function-like macro is analysed as its expansion: IDX(i, j) costs a multiply and an add,
+/// not a call.
+#[test]
+fn function_like_macros_are_costed_as_their_expansion() {
+    use mpicast::model::ops::OpClass;
+    let p = fixture("index_macro.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    let n = |c: OpClass| b.ops.get(&c).map(|e| e.eval_map(&HashMap::new()).unwrap()).unwrap_or(0.0);
+    assert_eq!(n(OpClass::Call), 0.0, "{:?}", b.ops);
+    assert_eq!(n(OpClass::IntMul), 5.0, "{:?}", b.ops);
+    assert_eq!((n(OpClass::DoubleAdd), n(OpClass::DoubleMul)), (3.0, 1.0), "{:?}", b.ops);
+}

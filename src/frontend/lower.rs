@@ -5,6 +5,7 @@ use tree_sitter::{Node, Parser};
 
 use super::ir::*;
 use super::kinds as k;
+use super::macros::{FnMacros, MAX_EXPANSION_DEPTH};
 
 /// Which grammar to parse with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,10 @@ struct Lower<'a> {
     error_lines: Vec<u32>,
     /// Calls enclosing the expression being lowered.
     call_depth: usize,
+    /// Function-like macros, analysed as their expansions, and how deep this lowering is
+    /// inside expansions.
+    macros: &'a FnMacros,
+    expansion_depth: usize,
 }
 
 fn parser_for(lang: Lang) -> Option<Parser> {
@@ -51,19 +56,24 @@ const LOWER_STACK_BYTES: usize = 64 << 20;
 /// Parses and lowers one file, on a thread of its own with a large stack (on the caller's
 /// thread when no thread can be started): lowering deep code never overflows the caller's stack.
 pub fn lower_file(file: &str, text: &str, lang: Lang) -> Unit {
+    lower_file_with(file, text, lang, &FnMacros::default())
+}
+
+/// [`lower_file`], with uses of the function-like `macros` lowered as their expansions.
+pub fn lower_file_with(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
     std::thread::scope(|scope| {
         match std::thread::Builder::new()
             .name("mpicast-lower".into())
             .stack_size(LOWER_STACK_BYTES)
-            .spawn_scoped(scope, || lower_file_here(file, text, lang))
+            .spawn_scoped(scope, || lower_file_here(file, text, lang, macros))
         {
             Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(_) => lower_file_here(file, text, lang),
+            Err(_) => lower_file_here(file, text, lang, macros),
         }
     })
 }
 
-fn lower_file_here(file: &str, text: &str, lang: Lang) -> Unit {
+fn lower_file_here(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
     let mut unit = Unit { file: file.to_string(), lines: text.lines().count() as u32, ..Default::default() };
     let Some(mut parser) = parser_for(lang) else {
         unit.diags.push(LowerDiag { line: 0, message: "the C/C++ grammar could not be loaded".into() });
@@ -77,7 +87,7 @@ fn lower_file_here(file: &str, text: &str, lang: Lang) -> Unit {
         unit.diags.push(LowerDiag { line: 0, message });
         return unit;
     };
-    let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new(), call_depth: 0 };
+    let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: 0 };
     let root = tree.root_node();
     l.top_items(root, 0);
     l.collect_errors(root);
@@ -118,6 +128,11 @@ fn parse_budget(len: usize) -> std::time::Duration {
 
 /// Parses one C expression (a macro's replacement text) into the IR.
 pub fn parse_expression(text: &str) -> Option<CExpr> {
+    parse_expansion(text, &FnMacros::default(), 0)
+}
+
+/// Parses a macro's expansion, itself using `macros`, `depth` expansions deep.
+fn parse_expansion(text: &str, macros: &FnMacros, depth: usize) -> Option<CExpr> {
     let wrapped = format!("long mpicast_macro_value = ({text});\n");
     let mut parser = parser_for(Lang::C)?;
     // A macro's text parses in microseconds; many slow ones must not add up to minutes.
@@ -125,7 +140,7 @@ pub fn parse_expression(text: &str) -> Option<CExpr> {
     if tree.root_node().has_error() {
         return None;
     }
-    let mut l = Lower { src: wrapped.as_bytes(), unit: Unit::default(), error_lines: Vec::new(), call_depth: 0 };
+    let mut l = Lower { src: wrapped.as_bytes(), unit: Unit::default(), error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: depth };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
 }
@@ -147,6 +162,17 @@ fn span(n: Node) -> Span {
 impl<'a> Lower<'a> {
     fn text(&self, n: Node) -> String {
         String::from_utf8_lossy(&self.src[n.byte_range()]).into_owned()
+    }
+
+    /// A call of a function-like macro whose replacement is an expression, as its expansion.
+    fn macro_use(&mut self, call: Node<'a>, func: &str) -> Option<CExpr> {
+        if self.macros.is_empty() || self.expansion_depth >= MAX_EXPANSION_DEPTH {
+            return None;
+        }
+        let al = call.child_by_field_name(k::F_ARGUMENTS)?;
+        let args: Vec<String> = self.named_children(al).into_iter().filter(|a| a.kind() != "comment").map(|a| self.text(a)).collect();
+        let text = self.macros.expand(func, &args)?;
+        parse_expansion(&text, self.macros, self.expansion_depth + 1)
     }
 
     fn diag(&mut self, n: Node, message: String) {
@@ -652,6 +678,9 @@ impl<'a> Lower<'a> {
             },
             k::CALL_EXPRESSION => {
                 let func = n.child_by_field_name(k::F_FUNCTION).map(|f| self.text(f)).unwrap_or_default();
+                if let Some(e) = self.macro_use(n, &func) {
+                    return e;
+                }
                 let mut args = Vec::new();
                 if let Some(al) = n.child_by_field_name(k::F_ARGUMENTS) {
                     if self.call_depth >= MAX_CALL_NESTING {

@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod ir;
 mod kinds;
 pub mod lower;
+pub mod macros;
 pub mod mpi;
 pub mod preprocess;
 
@@ -104,6 +105,21 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
     for (f, why) in &selected.problems {
         diags.push(Diagnostic { file: f.display().to_string(), line: 0, message: format!("analysed as written: {why}") });
     }
+    // Function-like macros of every file (headers included), so that a use in any file is
+    // analysed as its expansion.
+    let mut macros = macros::FnMacros::default();
+    for f in files {
+        if std::fs::metadata(f).is_ok_and(|m| m.len() <= MAX_FILE_BYTES) {
+            match selected.texts.get(f) {
+                Some(t) => macros.scan(t),
+                None => {
+                    if let Ok(b) = std::fs::read(f) {
+                        macros.scan(&String::from_utf8_lossy(&b));
+                    }
+                }
+            }
+        }
+    }
     for f in files {
         let name = f.display().to_string();
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
@@ -130,7 +146,7 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
             diags.push(Diagnostic { file: name.clone(), line: 0, message: "not valid UTF-8; invalid bytes replaced".into() });
         }
         let lang = lang_of(f).unwrap_or(lower::Lang::C);
-        let unit = lower::lower_file(&name, &text, lang);
+        let unit = lower::lower_file_with(&name, &text, lang, &macros);
         for d in &unit.diags {
             diags.push(Diagnostic { file: name.clone(), line: d.line, message: d.message.clone() });
         }
