@@ -148,11 +148,23 @@ fn check_all(files: Vec<(PathBuf, bool, bool)>) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// Fixtures whose syntax tree-sitter cannot parse whole: the lexer's check leaves the blocks
+/// in the broken part uncounted.
+const PARTLY_COUNTED: &[&str] = &["directive_in_arguments.c"];
+
 #[test]
 fn every_instrument_fixture_compiles_and_prints_what_the_original_prints() {
     let files = sources("tests/fixtures/instrument");
     assert!(files.len() >= 15, "fixtures missing");
-    check_all(files.into_iter().map(|f| (f, true, true)).collect());
+    check_all(
+        files
+            .into_iter()
+            .map(|f| {
+                let all = !PARTLY_COUNTED.iter().any(|p| f.ends_with(p));
+                (f, true, all)
+            })
+            .collect(),
+    );
 }
 
 #[test]
@@ -202,7 +214,8 @@ fn a_real_source_tree_still_compiles_with_every_block_counted() {
         }
     }
     files.sort();
-    let syntax = |src: &Path| -> Result<(), String> {
+    // The copy is compiled with its original's directory on the include path.
+    let syntax = |src: &Path, orig: &Path| -> Result<(), String> {
         let cc = if src.extension().is_some_and(|e| e == "c") {
             "mpicc"
         } else {
@@ -211,7 +224,7 @@ fn a_real_source_tree_still_compiles_with_every_block_counted() {
         let o = Command::new(cc)
             .current_dir(&tree)
             .args(["-fsyntax-only", "-w", "-fopenmp"])
-            .arg(format!("-I{}", src.parent().unwrap().display()))
+            .arg(format!("-I{}", orig.parent().unwrap().display()))
             .args(&cflags)
             .arg(src)
             .output()
@@ -233,7 +246,7 @@ fn a_real_source_tree_still_compiles_with_every_block_counted() {
     let (mut tried, mut failures, mut skipped_blocks, mut blocks) =
         (0, Vec::new(), Vec::new(), 0usize);
     for (k, f) in files.iter().enumerate() {
-        if syntax(f).is_err() {
+        if syntax(f, f).is_err() {
             continue;
         }
         tried += 1;
@@ -243,7 +256,7 @@ fn a_real_source_tree_still_compiles_with_every_block_counted() {
         blocks += model.blocks.len();
         let (copy, skipped) = instrument(f, &dir);
         skipped_blocks.extend(skipped);
-        if let Err(e) = syntax(&copy) {
+        if let Err(e) = syntax(&copy, f) {
             failures.push(format!("{}:\n{e}", f.display()));
         }
     }

@@ -28,6 +28,7 @@ pub const DECLARATION_LIST: &str = "declaration_list";
 pub const NAMESPACE_DEFINITION: &str = "namespace_definition";
 
 pub const PREPROC_DEF: &str = "preproc_def";
+pub const PREPROC_FUNCTION_DEF: &str = "preproc_function_def";
 pub const PREPROC_IF: &str = "preproc_if";
 pub const PREPROC_IFDEF: &str = "preproc_ifdef";
 pub const PREPROC_ELSE: &str = "preproc_else";

@@ -31,6 +31,9 @@ struct Lower<'a> {
     /// The text parsed: the file's, with the directive runs of `masks` blanked.
     src: &'a [u8],
     masks: Vec<Mask>,
+    /// The end of the last `#define`'s logical line: tree-sitter ends a macro at a comment
+    /// followed by a backslash, and parses the rest of its lines as code.
+    macro_until: usize,
     unit: Unit,
     error_lines: Vec<u32>,
     /// Calls enclosing the expression being lowered.
@@ -93,7 +96,7 @@ fn lower_file_here(file: &str, text: &str, lang: Lang) -> Unit {
         }
     };
     let masks = if std::ptr::eq(src, text.as_bytes()) { Vec::new() } else { masks };
-    let mut l = Lower { src, masks, unit, error_lines: Vec::new(), call_depth: 0 };
+    let mut l = Lower { src, masks, macro_until: 0, unit, error_lines: Vec::new(), call_depth: 0 };
     let root = tree.root_node();
     l.top_items(root, 0);
     l.collect_errors(root);
@@ -141,7 +144,7 @@ pub fn parse_expression(text: &str) -> Option<CExpr> {
     if tree.root_node().has_error() {
         return None;
     }
-    let mut l = Lower { src: wrapped.as_bytes(), masks: Vec::new(), unit: Unit::default(), error_lines: Vec::new(), call_depth: 0 };
+    let mut l = Lower { src: wrapped.as_bytes(), masks: Vec::new(), macro_until: 0, unit: Unit::default(), error_lines: Vec::new(), call_depth: 0 };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
 }
@@ -423,7 +426,21 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// Code tree-sitter saw inside a macro's continuation lines is skipped.
+    fn in_macro(&mut self, c: Node<'a>) -> bool {
+        if c.start_byte() < self.macro_until {
+            return true;
+        }
+        if c.kind() == k::PREPROC_DEF || c.kind() == k::PREPROC_FUNCTION_DEF {
+            self.macro_until = logical_line_end(self.src, c.start_byte());
+        }
+        false
+    }
+
     fn top_item(&mut self, c: Node<'a>, depth: usize) {
+        if self.in_macro(c) {
+            return;
+        }
         match c.kind() {
             k::FUNCTION_DEFINITION => {
                 if let Some(f) = self.function(c) {
@@ -640,6 +657,12 @@ impl<'a> Lower<'a> {
                 Some(x) => fd = x,
                 None => break,
             }
+        }
+        if fd.kind() != k::FUNCTION_DECLARATOR {
+            // `MACRO struct s { ... };` parses as a function named s: a body that is no
+            // function's must not be analysed (nor instrumented) as one.
+            self.diag(n, format!("`{}` has no parameter list: not analysed as a function (a macro before it?)", name));
+            return None;
         }
         let mut params = Vec::new();
         if let Some(pl) = fd.child_by_field_name(k::F_PARAMETERS) {
@@ -869,7 +892,7 @@ impl<'a> Lower<'a> {
     }
 
     fn stmt_into(&mut self, c: Node<'a>, depth: usize, v: &mut Vec<Stmt>) {
-        if c.kind() == k::COMMENT {
+        if c.kind() == k::COMMENT || self.in_macro(c) {
             return;
         }
         let s = self.stmt(c, depth);
