@@ -724,10 +724,9 @@ impl<'a> Lower<'a> {
         let mut first = None;
         let mut prev = n.prev_sibling();
         while let Some(s) = prev {
-            if s.kind() == k::COMMENT {
-            } else if self.pragma_group(s, 0) {
+            if self.pragma_group(s, 0) {
                 first = Some(s);
-            } else {
+            } else if s.kind() != k::COMMENT {
                 break;
             }
             prev = s.prev_sibling();
