@@ -339,7 +339,14 @@ impl<'a> Analyzer<'a> {
 
     fn stmt(&mut self, s: &Stmt, parent: &str, ctx: &Ctx, seg: &mut Segment) {
         match s {
-            Stmt::Compound(v, _) => self.stmts(v, parent, ctx, seg),
+            Stmt::Compound(v, sp) => {
+                if sp.place.lead_line != 0 && seg.span.is_none() {
+                    // A preprocessor conditional first in its block: the block's trace point
+                    // goes before the `#if`, so that it is counted whichever arm is compiled.
+                    seg.extend(Span { line_end: sp.line_start, byte_end: sp.byte_start, ..*sp });
+                }
+                self.stmts(v, parent, ctx, seg)
+            }
             Stmt::Label(inner, _) => self.stmt(inner, parent, ctx, seg),
             Stmt::Expr(e, sp) => {
                 if let Some((name, args, line)) = comm_call(e) {

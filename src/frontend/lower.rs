@@ -699,6 +699,15 @@ impl<'a> Lower<'a> {
             _ => {}
         }
         let start = n.start_byte();
+        if matches!(n.kind(), k::PREPROC_IF | k::PREPROC_IFDEF) {
+            // A conditional among statements: what goes before it goes before its `#if` line.
+            let ls = line_start_of(self.src, start);
+            if self.src[ls..start].iter().all(|&c| c == b' ' || c == b'\t') {
+                p.lead = ls as u32;
+                p.lead_line = line(n);
+            }
+            return sp;
+        }
         if let Some(m) = self.masks.iter().find(|m| m.next == start) {
             // The body after a blanked directive run: insertions go before the run.
             p.lead = m.start as u32;
