@@ -34,6 +34,10 @@ struct Lower<'a> {
     /// The end of the last `#define`'s logical line: tree-sitter ends a macro at a comment
     /// followed by a backslash, and parses the rest of its lines as code.
     macro_until: usize,
+    /// The `#pragma` lines just seen among statements: (lead, its line, end of the last one).
+    /// Tracked in order rather than looked up with prev_sibling, which is linear in the
+    /// number of siblings.
+    pragma_run: Option<(u32, u32, usize)>,
     unit: Unit,
     error_lines: Vec<u32>,
     /// Calls enclosing the expression being lowered.
@@ -96,7 +100,7 @@ fn lower_file_here(file: &str, text: &str, lang: Lang) -> Unit {
         }
     };
     let masks = if std::ptr::eq(src, text.as_bytes()) { Vec::new() } else { masks };
-    let mut l = Lower { src, masks, macro_until: 0, unit, error_lines: Vec::new(), call_depth: 0 };
+    let mut l = Lower { src, masks, macro_until: 0, pragma_run: None, unit, error_lines: Vec::new(), call_depth: 0 };
     let root = tree.root_node();
     l.top_items(root, 0);
     l.collect_errors(root);
@@ -144,7 +148,7 @@ pub fn parse_expression(text: &str) -> Option<CExpr> {
     if tree.root_node().has_error() {
         return None;
     }
-    let mut l = Lower { src: wrapped.as_bytes(), masks: Vec::new(), macro_until: 0, unit: Unit::default(), error_lines: Vec::new(), call_depth: 0 };
+    let mut l = Lower { src: wrapped.as_bytes(), masks: Vec::new(), macro_until: 0, pragma_run: None, unit: Unit::default(), error_lines: Vec::new(), call_depth: 0 };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
 }
@@ -730,21 +734,10 @@ impl<'a> Lower<'a> {
             return sp;
         }
         // `#pragma` lines (or directive-only conditionals) right before it belong to it.
-        let mut first = None;
-        let mut prev = n.prev_sibling();
-        while let Some(s) = prev {
-            if self.pragma_group(s, 0) {
-                first = Some(s);
-            } else if s.kind() != k::COMMENT {
-                break;
-            }
-            prev = s.prev_sibling();
-        }
-        if let Some(f) = first {
-            let ls = line_start_of(self.src, f.start_byte());
-            if self.src[ls..f.start_byte()].iter().all(|&c| c == b' ' || c == b'\t') {
-                p.lead = ls as u32;
-                p.lead_line = line(f);
+        if let Some((lead, lead_line, end)) = self.pragma_run {
+            if skip_blank_and_comments(self.src, end) == start {
+                p.lead = lead;
+                p.lead_line = lead_line;
             }
         }
         sp
@@ -901,6 +894,20 @@ impl<'a> Lower<'a> {
 
     fn stmt_into(&mut self, c: Node<'a>, depth: usize, v: &mut Vec<Stmt>) {
         if c.kind() == k::COMMENT || self.in_macro(c) {
+            return;
+        }
+        if self.pragma_group(c, 0) {
+            let (start, end) = (c.start_byte(), c.end_byte());
+            let continues = self.pragma_run.is_some_and(|r| skip_blank_and_comments(self.src, r.2) == start);
+            if !continues {
+                let ls = line_start_of(self.src, start);
+                self.pragma_run = self.src[ls..start]
+                    .iter()
+                    .all(|&b| b == b' ' || b == b'\t')
+                    .then(|| (ls as u32, line(c), end));
+            } else if let Some(r) = &mut self.pragma_run {
+                r.2 = end;
+            }
             return;
         }
         let s = self.stmt(c, depth);
