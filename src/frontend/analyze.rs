@@ -230,6 +230,12 @@ impl<'a> Analyzer<'a> {
             ops_per_call: None,
         });
         self.push_block(fid.clone(), None, BlockKind::Function, f.span, &Ctx::default(), None, Ops::new());
+        let inner = f.body.span().place.inner;
+        self.set_last_site(if inner != 0 {
+            Site { at: inner, compound: true, ..Site::default() }
+        } else {
+            Site { blocked: Some("the function body is not a compound statement".into()), ..Site::default() }
+        });
         let mut seg = Segment::default();
         self.stmts(std::slice::from_ref(&f.body), &fid, &Ctx::default(), &mut seg);
         self.flush(&mut seg, &fid, &Ctx::default());
@@ -290,7 +296,18 @@ impl<'a> Analyzer<'a> {
             body_bytes: None,
             induction: None,
             cond: None,
+            site: match kind {
+                BlockKind::Branch => Some(body_site(&sp)),
+                BlockKind::Straight | BlockKind::Comm => Some(Site { at: sp.place.lead, at_line: nonzero(sp.place.lead_line), ..Site::default() }),
+                BlockKind::Function | BlockKind::Loop => None,
+            },
         });
+    }
+
+    fn set_last_site(&mut self, site: Site) {
+        if let Some(b) = self.model.blocks.last_mut() {
+            b.site = Some(site);
+        }
     }
 
     /// The indicator (or probability) a branch arm adds to its parent's context.
@@ -322,7 +339,14 @@ impl<'a> Analyzer<'a> {
 
     fn stmt(&mut self, s: &Stmt, parent: &str, ctx: &Ctx, seg: &mut Segment) {
         match s {
-            Stmt::Compound(v, _) => self.stmts(v, parent, ctx, seg),
+            Stmt::Compound(v, sp) => {
+                if sp.place.lead_line != 0 && seg.span.is_none() {
+                    // A preprocessor conditional first in its block: the block's trace point
+                    // goes before the `#if`, so that it is counted whichever arm is compiled.
+                    seg.extend(Span { line_end: sp.line_start, byte_end: sp.byte_start, ..*sp });
+                }
+                self.stmts(v, parent, ctx, seg)
+            }
             Stmt::Label(inner, _) => self.stmt(inner, parent, ctx, seg),
             Stmt::Expr(e, sp) => {
                 if let Some((name, args, line)) = comm_call(e) {
@@ -385,7 +409,13 @@ impl<'a> Analyzer<'a> {
             }
             Stmt::For { init, cond, update, body, span } => {
                 if let Some(i) = init {
-                    self.stmt(i, parent, ctx, seg);
+                    // The init clause runs where the loop is reached: its block's statement
+                    // goes before the loop (and the lines attached to it).
+                    let mut i = (**i).clone();
+                    if let Stmt::Expr(_, sp) | Stmt::Decl(_, sp) = &mut i {
+                        sp.place = Place { lead: span.place.lead, lead_line: span.place.lead_line, ..sp.place };
+                    }
+                    self.stmt(&i, parent, ctx, seg);
                 }
                 self.flush(seg, parent, ctx);
                 let (loop_ctx, trip, inner_ctx) = self.for_loop(init.as_deref(), cond.as_ref(), update.as_ref(), body, *span, ctx);
@@ -402,6 +432,7 @@ impl<'a> Analyzer<'a> {
                 if let Some(b) = self.model.blocks.last_mut() {
                     let bs = body.span();
                     b.body_bytes = Some([bs.byte_start, bs.byte_end]);
+                    b.site = Some(body_site(&bs));
                     if inner_ctx.loops.len() > ctx.loops.len() {
                         if let Some((v, lo, hi)) = inner_ctx.loops.last().and_then(|l| l.var.clone()) {
                             b.induction = Some(Induction { var: v, lo, hi });
@@ -431,6 +462,7 @@ impl<'a> Analyzer<'a> {
                 if let Some(b) = self.model.blocks.last_mut() {
                     let bs = body.span();
                     b.body_bytes = Some([bs.byte_start, bs.byte_end]);
+                    b.site = Some(body_site(&bs));
                 }
                 let mut inner = Segment::default();
                 self.stmt(body, &lid, &inner_ctx, &mut inner);
@@ -462,6 +494,23 @@ impl<'a> Analyzer<'a> {
                     }
                     let cid = self.block_id(c.span(), BlockKind::Branch);
                     self.push_block(cid.clone(), Some(parent), BlockKind::Branch, c.span(), &case_ctx, None, Ops::new());
+                    if let Stmt::Case { span: cs, .. } = c {
+                        // After the label's colon: reached by the jump and by fall-through.
+                        // A switch body without braces is a slot no statement may enter.
+                        let bs = body.span().place;
+                        self.set_last_site(if bs.inner == 0 || !matches!(**body, Stmt::Compound(..)) {
+                            Site {
+                                at: bs.lead,
+                                wrap_end: Some(bs.close),
+                                blocked: Some("the switch body is not a compound statement".into()),
+                                ..Site::default()
+                            }
+                        } else if cs.place.inner != 0 {
+                            Site { at: cs.place.inner, ..Site::default() }
+                        } else {
+                            Site { blocked: Some("no `:` after the case label".into()), ..Site::default() }
+                        });
+                    }
                     self.set_last_cond(ctx, &case_ctx);
                     let mut inner = Segment::default();
                     match c {
@@ -1239,6 +1288,28 @@ impl<'a> Analyzer<'a> {
 
 // ---- Helpers --------------------------------------------------------------------------------
 
+fn nonzero(x: u32) -> Option<u32> {
+    (x != 0).then_some(x)
+}
+
+/// Where a loop body's or a branch arm's statement takes a trace point.
+fn body_site(sp: &Span) -> Site {
+    let p = &sp.place;
+    let stmt = Some([sp.byte_start, sp.byte_end]);
+    if p.inner != 0 {
+        return Site { at: p.inner, stmt, compound: true, ..Site::default() };
+    }
+    Site {
+        at: p.lead,
+        at_line: nonzero(p.lead_line),
+        stmt,
+        compound: false,
+        wrap_end: Some(p.close),
+        wrap_end_line: nonzero(p.close_line),
+        blocked: p.no_wrap.then(|| "the statement starts a preprocessor arm that holds more statements: braces cannot enclose it".to_string()),
+    }
+}
+
 #[derive(Default)]
 struct Segment {
     span: Option<Span>,
@@ -1256,6 +1327,8 @@ impl Segment {
                 col: s.col,
                 byte_start: s.byte_start.min(sp.byte_start),
                 byte_end: s.byte_end.max(sp.byte_end),
+                // Where the segment's first statement goes before.
+                place: s.place,
             },
         });
     }

@@ -10,6 +10,31 @@ pub struct Span {
     /// Byte offsets in the file, end exclusive.
     pub byte_start: u32,
     pub byte_end: u32,
+    /// Where a statement may be inserted around this one (statements only).
+    pub place: Place,
+}
+
+/// Where text may be inserted before, inside and around a statement, as the syntax tree (and
+/// the preprocessor lines tree-sitter does not parse) says. The instrumenter's counters and
+/// braces go only at these offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Place {
+    /// Before the statement: its start, or the start of the first line of the `#pragma` lines
+    /// (and directive-only `#if` groups) attached to it, which must stay right before it.
+    pub lead: u32,
+    /// The 1-based line at `lead` when `lead` starts a preprocessor line (what is inserted there
+    /// ends with a newline and `#line`), else 0.
+    pub lead_line: u32,
+    /// Inside: just after a compound statement's `{` or a case label's `:`; 0 for other
+    /// statements.
+    pub inner: u32,
+    /// Where a closing brace goes when the statement is enclosed in braces: its end, or the end
+    /// of the `#endif` line of a preprocessor conditional its lead opened.
+    pub close: u32,
+    /// The 1-based line after `close` when `close` ends a preprocessor line, else 0.
+    pub close_line: u32,
+    /// Braces cannot enclose it: the preprocessor arm it starts holds more statements.
+    pub no_wrap: bool,
 }
 
 /// A C scalar base type, as far as op classes care.

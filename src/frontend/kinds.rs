@@ -28,8 +28,14 @@ pub const DECLARATION_LIST: &str = "declaration_list";
 pub const NAMESPACE_DEFINITION: &str = "namespace_definition";
 
 pub const PREPROC_DEF: &str = "preproc_def";
+pub const PREPROC_FUNCTION_DEF: &str = "preproc_function_def";
 pub const PREPROC_IF: &str = "preproc_if";
 pub const PREPROC_IFDEF: &str = "preproc_ifdef";
+pub const PREPROC_ELSE: &str = "preproc_else";
+pub const PREPROC_ELIF: &str = "preproc_elif";
+pub const PREPROC_ELIFDEF: &str = "preproc_elifdef";
+pub const PREPROC_CALL: &str = "preproc_call";
+pub const COMMENT: &str = "comment";
 
 pub const COMPOUND_STATEMENT: &str = "compound_statement";
 pub const EXPRESSION_STATEMENT: &str = "expression_statement";
@@ -74,6 +80,10 @@ pub const INITIALIZER_LIST: &str = "initializer_list";
 pub const QUALIFIED_IDENTIFIER: &str = "qualified_identifier";
 
 pub const ERROR: &str = "ERROR";
+/// Anonymous tokens.
+pub const COLON: &str = ":";
+pub const ELSE: &str = "else";
+pub const DO: &str = "do";
 
 // Field names.
 pub const F_TYPE: &str = "type";
@@ -96,3 +106,4 @@ pub const F_FUNCTION: &str = "function";
 pub const F_INDEX: &str = "index";
 pub const F_INDICES: &str = "indices";
 pub const F_FIELD: &str = "field";
+pub const F_DIRECTIVE: &str = "directive";

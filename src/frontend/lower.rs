@@ -29,7 +29,16 @@ fn too_deep() -> String {
 }
 
 struct Lower<'a> {
+    /// The text parsed: the file's, with the directive runs of `masks` blanked.
     src: &'a [u8],
+    masks: Vec<Mask>,
+    /// The end of the last `#define`'s logical line: tree-sitter ends a macro at a comment
+    /// followed by a backslash, and parses the rest of its lines as code.
+    macro_until: usize,
+    /// The `#pragma` lines just seen among statements: (lead, its line, end of the last one).
+    /// Tracked in order rather than looked up with prev_sibling, which is linear in the
+    /// number of siblings.
+    pragma_run: Option<(u32, u32, usize)>,
     unit: Unit,
     error_lines: Vec<u32>,
     /// Calls enclosing the expression being lowered.
@@ -87,7 +96,21 @@ fn lower_file_here(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Uni
         unit.diags.push(LowerDiag { line: 0, message });
         return unit;
     };
-    let mut l = Lower { src: text.as_bytes(), unit, error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: 0 };
+    // Preprocessor lines between a control statement's header and its body leave the body
+    // missing in tree-sitter's tree: blank them (offsets and lines stay) and parse again.
+    let masks = directive_runs(&tree, text.as_bytes());
+    let masked;
+    let (tree, src) = if masks.is_empty() {
+        (tree, text.as_bytes())
+    } else {
+        masked = blank(text.as_bytes(), &masks);
+        match std::str::from_utf8(&masked).ok().and_then(|m| parse_in_budget(&mut parser, m, parse_budget(m.len()))) {
+            Some(t) => (t, masked.as_slice()),
+            None => (tree, text.as_bytes()),
+        }
+    };
+    let masks = if std::ptr::eq(src, text.as_bytes()) { Vec::new() } else { masks };
+    let mut l = Lower { src, masks, macro_until: 0, pragma_run: None, unit, error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: 0 };
     let root = tree.root_node();
     l.top_items(root, 0);
     l.collect_errors(root);
@@ -140,7 +163,7 @@ fn parse_expansion(text: &str, macros: &FnMacros, depth: usize) -> Option<CExpr>
     if tree.root_node().has_error() {
         return None;
     }
-    let mut l = Lower { src: wrapped.as_bytes(), unit: Unit::default(), error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: depth };
+    let mut l = Lower { src: wrapped.as_bytes(), masks: Vec::new(), macro_until: 0, pragma_run: None, unit: Unit::default(), error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: depth };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
 }
@@ -156,7 +179,212 @@ fn span(n: Node) -> Span {
         col: n.start_position().column as u32,
         byte_start: n.start_byte() as u32,
         byte_end: n.end_byte() as u32,
+        place: Place {
+            lead: n.start_byte() as u32,
+            close: n.end_byte() as u32,
+            ..Place::default()
+        },
     }
+}
+
+/// A run of preprocessor lines right after a control statement's header (`if (c)`, `else`,
+/// `for (...)`, `do`), where tree-sitter expects the body and leaves it missing.
+#[derive(Debug, Clone)]
+struct Mask {
+    /// Start of the run's first line.
+    start: usize,
+    /// The first byte after the run that is not blank, a comment or a directive: the body.
+    next: usize,
+    /// The directive lines, each [start, end) without its newline.
+    lines: Vec<(usize, usize)>,
+    /// When the run opens a conditional that the body sits in: from its `#else`/`#elif` (or
+    /// `#endif`) line to the end of its `#endif` line, blanked whole (the first arm is the one
+    /// analysed, as everywhere else).
+    tail: Option<(usize, usize)>,
+}
+
+/// The directive runs that follow a missing body (a MISSING node, or an ERROR node ending in
+/// `else` or `do`).
+fn directive_runs(tree: &tree_sitter::Tree, src: &[u8]) -> Vec<Mask> {
+    let mut out: Vec<Mask> = Vec::new();
+    let root = tree.root_node();
+    if !root.has_error() {
+        return out;
+    }
+    let mut cursor = root.walk();
+    let mut stack = vec![root];
+    let mut visited = 0usize;
+    while let Some(n) = stack.pop() {
+        visited += 1;
+        if visited > 1_000_000 || out.len() > 10_000 {
+            break;
+        }
+        let gap = if n.is_missing() {
+            Some(n.start_byte())
+        } else if n.is_error() {
+            let last = n.child(n.child_count().saturating_sub(1));
+            last.filter(|c| c.kind() == k::ELSE || c.kind() == k::DO).map(|c| c.end_byte())
+        } else {
+            None
+        };
+        if let Some(g) = gap {
+            if let Some(m) = directive_run(src, g) {
+                if !out.iter().any(|o| o.start == m.start) {
+                    out.push(m);
+                }
+            }
+        }
+        if n.has_error() && !n.is_missing() {
+            for c in n.children(&mut cursor) {
+                stack.push(c);
+            }
+        }
+    }
+    out.sort_by_key(|m| m.start);
+    out
+}
+
+fn line_start_of(src: &[u8], at: usize) -> usize {
+    src[..at.min(src.len())].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1)
+}
+
+/// 1-based line of a byte offset.
+fn line_of(src: &[u8], at: usize) -> u32 {
+    src[..at.min(src.len())].iter().filter(|&&c| c == b'\n').count() as u32 + 1
+}
+
+/// The end of the logical line at `at` (backslash continuations joined): the offset of its
+/// newline, or the end of the text.
+fn logical_line_end(src: &[u8], at: usize) -> usize {
+    let mut i = at;
+    while i < src.len() {
+        if src[i] == b'\n' && !(i > 0 && src[i - 1] == b'\\') {
+            return i;
+        }
+        i += 1;
+    }
+    src.len()
+}
+
+/// The directive's name (`if`, `pragma`, ...) of the line whose `#` is at `hash`.
+fn directive_word(src: &[u8], hash: usize) -> &[u8] {
+    let mut i = hash + 1;
+    while i < src.len() && (src[i] == b' ' || src[i] == b'\t') {
+        i += 1;
+    }
+    let s = i;
+    while i < src.len() && src[i].is_ascii_alphabetic() {
+        i += 1;
+    }
+    &src[s..i]
+}
+
+/// Skips blanks and comments from `i`; returns the first other byte's offset.
+fn skip_blank_and_comments(src: &[u8], mut i: usize) -> usize {
+    while i < src.len() {
+        match src[i] {
+            b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'\x0b' => i += 1,
+            b'/' if src.get(i + 1) == Some(&b'/') => {
+                while i < src.len() && src[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if src.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < src.len() && !(src[i] == b'*' && src.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i = (i + 2).min(src.len());
+            }
+            _ => break,
+        }
+    }
+    i
+}
+
+fn directive_run(src: &[u8], gap: usize) -> Option<Mask> {
+    let first = skip_blank_and_comments(src, gap);
+    let at_line_start = |i: usize| src[line_start_of(src, i)..i].iter().all(|&c| c == b' ' || c == b'\t');
+    if first >= src.len() || src[first] != b'#' || !at_line_start(first) {
+        return None;
+    }
+    let start = line_start_of(src, first);
+    let mut lines = Vec::new();
+    let mut depth = 0i32;
+    let mut i = first;
+    let next = loop {
+        i = skip_blank_and_comments(src, i);
+        if i >= src.len() {
+            return None;
+        }
+        if src[i] != b'#' {
+            break i;
+        }
+        if !at_line_start(i) {
+            return None;
+        }
+        match directive_word(src, i) {
+            b"if" | b"ifdef" | b"ifndef" => depth += 1,
+            b"endif" if depth == 0 => return None,
+            b"endif" => depth -= 1,
+            b"else" | b"elif" | b"elifdef" | b"elifndef" if depth == 0 => return None,
+            _ => {}
+        }
+        let end = logical_line_end(src, i);
+        lines.push((line_start_of(src, i), end));
+        i = end;
+    };
+    let tail = match depth {
+        0 => None,
+        1 => {
+            // The group the body sits in: its #else/#elif (or #endif) line to its #endif line.
+            let mut d = 0i32;
+            let mut from = None;
+            let mut j = next;
+            loop {
+                let le = logical_line_end(src, j);
+                let f = skip_blank_and_comments(src, j).min(le);
+                if f < src.len() && src[f] == b'#' && at_line_start(f) {
+                    match directive_word(src, f) {
+                        b"if" | b"ifdef" | b"ifndef" => d += 1,
+                        b"endif" if d == 0 => break Some((from.unwrap_or(line_start_of(src, f)), logical_line_end(src, f))),
+                        b"endif" => d -= 1,
+                        b"else" | b"elif" | b"elifdef" | b"elifndef" if d == 0 && from.is_none() => {
+                            from = Some(line_start_of(src, f))
+                        }
+                        _ => {}
+                    }
+                }
+                if le >= src.len() {
+                    return None;
+                }
+                j = le + 1;
+            }
+        }
+        _ => return None,
+    };
+    Some(Mask { start, next, lines, tail })
+}
+
+/// The text with the masks' directive lines (and tails) blanked; newlines stay.
+fn blank(src: &[u8], masks: &[Mask]) -> Vec<u8> {
+    let mut out = src.to_vec();
+    let mut wipe = |s: usize, e: usize| {
+        for c in &mut out[s..e.min(src.len())] {
+            if *c != b'\n' && *c != b'\r' {
+                *c = b' ';
+            }
+        }
+    };
+    for m in masks {
+        for &(s, e) in &m.lines {
+            wipe(s, e);
+        }
+        if let Some((s, e)) = m.tail {
+            wipe(s, e);
+        }
+    }
+    out
 }
 
 impl<'a> Lower<'a> {
@@ -228,7 +456,21 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// Code tree-sitter saw inside a macro's continuation lines is skipped.
+    fn in_macro(&mut self, c: Node<'a>) -> bool {
+        if c.start_byte() < self.macro_until {
+            return true;
+        }
+        if c.kind() == k::PREPROC_DEF || c.kind() == k::PREPROC_FUNCTION_DEF {
+            self.macro_until = logical_line_end(self.src, c.start_byte());
+        }
+        false
+    }
+
     fn top_item(&mut self, c: Node<'a>, depth: usize) {
+        if self.in_macro(c) {
+            return;
+        }
         match c.kind() {
             k::FUNCTION_DEFINITION => {
                 if let Some(f) = self.function(c) {
@@ -446,6 +688,12 @@ impl<'a> Lower<'a> {
                 None => break,
             }
         }
+        if fd.kind() != k::FUNCTION_DECLARATOR {
+            // `MACRO struct s { ... };` parses as a function named s: a body that is no
+            // function's must not be analysed (nor instrumented) as one.
+            self.diag(n, format!("`{}` has no parameter list: not analysed as a function (a macro before it?)", name));
+            return None;
+        }
         let mut params = Vec::new();
         if let Some(pl) = fd.child_by_field_name(k::F_PARAMETERS) {
             for p in self.named_children(pl) {
@@ -467,8 +715,85 @@ impl<'a> Lower<'a> {
         Some(Function { name, ret, params, body, span: span(n) })
     }
 
+    /// A statement's span with its place: where text may go before, inside and around it.
+    fn stmt_span(&self, n: Node<'a>) -> Span {
+        let mut sp = span(n);
+        let p = &mut sp.place;
+        match n.kind() {
+            k::COMPOUND_STATEMENT if self.src.get(n.start_byte()) == Some(&b'{') => p.inner = n.start_byte() as u32 + 1,
+            k::CASE_STATEMENT => {
+                let mut c = n.walk();
+                let colon = n.children(&mut c).find(|c| c.kind() == k::COLON).map(|c| c.end_byte() as u32);
+                p.inner = colon.unwrap_or(0);
+            }
+            _ => {}
+        }
+        let start = n.start_byte();
+        if matches!(n.kind(), k::PREPROC_IF | k::PREPROC_IFDEF) {
+            // A conditional among statements: what goes before it goes before its `#if` line.
+            let ls = line_start_of(self.src, start);
+            if self.src[ls..start].iter().all(|&c| c == b' ' || c == b'\t') {
+                p.lead = ls as u32;
+                p.lead_line = line(n);
+            }
+            return sp;
+        }
+        if let Some(m) = self.masks.iter().find(|m| m.next == start) {
+            // The body after a blanked directive run: insertions go before the run.
+            p.lead = m.start as u32;
+            p.lead_line = line_of(self.src, m.start);
+            if let Some((ts, te)) = m.tail {
+                p.close = te as u32;
+                p.close_line = line_of(self.src, te) + 1;
+                let mut sib = n.next_sibling();
+                while let Some(s) = sib {
+                    if s.start_byte() >= ts {
+                        break;
+                    }
+                    if s.is_named() && s.kind() != k::COMMENT {
+                        p.no_wrap = true;
+                        break;
+                    }
+                    sib = s.next_sibling();
+                }
+            }
+            return sp;
+        }
+        // `#pragma` lines (or directive-only conditionals) right before it belong to it.
+        if let Some((lead, lead_line, end)) = self.pragma_run {
+            if skip_blank_and_comments(self.src, end) == start {
+                p.lead = lead;
+                p.lead_line = lead_line;
+            }
+        }
+        sp
+    }
+
+    /// A `#pragma` line, or a conditional holding only such lines (and comments).
+    fn pragma_group(&self, n: Node<'a>, depth: usize) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        match n.kind() {
+            k::PREPROC_CALL => n
+                .child_by_field_name(k::F_DIRECTIVE)
+                .is_some_and(|d| self.text(d).trim_start_matches('#').trim_start() == "pragma"),
+            k::PREPROC_IF | k::PREPROC_IFDEF | k::PREPROC_ELSE | k::PREPROC_ELIF | k::PREPROC_ELIFDEF => {
+                let skip: Vec<usize> = [k::F_NAME, k::F_CONDITION]
+                    .iter()
+                    .filter_map(|f| n.child_by_field_name(f).map(|c| c.id()))
+                    .collect();
+                let kids = self.named_children(n);
+                kids.into_iter()
+                    .filter(|c| !skip.contains(&c.id()))
+                    .all(|c| c.kind() == k::COMMENT || self.pragma_group(c, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
     fn stmt(&mut self, n: Node<'a>, depth: usize) -> Stmt {
-        let sp = span(n);
+        let sp = self.stmt_span(n);
         if depth > MAX_DEPTH {
             self.diag(n, too_deep());
             return Stmt::Empty(sp);
@@ -492,7 +817,14 @@ impl<'a> Lower<'a> {
                 let then = n.child_by_field_name(k::F_CONSEQUENCE).map(|c| self.stmt(c, d));
                 let otherwise = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| {
                     // else_clause wraps the statement
-                    let inner = if a.kind() == k::ELSE_CLAUSE { a.named_child(0).unwrap_or(a) } else { a };
+                    // `else // comment` or `else /* c */ if`: the statement, not the comment.
+                    let inner = if a.kind() == k::ELSE_CLAUSE {
+                        let mut c = a.walk();
+                        let st = a.named_children(&mut c).find(|c| c.kind() != k::COMMENT);
+                        st.unwrap_or(a)
+                    } else {
+                        a
+                    };
                     Box::new(self.stmt(inner, d))
                 });
                 Stmt::If {
@@ -575,7 +907,7 @@ impl<'a> Lower<'a> {
                 self.typedef(n);
                 Stmt::Empty(sp)
             }
-            "comment" => Stmt::Empty(sp),
+            k::COMMENT => Stmt::Empty(sp),
             k::ERROR => Stmt::Empty(sp),
             other => {
                 if n.is_named() && !other.starts_with("preproc") {
@@ -587,7 +919,21 @@ impl<'a> Lower<'a> {
     }
 
     fn stmt_into(&mut self, c: Node<'a>, depth: usize, v: &mut Vec<Stmt>) {
-        if c.kind() == "comment" {
+        if c.kind() == k::COMMENT || self.in_macro(c) {
+            return;
+        }
+        if self.pragma_group(c, 0) {
+            let (start, end) = (c.start_byte(), c.end_byte());
+            let continues = self.pragma_run.is_some_and(|r| skip_blank_and_comments(self.src, r.2) == start);
+            if !continues {
+                let ls = line_start_of(self.src, start);
+                self.pragma_run = self.src[ls..start]
+                    .iter()
+                    .all(|&b| b == b' ' || b == b'\t')
+                    .then(|| (ls as u32, line(c), end));
+            } else if let Some(r) = &mut self.pragma_run {
+                r.2 = end;
+            }
             return;
         }
         let s = self.stmt(c, depth);
@@ -686,14 +1032,14 @@ impl<'a> Lower<'a> {
                     if self.call_depth >= MAX_CALL_NESTING {
                         self.diag(n, format!("calls nested deeper than {MAX_CALL_NESTING} levels: arguments not analysed"));
                         for a in self.named_children(al) {
-                            if a.kind() != "comment" {
+                            if a.kind() != k::COMMENT {
                                 args.push(CExpr::Unknown("(too deep)".into()));
                             }
                         }
                     } else {
                         self.call_depth += 1;
                         for a in self.named_children(al) {
-                            if a.kind() != "comment" {
+                            if a.kind() != k::COMMENT {
                                 args.push(self.expr(a, d));
                             }
                         }

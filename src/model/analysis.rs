@@ -121,6 +121,43 @@ pub struct Block {
     /// parameters and loop variables, or a probability; absent when it depends on data.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cond: Option<Expr>,
+    /// Where a trace point for the block may be inserted, from the syntax tree. Absent in
+    /// analyses written before it existed.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub site: Option<Site>,
+}
+
+/// Where a statement that runs once per execution of a block can be inserted into its file,
+/// as the front end found it in the syntax tree (byte offsets in the file, lines 1-based).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Site {
+    /// The offset: after the `{` of a function body or a compound body/arm, after a case
+    /// label's `:`, before a non-compound body/arm or before a straight-line block's first
+    /// statement (before the `#pragma` lines attached to it, and before the `for` whose
+    /// init clause starts the block).
+    pub at: u32,
+    /// The line at `at` when `at` starts a preprocessor line: what is inserted there must end
+    /// with a newline and `#line <at_line>`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub at_line: Option<u32>,
+    /// Loop bodies and branch arms: the statement node's byte range (without the comments and
+    /// directive lines before it).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stmt: Option<[u32; 2]>,
+    /// The body or arm is a compound statement (`at` is just inside its brace).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compound: bool,
+    /// A body or arm that is not compound: what is inserted at `at` needs braces around
+    /// [at, wrap_end).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub wrap_end: Option<u32>,
+    /// When `wrap_end` ends a preprocessor line (an `#endif`): the line after it; the closing
+    /// brace goes on a line of its own, followed by `#line <wrap_end_line>`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub wrap_end_line: Option<u32>,
+    /// Why nothing may be inserted for this block.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub blocked: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
