@@ -39,7 +39,9 @@ fn counter_table(n: usize) -> String {
 /// Analyses `src` alone, counts every block, and writes the copy into `dir` (same file name).
 /// Returns the copy, the number of blocks and the blocks left without a counter.
 fn instrument(src: &Path, dir: &Path) -> (PathBuf, usize, Vec<(u32, String)>) {
-    let model = frontend::analyze(&[src.to_path_buf()], &frontend::Options::default());
+    // As the build sees the file: conditional branches selected by its preprocessor.
+    let spec = mpicast::mpi::build::BuildSpec::default();
+    let model = frontend::analyze_built(&[src.to_path_buf()], &frontend::Options::default(), &spec);
     let name = src.display().to_string();
     let text = std::fs::read(src).unwrap();
     let texts: HashMap<String, Vec<u8>> = [(name.clone(), text.clone())].into_iter().collect();
@@ -170,7 +172,7 @@ fn every_instrument_fixture_compiles_and_prints_what_the_original_prints() {
 #[test]
 fn every_example_and_analysis_fixture_compiles_with_every_block_counted() {
     let mut files: Vec<(PathBuf, bool, bool)> = Vec::new();
-    for dir in ["examples", "tests/fixtures/c", "tests/fixtures/predict"] {
+    for dir in ["examples", "tests/fixtures/c", "tests/fixtures/predict", "tests/fixtures/corpus", "tests/fixtures/build"] {
         files.extend(sources(dir).into_iter().map(|f| (f, false, true)));
     }
     // broken.c does not compile to begin with.

@@ -394,7 +394,8 @@ impl<'a> Lower<'a> {
 
     /// A call of a function-like macro whose replacement is an expression, as its expansion.
     fn macro_use(&mut self, call: Node<'a>, func: &str) -> Option<CExpr> {
-        if self.macros.is_empty() || self.expansion_depth >= MAX_EXPANSION_DEPTH {
+        // MPICAST_PROBA(cond, p) is an annotation the analysis reads, whatever its definition.
+        if self.macros.is_empty() || self.expansion_depth >= MAX_EXPANSION_DEPTH || func == "MPICAST_PROBA" {
             return None;
         }
         let al = call.child_by_field_name(k::F_ARGUMENTS)?;

@@ -126,6 +126,12 @@ fn directive(line: &str) -> Option<Cond> {
     }
 }
 
+/// A line that may hold code: not blank, not a directive, not obviously a comment.
+fn is_code(line: &str) -> bool {
+    let t = line.trim();
+    !(t.is_empty() || t.starts_with('#') || t.starts_with("//") || t.starts_with("/*") || t.starts_with('*'))
+}
+
 /// One conditional group: its directive lines (1-based, each with its continuation lines) and
 /// the lines between them.
 struct Group {
@@ -180,8 +186,15 @@ fn blank_unselected(text: &str, active: &BTreeSet<usize>) -> Option<String> {
         // Branch b runs from the end of directive b to the start of directive b+1.
         let branches: Vec<(usize, usize)> = g.directives.windows(2).map(|w| (w[0].1 + 1, w[1].0)).collect();
         let live: Vec<bool> = branches.iter().map(|&(a, b)| a < b && active.range(a..b).next().is_some()).collect();
-        if !live.iter().any(|&l| l) {
-            continue; // undecided: no branch produced text (empty branches, or code not reached)
+        // A branch is dead when it holds code and none of it reached the output (a branch of
+        // comments alone, or empty, says nothing).
+        let dead: Vec<bool> = branches
+            .iter()
+            .zip(&live)
+            .map(|(&(a, b), &l)| !l && (a..b).any(|n| is_code(line(n - 1))))
+            .collect();
+        if !live.iter().any(|&l| l) && !dead.iter().any(|&d| d) {
+            continue; // undecided
         }
         for &(a, b) in &g.directives {
             blank.extend(a..=b);
@@ -228,8 +241,13 @@ mod tests {
 
     #[test]
     fn undecided_groups_are_left_alone_and_nesting_follows_the_outer_branch() {
-        let text = "#if A\n#if B\nx;\n#endif\n#endif\n#ifdef EMPTY\n#endif\n";
+        let text = "#if A\n#if B\n// x;\n#endif\n#endif\n#ifdef EMPTY\n#endif\n";
         assert!(blank_unselected(text, &BTreeSet::new()).is_none());
+        // A branch with code that printed nothing is compiled out, #else or not.
+        let text = "{\n#ifdef GPU\n} else if (k) {\n#endif\n}\n";
+        let active: BTreeSet<usize> = [1, 5].into_iter().collect();
+        let out = blank_unselected(text, &active).unwrap();
+        assert_eq!(out.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>(), ["{", "}"]);
         let text = "#if A\nx;\n#if B\ny;\n#else\nz;\n#endif\n#endif\n";
         let active: BTreeSet<usize> = [2, 6].into_iter().collect();
         let out = blank_unselected(text, &active).unwrap();
