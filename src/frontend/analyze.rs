@@ -1210,24 +1210,13 @@ impl<'a> Analyzer<'a> {
         for c in &self.model.calls {
             graph.entry(c.caller.clone()).or_default().insert(c.callee.clone());
         }
-        // A function is recursive when it can reach itself.
-        let mut recursive = HashSet::new();
-        for n in &names {
-            let mut stack: Vec<String> = graph.get(n).map(|s| s.iter().cloned().collect()).unwrap_or_default();
-            let mut seen = HashSet::new();
-            while let Some(x) = stack.pop() {
-                if &x == n {
-                    recursive.insert(n.clone());
-                    break;
-                }
-                if seen.insert(x.clone()) {
-                    stack.extend(graph.get(&x).into_iter().flatten().cloned());
-                }
-            }
-        }
+        // A function is recursive when it can reach itself: it calls itself, or shares a
+        // strongly connected component of the call graph with another function.
+        let recursive = recursive_functions(&graph);
         let mut memo: HashMap<String, Option<Ops>> = HashMap::new();
+        let index = CallIndex::new(&self.model);
         for n in &names {
-            self.ops_per_call(n, &recursive, &mut memo, 0);
+            self.ops_per_call(n, &recursive, &index, &mut memo, 0);
         }
         for f in &mut self.model.functions {
             f.recursive = recursive.contains(&f.name);
@@ -1245,7 +1234,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn ops_per_call(&self, name: &str, recursive: &HashSet<String>, memo: &mut HashMap<String, Option<Ops>>, depth: usize) -> Option<Ops> {
+    fn ops_per_call(&self, name: &str, recursive: &HashSet<String>, index: &CallIndex, memo: &mut HashMap<String, Option<Ops>>, depth: usize) -> Option<Ops> {
         if let Some(m) = memo.get(name) {
             return m.clone();
         }
@@ -1255,7 +1244,7 @@ impl<'a> Analyzer<'a> {
         }
         let mut total = Ops::new();
         let mut ok = true;
-        for b in self.model.blocks.iter().filter(|b| b.function == name) {
+        for b in index.blocks_of.get(name).into_iter().flatten().map(|&i| &self.model.blocks[i]) {
             let Some(n) = b.count.expr.clone().filter(|_| b.count.status != CountStatus::NeedsTrace) else {
                 if !b.ops.is_empty() {
                     ok = false;
@@ -1266,10 +1255,10 @@ impl<'a> Analyzer<'a> {
                 add_op(&mut total, *c, k.clone().mul(n.clone()));
             }
         }
-        let sites: Vec<CallSite> = self.model.calls.iter().filter(|c| c.caller == name).cloned().collect();
-        for s in sites {
-            let count = self.model.blocks.iter().find(|b| b.id == s.block).and_then(|b| b.count.expr.clone());
-            let callee = self.ops_per_call(&s.callee, recursive, memo, depth + 1);
+        for &k in index.calls_of.get(name).into_iter().flatten() {
+            let s = &self.model.calls[k];
+            let count = index.block_by_id.get(s.block.as_str()).and_then(|&i| self.model.blocks[i].count.expr.clone());
+            let callee = self.ops_per_call(&s.callee, recursive, index, memo, depth + 1);
             match (count, callee) {
                 (Some(n), Some(ops)) => {
                     for (c, k) in ops {
@@ -1287,6 +1276,88 @@ impl<'a> Analyzer<'a> {
 }
 
 // ---- Helpers --------------------------------------------------------------------------------
+
+/// The model's blocks by function and by id, and its call sites by caller: the interprocedural
+/// pass looks each up once per function instead of scanning the whole program.
+struct CallIndex {
+    blocks_of: HashMap<String, Vec<usize>>,
+    calls_of: HashMap<String, Vec<usize>>,
+    block_by_id: HashMap<String, usize>,
+}
+
+impl CallIndex {
+    fn new(model: &ProgramModel) -> CallIndex {
+        let mut blocks_of: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut block_by_id = HashMap::new();
+        for (i, b) in model.blocks.iter().enumerate() {
+            blocks_of.entry(b.function.clone()).or_default().push(i);
+            block_by_id.insert(b.id.clone(), i);
+        }
+        let mut calls_of: HashMap<String, Vec<usize>> = HashMap::new();
+        for (k, c) in model.calls.iter().enumerate() {
+            calls_of.entry(c.caller.clone()).or_default().push(k);
+        }
+        CallIndex { blocks_of, calls_of, block_by_id }
+    }
+}
+
+/// Functions that can reach themselves in the call graph (Tarjan's strongly connected
+/// components, iteratively: linear in the graph, no recursion on deep call chains).
+fn recursive_functions(graph: &HashMap<String, BTreeSet<String>>) -> HashSet<String> {
+    let names: Vec<&String> = graph.keys().collect();
+    let id: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let succ: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| graph[*n].iter().filter_map(|c| id.get(c.as_str()).copied()).collect())
+        .collect();
+    let n = names.len();
+    let (mut index, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next = 0;
+    let mut out = HashSet::new();
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        while let Some(&mut (v, ref mut k)) = work.last_mut() {
+            if *k == 0 && index[v] == usize::MAX {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on[v] = true;
+            }
+            if let Some(&w) = succ[v].get(*k) {
+                *k += 1;
+                if index[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on[w] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if comp.len() > 1 || succ[v].contains(&v) {
+                    out.extend(comp.into_iter().map(|w| names[w].clone()));
+                }
+            }
+        }
+    }
+    out
+}
 
 fn nonzero(x: u32) -> Option<u32> {
     (x != 0).then_some(x)

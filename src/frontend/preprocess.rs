@@ -33,8 +33,35 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
         .collect();
     // Lines that produced output, per file (canonical path), over every unit.
     let mut active: HashMap<PathBuf, BTreeSet<usize>> = HashMap::new();
-    for unit in files.iter().filter(|f| is_unit(f)) {
-        match preprocess(unit, spec) {
+    // Units are preprocessed on every core (each is a compiler start-up and mpi.h: tens of ms).
+    // Only conditional groups are selected: a unit need not be preprocessed when neither it nor
+    // any analysed header has one.
+    let has_groups = |f: &PathBuf| std::fs::read_to_string(f).is_ok_and(|t| t.lines().any(|l| directive(l) == Some(Cond::If)));
+    let headers_have_groups = files.iter().filter(|f| !is_unit(f)).any(has_groups);
+    let units: Vec<&PathBuf> = files.iter().filter(|f| is_unit(f) && (headers_have_groups || has_groups(f))).collect();
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(units.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(usize, Result<String, String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(unit) = units.get(k) else { break };
+                        mine.push((k, preprocess(unit, spec)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let mut results = results;
+    results.sort_by_key(|r| r.0);
+    for (k, r) in results {
+        let unit = units[k];
+        match r {
             Ok(text) => mark_active(&text, unit.parent().unwrap_or(Path::new(".")), &canon, &mut active),
             Err(e) => out.problems.push((unit.clone(), e)),
         }
@@ -181,32 +208,52 @@ fn blank_unselected(text: &str, active: &BTreeSet<usize>) -> Option<String> {
         }
         k += 1;
     }
-    let mut blank: BTreeSet<usize> = BTreeSet::new();
+    // Code lines before each line (prefix sums), so that each branch is judged in O(1); blanked
+    // ranges go into a difference array: deep nests stay linear.
+    let mut code_before = vec![0usize; spans.len() + 2];
+    for k in 0..spans.len() {
+        code_before[k + 2] = code_before[k + 1] + usize::from(is_code(line(k)));
+    }
+    let has_code = |a: usize, b: usize| a < b && code_before[b] > code_before[a];
+    let mut cover = vec![0i64; spans.len() + 2];
+    let mut mark = |a: usize, b: usize| {
+        // Lines a..b (1-based, b exclusive).
+        if a < b {
+            cover[a] += 1;
+            cover[b] -= 1;
+        }
+    };
+    let mut any = false;
     for g in &groups {
         // Branch b runs from the end of directive b to the start of directive b+1.
         let branches: Vec<(usize, usize)> = g.directives.windows(2).map(|w| (w[0].1 + 1, w[1].0)).collect();
         let live: Vec<bool> = branches.iter().map(|&(a, b)| a < b && active.range(a..b).next().is_some()).collect();
         // A branch is dead when it holds code and none of it reached the output (a branch of
         // comments alone, or empty, says nothing).
-        let dead: Vec<bool> = branches
-            .iter()
-            .zip(&live)
-            .map(|(&(a, b), &l)| !l && (a..b).any(|n| is_code(line(n - 1))))
-            .collect();
+        let dead: Vec<bool> = branches.iter().zip(&live).map(|(&(a, b), &l)| !l && has_code(a, b)).collect();
         if !live.iter().any(|&l| l) && !dead.iter().any(|&d| d) {
             continue; // undecided
         }
+        any = true;
         for &(a, b) in &g.directives {
-            blank.extend(a..=b);
+            mark(a, b + 1);
         }
         for (&(a, b), &l) in branches.iter().zip(&live) {
             if !l {
-                blank.extend(a..b);
+                mark(a, b);
             }
         }
     }
-    if blank.is_empty() {
+    if !any {
         return None;
+    }
+    let mut blank: Vec<usize> = Vec::new();
+    let mut depth = 0i64;
+    for (l, c) in cover.iter().enumerate().skip(1) {
+        depth += c;
+        if depth > 0 && l <= spans.len() {
+            blank.push(l);
+        }
     }
     let mut out = text.as_bytes().to_vec();
     for l in blank {
