@@ -31,18 +31,19 @@ pub struct Args {
 }
 
 /// Parses `NAME=VALUE` bindings; VALUE must be a number.
+/// Numeric `-D NAME=VALUE` bindings (`-D NAME` is 1). A value that is not a number (`-D
+/// comm=MPI_COMM_WORLD`) is no formula parameter: only the static evaluation binds it.
 pub fn parse_bindings(defs: &[String]) -> Result<BTreeMap<String, f64>> {
     let mut out = BTreeMap::new();
     for d in defs {
-        let Some((name, value)) = d.split_once('=') else {
-            bail!("-D {d}: expected NAME=VALUE");
-        };
+        let (name, value) = d.split_once('=').unwrap_or((d.as_str(), "1"));
         let name = name.trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             bail!("-D {d}: {name:?} is not a C identifier");
         }
-        let v: f64 = value.trim().parse().map_err(|_| anyhow::anyhow!("-D {d}: {value:?} is not a number"))?;
-        out.insert(name.to_string(), v);
+        if let Ok(v) = value.trim().parse::<f64>() {
+            out.insert(name.to_string(), v);
+        }
     }
     Ok(out)
 }

@@ -169,6 +169,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         top: args.top,
         assumptions: notes,
         save_traces: args.save_traces.clone(),
+        defines: args.define.clone(),
     };
     let _tmp;
     let trace_dir = match (&args.trace, args.trace_ranks) {

@@ -150,6 +150,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         top: 10,
         assumptions: notes,
         save_traces: None,
+        defines: args.define.clone(),
     };
     let total = (ranks.len() * platforms.len()) as u64;
     let bar = ProgressBar::new(total);

@@ -110,6 +110,21 @@ pub fn compile_commands_defines(path: &Path) -> Result<BTreeMap<String, f64>> {
     Ok(out)
 }
 
+/// The IR of the given source files (those that can be read; the analysis reports the others).
+pub fn lower_sources(files: &[String]) -> Vec<ir::Unit> {
+    let mut units = Vec::new();
+    for name in files {
+        let p = Path::new(name);
+        if std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(p) else { continue };
+        let text = String::from_utf8_lossy(&bytes);
+        units.push(lower::lower_file(name, &text, lang_of(p).unwrap_or(lower::Lang::C)));
+    }
+    units
+}
+
 /// Analyses a set of source files into a ProgramModel. Unreadable or unparsable files become
 /// diagnostics; only an empty input is an error.
 pub fn analyze(files: &[PathBuf], opts: &Options) -> ProgramModel {

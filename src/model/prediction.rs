@@ -53,6 +53,17 @@ pub struct Prediction {
     /// Set when the traces were scaled from fewer (or more) ranks than predicted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaling: Option<Scaling>,
+    /// Static path: what each rank prints (printf, puts), as the evaluation computed it; `?`
+    /// stands for a value known only at run time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_output: Vec<RankOutput>,
+}
+
+/// One rank's printed lines.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankOutput {
+    pub rank: u32,
+    pub lines: Vec<String>,
 }
 
 /// How traces of `from_ranks` ranks were rewritten for `to_ranks`.
