@@ -30,7 +30,7 @@ const SMALL_ARRAY: i64 = 1 << 16;
 const SMALL_MESSAGE: i64 = 4096;
 /// A loop without communication whose formula gives more executions than this is charged by
 /// the formula; shorter ones are interpreted (their scalars then stay exact).
-const INTERPRET_BELOW: f64 = 2048.0;
+const INTERPRET_BELOW: f64 = 256.0;
 /// Calls nested deeper than this stop the evaluation (recursion).
 const MAX_CALL_DEPTH: usize = 200;
 /// Lines of program output kept per rank.
@@ -310,6 +310,7 @@ pub struct Interp<'s, 'p, 'a> {
     pub strict_comm: bool,
     debug: bool,
     maybe_array: HashSet<usize>,
+    free: Vec<usize>,
 }
 
 type R<T> = Result<T, Unresolved>;
@@ -350,6 +351,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             strict_comm: false,
             debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some(),
             maybe_array: HashSet::new(),
+            free: Vec::new(),
         }
     }
 
@@ -371,8 +373,23 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     // ---- Memory -------------------------------------------------------------------------
 
     fn alloc(&mut self, c: Cell) -> usize {
+        if let Some(k) = self.free.pop() {
+            self.heap[k] = c;
+            return k;
+        }
         self.heap.push(c);
         self.heap.len() - 1
+    }
+
+    /// A block's scope ends: its variables' cells are reused (C forbids using them after).
+    fn pop_scope(&mut self) {
+        if let Some(sc) = self.scopes.pop() {
+            for (_, c) in sc {
+                if !self.maybe_array.contains(&c) {
+                    self.free.push(c);
+                }
+            }
+        }
     }
 
     fn new_cell_for(&mut self, ty: &CType) -> usize {
@@ -695,7 +712,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             Stmt::Compound(v, _) => {
                 self.scopes.push(HashMap::new());
                 let r = self.stmts(v, sink);
-                self.scopes.pop();
+                self.pop_scope();
                 r
             }
             Stmt::Label(inner, _) => self.stmt(inner, sink),
@@ -906,7 +923,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             self.iterate(s, lb, has_comm, sink)
         })();
-        self.scopes.pop();
+        self.pop_scope();
         r
     }
 
@@ -947,7 +964,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 out.push((*j, n * self.weight));
             }
         }
-        if total <= INTERPRET_BELOW {
+        if total <= INTERPRET_BELOW || self.writes_small_state(s) {
             return Ok(false);
         }
         if self.weight != 0.0 {
@@ -956,6 +973,33 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let written = written_idents(s);
         self.poison(&written, &format!("computed by the loop at {}:{}", self.file, s.span().line_start));
         Ok(true)
+    }
+
+    /// Does the loop store into small arrays or struct fields (state the rest of the program
+    /// may read)? Stores into allocated (bulk) memory and plain variables do not count.
+    fn writes_small_state(&mut self, s: &Stmt) -> bool {
+        let mut roots = Vec::new();
+        lvalues(s, &mut roots);
+        roots.iter().any(|e| {
+            let mut e: &CExpr = e;
+            loop {
+                match e {
+                    CExpr::Index { array, .. } => e = array,
+                    CExpr::Cast { value, .. } => e = value,
+                    CExpr::Field { .. } => return true,
+                    CExpr::Ident(n) => {
+                        let Some(c) = self.lookup(n) else { return false };
+                        let target = match &self.heap[c] {
+                            Cell::V(Val::P(t, _)) => *t,
+                            Cell::V(Val::U(_)) => return self.maybe_array.contains(&c),
+                            _ => c,
+                        };
+                        return matches!(self.heap[target], Cell::Ar(_, false) | Cell::St(_));
+                    }
+                    _ => return false,
+                }
+            }
+        })
     }
 
     fn iterate(&mut self, s: &'p Stmt, lb: Option<usize>, has_comm: bool, sink: &mut dyn Sink) -> R<Flow> {
@@ -3083,6 +3127,69 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
     }
     st(s, &mut out);
     out
+}
+
+/// The stored-to expressions (left of assignments, ++/--) that are not plain variables.
+fn lvalues<'e>(s: &'e Stmt, out: &mut Vec<&'e CExpr>) {
+    fn ex<'e>(e: &'e CExpr, out: &mut Vec<&'e CExpr>) {
+        match e {
+            CExpr::Assign { left, right, .. } => {
+                if !matches!(&**left, CExpr::Ident(_)) {
+                    out.push(left);
+                }
+                ex(right, out);
+            }
+            CExpr::Update { arg, .. } => {
+                if !matches!(&**arg, CExpr::Ident(_)) {
+                    out.push(arg);
+                }
+            }
+            CExpr::Binary { left, right, .. } | CExpr::Comma(left, right) => {
+                ex(left, out);
+                ex(right, out);
+            }
+            CExpr::Call { args, .. } => args.iter().for_each(|a| ex(a, out)),
+            CExpr::Cond { cond, then, otherwise } => {
+                ex(cond, out);
+                ex(then, out);
+                ex(otherwise, out);
+            }
+            CExpr::Unary { arg, .. } | CExpr::Cast { value: arg, .. } => ex(arg, out),
+            _ => {}
+        }
+    }
+    match s {
+        Stmt::Compound(v, _) => v.iter().for_each(|x| lvalues(x, out)),
+        Stmt::Expr(e, _) => ex(e, out),
+        Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| ex(e, out)),
+        Stmt::If { cond, then, otherwise, .. } => {
+            ex(cond, out);
+            lvalues(then, out);
+            if let Some(o) = otherwise {
+                lvalues(o, out);
+            }
+        }
+        Stmt::For { init, cond, update, body, .. } => {
+            if let Some(i) = init {
+                lvalues(i, out);
+            }
+            if let Some(c) = cond {
+                ex(c, out);
+            }
+            if let Some(u) = update {
+                ex(u, out);
+            }
+            lvalues(body, out);
+        }
+        Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
+            ex(cond, out);
+            lvalues(body, out);
+        }
+        Stmt::Case { body, .. } => body.iter().for_each(|x| lvalues(x, out)),
+        Stmt::Return(Some(e), _) => ex(e, out),
+        Stmt::Label(x, _) => lvalues(x, out),
+        _ => {}
+    }
 }
 
 /// Does the statement mention identifier `v`?
