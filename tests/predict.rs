@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 
 use mpicast::model::trace::{Peer, TraceAction};
 
+mod common;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -255,4 +257,130 @@ fn trace_args_drive_the_traced_run() {
     let out = predict(&[src, "-n", "4", "--trace-ranks", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "4", "1000", "20"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("traced run at 2 ranks"));
+/// Every MPI action of a rank's trace as text, loops unfolded; compute, request completion and
+/// communicator definitions left out, communicators not named (their ids are local choices).
+fn mpi_actions(dir: &Path, rank: u32) -> Vec<String> {
+    let mut rd = mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(dir, rank)).unwrap();
+    let mut out = Vec::new();
+    while let Some((a, _)) = rd.next_action().unwrap() {
+        out.push(match a {
+            TraceAction::Send { to, bytes, tag, .. } | TraceAction::Isend { to, bytes, tag, .. } => format!("send to {to} {bytes} B tag {tag}"),
+            TraceAction::Recv { from, .. } | TraceAction::Irecv { from, .. } => format!("recv from {from:?}"),
+            TraceAction::Sendrecv { to, send_bytes, from, .. } => format!("sendrecv to {to} {send_bytes} B from {from:?}"),
+            TraceAction::Barrier { .. } => "barrier".into(),
+            TraceAction::Bcast { bytes, root, .. } => format!("bcast {bytes} B root {root}"),
+            TraceAction::Reduce { bytes, root, .. } => format!("reduce {bytes} B root {root}"),
+            TraceAction::Allreduce { bytes, .. } => format!("allreduce {bytes} B"),
+            TraceAction::Scatter { bytes, root, .. } => format!("scatter {bytes} B root {root}"),
+            TraceAction::Gather { bytes, root, .. } => format!("gather {bytes} B root {root}"),
+            TraceAction::Allgather { bytes, .. } => format!("allgather {bytes} B"),
+            TraceAction::Alltoall { bytes, .. } => format!("alltoall {bytes} B"),
+            TraceAction::Compute { .. } | TraceAction::CommDef { .. } | TraceAction::Wait { .. } | TraceAction::Waitall { .. } => continue,
+            other => format!("{other:?}"),
+        });
+    }
+    out
+}
+
+/// The lines starting with `rank ` that a real run prints (mpicc, mpirun), sorted.
+fn real_run_lines(scratch: &common::Scratch, src: &str, ranks: u32, args: &[&str]) -> Vec<String> {
+    let exe = scratch.path().join("prog");
+    let out = Command::new("mpicc").args(["-O1", "-o", exe.to_str().unwrap(), src, "-lm"]).current_dir(root()).output().expect("mpicc");
+    assert!(out.status.success(), "mpicc {src}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut cmd = Command::new("mpirun");
+    cmd.args(scratch.mpirun_args().split_whitespace()).args(["-n", &ranks.to_string(), exe.to_str().unwrap()]).args(args);
+    let out = cmd.output().expect("mpirun");
+    assert!(out.status.success(), "mpirun {src}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("rank ")).map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+/// Static evaluation of a fixture against the program itself: the values it prints (its resolved
+/// parameters, decomposition and message sizes) as a real run prints them, and the static
+/// path's messages as `mpicast trace` records them.
+fn static_matches_run(src: &str, ranks: u32, defines: &[&str], args: &[&str]) {
+    let scratch = common::Scratch::new("mpicast-eval");
+    let saved = scratch.path().join("static");
+    let n = ranks.to_string();
+    let mut a = vec![src, "-n", &n, "--platform", LOCALHOST, "--save-traces", saved.to_str().unwrap()];
+    for d in defines {
+        a.extend(["-D", d]);
+    }
+    a.push("--");
+    a.extend(args);
+    let p = json(&a);
+    assert_eq!(p["mode"], "static", "{src}");
+    let mut got: Vec<String> = p["static_output"]
+        .as_array()
+        .expect("static_output")
+        .iter()
+        .flat_map(|r| r["lines"].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()))
+        .filter(|l| l.starts_with("rank "))
+        .collect();
+    got.sort();
+    // -D binds the program's variable: the real run gets the same value through its argument.
+    let want = real_run_lines(&scratch, src, ranks, args);
+    assert!(!want.is_empty(), "{src}: the run printed nothing");
+    assert_eq!(got, want, "{src}: values the static evaluation computed vs what the run printed");
+    let traced = scratch.trace("traced", &root().join(src), ranks, args);
+    for r in 0..ranks {
+        assert_eq!(mpi_actions(&saved, r), mpi_actions(&traced, r), "{src}: rank {r}: static messages vs the trace's");
+    }
+}
+
+#[test]
+fn eval_argv_ternary_and_renamed_main_parameters() {
+    static_matches_run("tests/fixtures/eval/argv_ternary.c", 3, &[], &["50"]);
+}
+
+#[test]
+fn eval_define_binds_a_program_variable() {
+    // -D n=64 wins over the program argument: the run is given 64 itself.
+    let scratch = common::Scratch::new("mpicast-eval-d");
+    let d = scratch.path().to_str().unwrap();
+    let p = json(&["tests/fixtures/eval/argv_ternary.c", "-n", "2", "--platform", LOCALHOST, "-D", "n=64", "--save-traces", d, "--", "50"]);
+    let lines: Vec<&str> = p["static_output"].as_array().unwrap().iter().flat_map(|r| r["lines"].as_array().unwrap()).map(|l| l.as_str().unwrap()).collect();
+    assert_eq!(lines, ["rank 0: n=64 count=64", "rank 1: n=64 count=128"]);
+    // A value that is not a number is not refused: it binds the communicator variable.
+    static_matches_run("tests/fixtures/eval/comms.c", 4, &["comm=MPI_COMM_WORLD"], &[]);
+}
+
+#[test]
+fn eval_getopt_into_a_config_struct() {
+    static_matches_run("tests/fixtures/eval/getopt_config.c", 3, &[], &["-n", "20", "-v", "-i", "3", "-a", "0.25"]);
+}
+
+#[test]
+fn eval_getopt_long() {
+    static_matches_run("tests/fixtures/eval/getopt_long_opts.c", 2, &[], &["--length", "12", "--quiet", "-m", "64"]);
+}
+
+#[test]
+fn eval_hand_written_option_parser() {
+    static_matches_run("tests/fixtures/eval/hand_parser.c", 3, &[], &["-n", "7", "--reps=2", "-t", "0.01"]);
+}
+
+#[test]
+fn eval_decomposition_sent_by_the_master() {
+    static_matches_run("tests/fixtures/eval/master_rows.c", 4, &[], &["10"]);
+}
+
+#[test]
+fn eval_communicator_alias_dup_and_split() {
+    static_matches_run("tests/fixtures/eval/comms.c", 4, &[], &[]);
+}
+
+#[test]
+fn eval_small_arrays_math_and_unreached_input_file() {
+    static_matches_run("tests/fixtures/eval/scalars_math.c", 4, &[], &["37"]);
+}
+
+#[test]
+fn eval_convergence_loop_needs_a_trace() {
+    let out = predict(&["tests/fixtures/eval/convergence.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("convergence.c:14") && err.contains("depends on data") && err.contains("--trace-ranks"), "{err}");
 }

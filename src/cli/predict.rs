@@ -190,6 +190,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         top: args.top,
         assumptions: notes,
         save_traces: args.save_traces.clone(),
+        defines: args.build.define.clone(),
+        build: build.clone(),
     };
     let run = TraceRun { inputs: &args.inputs, measured: args.measured, build: &build, launch: &launch, args: &trace_args, timeout_s: args.trace_timeout };
     let req = scale_request(args.ranks, &args.scaling, args.force_topology.as_deref())?;

@@ -160,6 +160,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         top: 10,
         assumptions: notes,
         save_traces: None,
+        defines: args.build.define.clone(),
+        build: build.clone(),
     };
     let total = (ranks.len() * platforms.len()) as u64;
     let bar = ProgressBar::new(total);

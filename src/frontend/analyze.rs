@@ -840,7 +840,7 @@ impl<'a> Analyzer<'a> {
             CExpr::Ident(n) => self.var_type(n),
             CExpr::Int(_) => CType::int(),
             CExpr::Float { single, .. } => CType::new(if *single { Base::Float } else { Base::Double }),
-            CExpr::Str => CType { base: Base::Int, indirection: 1, is_const: true },
+            CExpr::Str(_) => CType { base: Base::Int, indirection: 1, is_const: true },
             CExpr::Binary { op, left, right } => {
                 let lt = self.expr_ops(left, ops, false);
                 let rt = self.expr_ops(right, ops, false);
@@ -1804,21 +1804,21 @@ fn body_escapes(s: &Stmt) -> Option<String> {
     walk(s, false)
 }
 
-enum Step {
+pub(crate) enum Step {
     Add(i64),
     Mul(i64),
     Div(i64),
 }
 
-struct LoopShape {
-    var: String,
-    start: CExpr,
-    cmp: String,
-    bound: CExpr,
-    step: Step,
+pub(crate) struct LoopShape {
+    pub(crate) var: String,
+    pub(crate) start: CExpr,
+    pub(crate) cmp: String,
+    pub(crate) bound: CExpr,
+    pub(crate) step: Step,
 }
 
-fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Option<&CExpr>) -> Option<LoopShape> {
+pub(crate) fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Option<&CExpr>) -> Option<LoopShape> {
     let (var, start) = match init? {
         Stmt::Decl(ds, _) if ds.len() == 1 => (ds[0].name.clone(), ds[0].init.clone()?),
         Stmt::Expr(CExpr::Assign { op, left, right }, _) if op == "=" => match &**left {
@@ -1856,7 +1856,7 @@ fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Option<&CExpr>)
         _ => None,
     };
     let step = match update? {
-        CExpr::Update { op, arg } if is_var(arg) => Step::Add(if op == "++" { 1 } else { -1 }),
+        CExpr::Update { op, arg, .. } if is_var(arg) => Step::Add(if op == "++" { 1 } else { -1 }),
         CExpr::Assign { op, left, right } if is_var(left) => match op.as_str() {
             "+=" => Step::Add(int_of(right)?),
             "-=" => Step::Add(-int_of(right)?),
@@ -1940,10 +1940,10 @@ pub fn cexpr_text(e: &CExpr) -> String {
         CExpr::Ident(n) => n.clone(),
         CExpr::Int(n) => n.to_string(),
         CExpr::Float { value, single } => format!("{value}{}", if *single { "f" } else { "" }),
-        CExpr::Str => "\"...\"".into(),
+        CExpr::Str(_) => "\"...\"".into(),
         CExpr::Binary { op, left, right } => format!("{} {op} {}", paren(left), paren(right)),
         CExpr::Unary { op, arg } => format!("{op}{}", paren(arg)),
-        CExpr::Update { op, arg } => format!("{}{op}", cexpr_text(arg)),
+        CExpr::Update { op, arg, .. } => format!("{}{op}", cexpr_text(arg)),
         CExpr::Assign { op, left, right } => format!("{} {op} {}", cexpr_text(left), cexpr_text(right)),
         CExpr::Call { func, args, .. } => format!("{func}({})", args.iter().map(cexpr_text).collect::<Vec<_>>().join(", ")),
         CExpr::Index { array, index } => format!("{}[{}]", cexpr_text(array), cexpr_text(index)),

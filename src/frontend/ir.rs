@@ -85,11 +85,12 @@ pub enum CExpr {
     Int(i128),
     /// A floating literal; `single` when it has an f suffix.
     Float { value: f64, single: bool },
-    Str,
+    /// A string literal's characters (escapes decoded as far as C's simple ones go).
+    Str(String),
     Binary { op: String, left: Box<CExpr>, right: Box<CExpr> },
     Unary { op: String, arg: Box<CExpr> },
-    /// ++ / --, prefix or postfix.
-    Update { op: String, arg: Box<CExpr> },
+    /// ++ / --, prefix (`++i`) or postfix (`i++`).
+    Update { op: String, arg: Box<CExpr>, prefix: bool },
     Assign { op: String, left: Box<CExpr>, right: Box<CExpr> },
     Call { func: String, args: Vec<CExpr>, line: u32 },
     Index { array: Box<CExpr>, index: Box<CExpr> },

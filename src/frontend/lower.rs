@@ -975,7 +975,7 @@ impl<'a> Lower<'a> {
         match n.kind() {
             k::IDENTIFIER | k::QUALIFIED_IDENTIFIER => CExpr::Ident(self.text(n)),
             k::NUMBER_LITERAL => number(&self.text(n)),
-            k::STRING_LITERAL | k::CONCATENATED_STRING => CExpr::Str,
+            k::STRING_LITERAL | k::CONCATENATED_STRING => CExpr::Str(string_value(&self.text(n))),
             k::CHAR_LITERAL => {
                 let t = self.text(n);
                 let b = t.as_bytes();
@@ -993,7 +993,13 @@ impl<'a> Lower<'a> {
                 right: self.field_expr(n, k::F_RIGHT, d),
             },
             k::UNARY_EXPRESSION => CExpr::Unary { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d) },
-            k::UPDATE_EXPRESSION => CExpr::Update { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d) },
+            k::UPDATE_EXPRESSION => {
+                let prefix = match (n.child_by_field_name(k::F_OPERATOR), n.child_by_field_name(k::F_ARGUMENT)) {
+                    (Some(o), Some(a)) => o.start_byte() < a.start_byte(),
+                    _ => false,
+                };
+                CExpr::Update { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d), prefix }
+            }
             k::ASSIGNMENT_EXPRESSION => CExpr::Assign {
                 op: self.op(n),
                 left: self.field_expr(n, k::F_LEFT, d),
@@ -1135,4 +1141,28 @@ mod tests {
         let Stmt::Compound(v, _) = &u.functions[0].body else { panic!() };
         assert!(matches!(v[1], Stmt::For { .. }));
     }
+}
+
+/// The characters of a (possibly concatenated) string literal: what lies between its quotes,
+/// with C's simple escapes decoded.
+fn string_value(text: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (inside, c) {
+            (false, '"') => inside = true,
+            (true, '"') => inside = false,
+            (true, '\\') => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('0') => out.push('\0'),
+                Some(o) => out.push(o),
+                None => {}
+            },
+            (true, c) => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }

@@ -164,3 +164,28 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
     model.diagnostics = diags;
     model
 }
+
+/// The IR of the given source files as the analysis saw them (conditional branches selected
+/// by `spec`'s preprocessor, function-like macros expanded); unreadable files are left out
+/// (the analysis reports them).
+pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
+    let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
+    let selected = preprocess::select(&paths, spec);
+    let mut macros = macros::FnMacros::default();
+    let mut texts: Vec<(String, PathBuf, String)> = Vec::new();
+    for (name, p) in files.iter().zip(&paths) {
+        if std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES {
+            continue;
+        }
+        let text = match selected.texts.get(p) {
+            Some(t) => t.clone(),
+            None => match std::fs::read(p) {
+                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                Err(_) => continue,
+            },
+        };
+        macros.scan(&text);
+        texts.push((name.clone(), p.clone(), text));
+    }
+    texts.into_iter().map(|(name, p, text)| lower::lower_file_with(&name, &text, lang_of(&p).unwrap_or(lower::Lang::C), &macros)).collect()
+}

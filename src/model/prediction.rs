@@ -60,6 +60,17 @@ pub struct Prediction {
     /// How the traced run was built and launched (trace modes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub launch: Vec<String>,
+    /// Static path: what each rank prints (printf, puts), as the evaluation computed it; `?`
+    /// stands for a value known only at run time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_output: Vec<RankOutput>,
+}
+
+/// One rank's printed lines.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankOutput {
+    pub rank: u32,
+    pub lines: Vec<String>,
 }
 
 /// Why a prediction asked for the static path came from a traced run.

@@ -6,6 +6,7 @@
 //! `skeleton`) or from an instrumented run's counts (trace path); NI_b from the front end; t_m
 //! from the machine table.
 
+pub mod eval;
 pub mod platform;
 pub mod skeleton;
 
@@ -21,7 +22,7 @@ use crate::model::ops::OpClass;
 use crate::model::prediction::{BlockCost, FunctionCost, MachineRef, Prediction};
 use crate::model::trace::{Mapping, ReplayOptions, TraceAction};
 use crate::trace::TraceWriter;
-use skeleton::{Program, Rank, Sink, Unresolved, ASSUMED_P};
+use skeleton::{Program, Sink, Unresolved};
 
 /// Costs per op class, in ns: nominal and the table's spread.
 #[derive(Debug, Clone)]
@@ -108,6 +109,36 @@ pub struct Options {
     pub assumptions: Vec<String>,
     /// Keep the skeleton's per-rank traces (compute in seconds) in this directory.
     pub save_traces: Option<PathBuf>,
+    /// `-D NAME=VALUE` and `-D NAME` as given: they bind program variables of that name in the
+    /// static evaluation (values that are not numbers included: `-D comm=MPI_COMM_WORLD`).
+    pub defines: Vec<String>,
+    /// How the program is built: the static evaluation reads the sources as its preprocessor
+    /// selects them, like the analysis.
+    pub build: crate::mpi::build::BuildSpec,
+}
+
+/// `-D` items split into numbers and other values; `-D NAME` is 1.
+pub fn split_defines(defs: &[String]) -> (BTreeMap<String, f64>, BTreeMap<String, String>) {
+    let mut nums = BTreeMap::new();
+    let mut texts = BTreeMap::new();
+    for d in defs {
+        let (name, value) = d.split_once('=').unwrap_or((d.as_str(), "1"));
+        let (name, value) = (name.trim().to_string(), value.trim());
+        match value.parse::<f64>() {
+            Ok(v) => {
+                nums.insert(name, v);
+            }
+            Err(_) => {
+                texts.insert(name, value.to_string());
+            }
+        }
+    }
+    (nums, texts)
+}
+
+/// Seconds the static evaluation may take over all ranks (MPICAST_EVAL_BUDGET_S overrides).
+fn eval_budget_s() -> f64 {
+    std::env::var("MPICAST_EVAL_BUDGET_S").ok().and_then(|v| v.parse().ok()).filter(|v: &f64| *v > 0.0).unwrap_or(60.0)
 }
 
 /// Parameter values for the static path: -D first, then program arguments for argv-derived
@@ -243,61 +274,113 @@ pub struct Skeletons {
     /// Per rank compute seconds: nominal, low, high.
     pub compute: Vec<[f64; 3]>,
     pub assumptions: Vec<String>,
+    /// What each rank prints, as the evaluation computed it.
+    pub outputs: Vec<crate::model::prediction::RankOutput>,
 }
 
-/// Skeleton execution of every rank into a temporary trace directory (compute in seconds).
+/// Skeleton execution of every rank into a temporary trace directory (compute in seconds): the
+/// interpreter (`eval`) runs each rank's scalar part; passes repeat while a rank needed a value
+/// from a rank evaluated after it.
 pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<Skeletons, Unresolved> {
     let prog = Program::new(model);
-    let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
+    let units = crate::frontend::lower_sources(&model.files, &opts.build);
+    let enums = std::rc::Rc::new(eval::enum_values(&units));
+    let (defines, text_defines) = split_defines(&opts.defines);
+    // P2PDC's P2Pinit takes its own options (`--scheme=S`) out of argv before the program reads it.
+    let p2pdc = model.external_calls.contains_key("P2Pinit") || model.calls.iter().any(|c| c.callee == "P2Pinit");
+    let args: Vec<String> = opts.args.iter().filter(|a| !(p2pdc && a.starts_with("--scheme="))).cloned().collect();
+    let sh = eval::Shared::new(&prog, &units, args, defines, text_defines, eval_budget_s());
     let n = opts.ranks;
     let factor = opts.what_if.compute_factor();
-    let mut execs = vec![0.0; model.blocks.len()];
-    let mut compute = Vec::with_capacity(n as usize);
-    let base_env: HashMap<String, f64> = opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    let mut scratch = vec![0.0; model.blocks.len()];
-    for r in 0..n {
-        let mut env = base_env.clone();
-        env.insert("rank".into(), r as f64);
-        env.insert("size".into(), n as f64);
-        let secs = block_seconds(model, &costs.nominal, &env);
-        let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
-        let mut row = [0.0; 3];
-        scratch.iter_mut().for_each(|x| *x = 0.0);
-        {
-            let mut e = env.clone();
-            e.insert(ASSUMED_P.into(), 0.5);
-            let mut sink = TraceSink { writer: Some(&mut w), secs: &secs, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
-            Rank::new(&prog, e).run(&mut sink)?;
-            sink.write_compute()?;
-            row[0] = sink.compute_s;
-        }
-        w.finish().map_err(io_unresolved)?;
-        for (t, x) in execs.iter_mut().zip(&scratch) {
-            *t += x;
-        }
-        // Bounds: the table's spread, and data-dependent branches never / always taken. Without
-        // such branches the executions do not change: cost them at the table's extremes.
-        if prog.assumed.borrow().is_empty() {
-            for (k, table) in [&costs.low, &costs.high].into_iter().enumerate() {
+    let mut result = None;
+    for pass in 0..eval::MAX_PASSES {
+        let last = pass + 1 == eval::MAX_PASSES;
+        let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
+        let mut execs = vec![0.0; model.blocks.len()];
+        let mut compute = Vec::with_capacity(n as usize);
+        let mut outputs = Vec::new();
+        let mut assumptions = std::collections::BTreeSet::new();
+        let mut missed = false;
+        let mut first_err: Option<Unresolved> = None;
+        let mut scratch = vec![0.0; model.blocks.len()];
+        for r in 0..n {
+            let env = rank_env(opts, r, n);
+            let secs = block_seconds(model, &costs.nominal, &env);
+            let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
+            scratch.iter_mut().for_each(|x| *x = 0.0);
+            let mut row = [0.0; 3];
+            let mut it = eval::Interp::new(&sh, r, n, 0.5, enums.clone());
+            let res = {
+                let mut sink = TraceSink { writer: Some(&mut w), secs: &secs, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
+                let res = ended(it.run(&mut sink));
+                let res = res.and_then(|_| sink.write_compute());
+                row[0] = sink.compute_s;
+                res
+            };
+            w.finish().map_err(io_unresolved)?;
+            missed |= it.missed;
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+                continue;
+            }
+            outputs.push(crate::model::prediction::RankOutput { rank: r, lines: std::mem::take(&mut it.output) });
+            for (t, x) in execs.iter_mut().zip(&scratch) {
+                *t += x;
+            }
+            let data_branches = !it.assumed.is_empty();
+            assumptions.extend(it.assumed.drain(..));
+            // Bounds: the table's spread, and data-dependent branches never / always taken.
+            // Without such branches the executions do not change: cost them at the table's
+            // extremes.
+            if !data_branches {
+                for (k, table) in [&costs.low, &costs.high].into_iter().enumerate() {
+                    let s = block_seconds(model, table, &env);
+                    row[k + 1] = scratch.iter().zip(&s).map(|(n, t)| n * t).sum::<f64>() * factor;
+                }
+                compute.push(row);
+                continue;
+            }
+            for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)].into_iter().enumerate() {
                 let s = block_seconds(model, table, &env);
-                row[k + 1] = scratch.iter().zip(&s).map(|(n, t)| n * t).sum::<f64>() * factor;
+                let mut bound = vec![0.0; model.blocks.len()];
+                let mut sink = TraceSink { writer: None, secs: &s, factor, execs: &mut bound, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
+                let mut it = eval::Interp::new(&sh, r, n, p, enums.clone());
+                ended(it.run(&mut sink))?;
+                row[k + 1] = sink.compute_s;
             }
             compute.push(row);
+        }
+        if missed && !last {
             continue;
         }
-        for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)].into_iter().enumerate() {
-            let s = block_seconds(model, table, &env);
-            let mut e = env.clone();
-            e.insert(ASSUMED_P.into(), p);
-            scratch.iter_mut().for_each(|x| *x = 0.0);
-            let mut sink = TraceSink { writer: None, secs: &s, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
-            Rank::new(&prog, e).run(&mut sink)?;
-            row[k + 1] = sink.compute_s;
+        if let Some(e) = first_err {
+            return Err(e);
         }
-        compute.push(row);
+        result = Some(Skeletons { dir, execs, compute, assumptions: assumptions.into_iter().collect(), outputs });
+        break;
     }
-    let assumptions = prog.assumed.borrow().iter().cloned().collect();
-    Ok(Skeletons { dir, execs, compute, assumptions })
+    result.ok_or_else(|| Unresolved { file: String::new(), line: 0, what: "static evaluation did not settle".into() })
+}
+
+/// A rank's environment for op-count formulas: the bindings, its rank and the size.
+fn rank_env(opts: &Options, r: u32, n: u32) -> HashMap<String, f64> {
+    let mut env: HashMap<String, f64> = opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    env.insert("rank".into(), r as f64);
+    env.insert("size".into(), n as f64);
+    env
+}
+
+/// exit() and MPI_Abort end a rank's evaluation like the end of main.
+fn ended(r: Result<(), Unresolved>) -> Result<(), Unresolved> {
+    match r {
+        Err(e) if e.what.starts_with('\u{0}') => {
+            if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+                eprintln!("mpicast: evaluation: exit at {}:{}", e.file, e.line);
+            }
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// The hottest blocks, functions and op classes from per-block execution totals.
@@ -536,7 +619,7 @@ pub fn predict_trace_scaled(
         w.finish()?;
         compute.push(row);
     }
-    let sk = Skeletons { dir: out, execs, compute, assumptions: Vec::new() };
+    let sk = Skeletons { dir: out, execs, compute, assumptions: Vec::new(), outputs: Vec::new() };
     let mut o = Options { assumptions, ..opts.clone() };
     o.ranks = ranks;
     let mode = match (&scaling, measured) {
@@ -616,6 +699,7 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         scaling: None,
         fallback: None,
         launch: Vec::new(),
+        static_output: sk.outputs,
     })
 }
 

@@ -32,7 +32,7 @@ impl std::fmt::Display for Unresolved {
 }
 
 /// Block executions per execution of a subtree's root: (block index, count formula).
-type Execs = Rc<Vec<(usize, Expr)>>;
+pub type Execs = Rc<Vec<(usize, Expr)>>;
 
 /// The analysis, indexed for execution.
 pub struct Program<'a> {
@@ -180,6 +180,16 @@ impl<'a> Program<'a> {
 
     pub fn has_comm(&self, i: usize) -> bool {
         self.has_comm[i]
+    }
+
+    /// Executions of `i`'s subtree per execution of its parent (loops summed over their range).
+    pub fn contrib_execs_pub(&self, i: usize) -> Result<Execs, Unresolved> {
+        self.contrib_execs(i, 0)
+    }
+
+    /// The variables `i`'s formulas mention (callees' globals included).
+    pub fn vars_of(&self, i: usize) -> &BTreeSet<String> {
+        &self.vars[i]
     }
 
     /// Executions of every block of `i`'s subtree per execution of `i` (for a loop block: per

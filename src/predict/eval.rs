@@ -1,0 +1,3248 @@
+//! Concrete evaluation of a program's scalar part, one rank at a time: the static path's
+//! interpreter. It runs main on the IR with the run's real arguments (argv, getopt, sscanf,
+//! strtol...), globals, structs, small arrays, pointers to scalars, user functions, MPI_Comm_rank
+//! and friends, communicators (aliases, MPI_Comm_dup, MPI_Comm_split) and the values small
+//! messages carry (a master's row counts), and emits the rank's compute bursts (block executions)
+//! and MPI actions. Loops without communication are charged from the front end's count formulas
+//! (bound to the interpreter's values) when they resolve and are long; otherwise they are
+//! interpreted, long regular ones extrapolated from their last iterations. Values computed from
+//! bulk data (arrays filled by computation, wall-clock time, random numbers) are unknown; they
+//! stop the evaluation only where communication or control around communication needs them.
+//!
+//! Ranks run one after another; a value a rank receives from a rank that has not run yet is
+//! taken from the previous pass: passes repeat (at most MAX_PASSES) until no rank missed one.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::frontend::analyze::{loop_shape, Step};
+use crate::frontend::ir::{Base, CExpr, CType, Function, Stmt, Unit, VarDecl};
+use crate::model::analysis::BlockKind;
+use crate::model::trace::{Counts, Peer, Tag, TraceAction, COMM_WORLD};
+
+use super::skeleton::{cart_coords, cart_rank, dims_create, Program, Sink, Unresolved, ASSUMED_P};
+
+pub const MAX_PASSES: usize = 4;
+/// Elements a lazily grown array keeps; beyond them it is bulk data.
+const SMALL_ARRAY: i64 = 1 << 16;
+/// Scalars a message may carry as values.
+const SMALL_MESSAGE: i64 = 4096;
+/// A loop without communication whose formula gives more executions than this is charged by
+/// the formula; shorter ones are interpreted (their scalars then stay exact).
+const INTERPRET_BELOW: f64 = 256.0;
+/// Calls nested deeper than this stop the evaluation (recursion).
+const MAX_CALL_DEPTH: usize = 200;
+/// Lines of program output kept per rank.
+const MAX_OUTPUT_LINES: usize = 1000;
+
+/// A value of the program's scalar part.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    I(i64),
+    F(f64),
+    /// A string (literal or argv element) and an offset into it.
+    S(Rc<str>, usize),
+    /// A pointer: a cell and an element offset (arrays).
+    P(usize, i64),
+    /// Not known before running: why.
+    U(Rc<str>),
+    Comm(u32),
+    /// An MPI datatype: bytes per element.
+    Dt(u64),
+    /// An identifier the interpreter has no value for (MPI_SUM, stdout...).
+    Name(Rc<str>),
+}
+
+impl Val {
+    fn unknown(why: impl Into<String>) -> Val {
+        Val::U(Rc::from(why.into().as_str()))
+    }
+    pub fn num(&self) -> Option<f64> {
+        match self {
+            Val::I(i) => Some(*i as f64),
+            Val::F(f) => Some(*f),
+            _ => None,
+        }
+    }
+    fn int(&self) -> Option<i64> {
+        match self {
+            Val::I(i) => Some(*i),
+            Val::F(f) if f.is_finite() => Some(*f as i64),
+            _ => None,
+        }
+    }
+    fn is_unknown(&self) -> bool {
+        matches!(self, Val::U(_))
+    }
+    fn why(&self) -> String {
+        match self {
+            Val::U(w) => w.to_string(),
+            Val::Name(n) => format!("{n} has no value here"),
+            _ => "not a number".into(),
+        }
+    }
+    fn truth(&self) -> Option<bool> {
+        match self {
+            Val::I(i) => Some(*i != 0),
+            Val::F(f) => Some(*f != 0.0),
+            Val::S(..) | Val::Comm(_) | Val::Dt(_) => Some(true),
+            Val::P(..) => Some(true),
+            _ => None,
+        }
+    }
+    fn text(&self) -> Option<String> {
+        match self {
+            Val::S(s, off) => Some(s.get(*off..).unwrap_or("").to_string()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Cell {
+    V(Val),
+    /// Struct: fields by name, in order of first use or declaration.
+    St(Vec<(String, usize)>),
+    /// Array: elements grown on demand; `bulk` when it came from malloc or is big.
+    Ar(Vec<usize>, bool),
+}
+
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+    Return(Val),
+}
+
+/// Values exchanged between ranks through messages and collectives.
+#[derive(Default)]
+pub struct Mail {
+    /// (comm, from, to) -> messages in send order: (tag, values or None for bulk data).
+    p2p: HashMap<(u32, u32, u32), Vec<(i64, Option<Vec<Val>>)>>,
+    /// Collective contributions: key -> comm rank -> values.
+    coll: HashMap<String, BTreeMap<u32, Vec<Val>>>,
+    /// Communicator ids: (parent, sequence, members) -> id.
+    comm_ids: HashMap<(u32, u32, Vec<u32>), u32>,
+    next_comm: u32,
+}
+
+/// What every rank shares: the program, its index, the mail.
+pub struct Shared<'p, 'a> {
+    prog: &'p Program<'a>,
+    funcs: HashMap<&'p str, &'p Function>,
+    files: HashMap<*const Function, &'p str>,
+    blocks: HashMap<String, usize>,
+    consts: HashMap<&'p str, &'p CExpr>,
+    structs: HashMap<&'p str, Vec<String>>,
+    typedefs: HashMap<&'p str, &'p CType>,
+    globals: Vec<(&'p str, &'p VarDecl)>,
+    pub args: Vec<String>,
+    pub defines: BTreeMap<String, f64>,
+    pub text_defines: BTreeMap<String, String>,
+    pub mail: std::cell::RefCell<Mail>,
+    pub deadline: Instant,
+    pub budget_s: f64,
+}
+
+impl<'p, 'a> Shared<'p, 'a> {
+    pub fn new(
+        prog: &'p Program<'a>,
+        units: &'p [Unit],
+        args: Vec<String>,
+        defines: BTreeMap<String, f64>,
+        text_defines: BTreeMap<String, String>,
+        budget_s: f64,
+    ) -> Shared<'p, 'a> {
+        let mut s = Shared {
+            prog,
+            funcs: HashMap::new(),
+            files: HashMap::new(),
+            blocks: HashMap::new(),
+            consts: HashMap::new(),
+            structs: HashMap::new(),
+            typedefs: HashMap::new(),
+            globals: Vec::new(),
+            args,
+            defines,
+            text_defines,
+            mail: Default::default(),
+            deadline: Instant::now() + std::time::Duration::from_secs_f64(budget_s),
+            budget_s,
+        };
+        s.mail.borrow_mut().next_comm = 1;
+        for (i, b) in prog.model.blocks.iter().enumerate() {
+            let key = b.id.split('#').next().unwrap_or(&b.id).to_string();
+            s.blocks.entry(key).or_insert(i);
+        }
+        for u in units {
+            for f in &u.functions {
+                s.funcs.insert(f.name.as_str(), f);
+                s.files.insert(f as *const Function, u.file.as_str());
+            }
+            for (n, e, _) in &u.defines {
+                s.consts.entry(n.as_str()).or_insert(e);
+            }
+            let mut next = 0i128;
+            let _ = &mut next;
+            for (n, ty) in &u.typedefs {
+                s.typedefs.insert(n.as_str(), ty);
+            }
+            for (n, fields) in &u.structs {
+                s.structs.insert(n.as_str(), fields.iter().map(|(f, _)| f.clone()).collect());
+            }
+            for g in &u.globals {
+                s.globals.push((u.file.as_str(), g));
+            }
+        }
+        s.structs.entry("option").or_insert_with(|| ["name", "has_arg", "flag", "val"].iter().map(|x| x.to_string()).collect());
+        s
+    }
+
+    fn block(&self, file: &str, line: u32, col: u32, kind: BlockKind) -> Option<usize> {
+        self.blocks.get(&format!("{file}:{line}:{col}:{}", kind.name())).copied()
+    }
+}
+
+/// Enumerator values of the units, in order (explicit values and the running count).
+pub fn enum_values(units: &[Unit]) -> HashMap<String, CExpr> {
+    let mut out = HashMap::new();
+    for u in units {
+        let mut last: Option<CExpr> = None;
+        let mut next = 0i128;
+        for (name, v) in &u.enums {
+            let e = match v {
+                Some(e) => {
+                    last = Some(e.clone());
+                    next = 0;
+                    e.clone()
+                }
+                None => match &last {
+                    Some(l) => CExpr::Binary { op: "+".into(), left: Box::new(l.clone()), right: Box::new(CExpr::Int(next)) },
+                    None => CExpr::Int(next),
+                },
+            };
+            next += 1;
+            out.insert(name.clone(), e);
+        }
+    }
+    out
+}
+
+/// Records what one iteration of a loop with communication emits, to fold alike iterations.
+#[derive(Clone, PartialEq, Debug)]
+enum Rec {
+    Compute(Vec<(usize, f64)>),
+    Action(TraceAction),
+    Begin(u64),
+    End,
+}
+
+struct Recorder {
+    recs: Vec<Rec>,
+}
+
+impl Sink for Recorder {
+    fn compute(&mut self, execs: &[(usize, f64)]) -> Result<(), Unresolved> {
+        self.recs.push(Rec::Compute(execs.to_vec()));
+        Ok(())
+    }
+    fn action(&mut self, a: TraceAction) -> Result<(), Unresolved> {
+        self.recs.push(Rec::Action(a));
+        Ok(())
+    }
+    fn begin_loop(&mut self, k: u64) -> Result<(), Unresolved> {
+        self.recs.push(Rec::Begin(k));
+        Ok(())
+    }
+    fn end_loop(&mut self) -> Result<(), Unresolved> {
+        self.recs.push(Rec::End);
+        Ok(())
+    }
+}
+
+fn replay(recs: &[Rec], sink: &mut dyn Sink) -> Result<(), Unresolved> {
+    for r in recs {
+        match r {
+            Rec::Compute(e) => sink.compute(e)?,
+            Rec::Action(a) => sink.action(a.clone())?,
+            Rec::Begin(k) => sink.begin_loop(*k)?,
+            Rec::End => sink.end_loop()?,
+        }
+    }
+    Ok(())
+}
+
+/// One rank's interpreter.
+pub struct Interp<'s, 'p, 'a> {
+    sh: &'s Shared<'p, 'a>,
+    rank: u32,
+    size: u32,
+    heap: Vec<Cell>,
+    globals: HashMap<String, usize>,
+    /// Scopes of the current call (innermost last).
+    scopes: Vec<HashMap<String, usize>>,
+    saved_scopes: Vec<Vec<HashMap<String, usize>>>,
+    file: &'p str,
+    line: u32,
+    pending: Vec<(usize, f64)>,
+    weight: f64,
+    pub assumed_p: f64,
+    pub assumed: Vec<String>,
+    /// Lines the program prints (printf), as evaluated.
+    pub output: Vec<String>,
+    partial_line: String,
+    steps: u64,
+    /// A value from a rank that has not run yet in this pass was needed.
+    pub missed: bool,
+    comms: HashMap<u32, Vec<u32>>,
+    comm_seq: HashMap<u32, u32>,
+    coll_seq: HashMap<(String, u32), u32>,
+    consumed: HashMap<(u32, u32, u32), Vec<bool>>,
+    reqs: Vec<(usize, u64)>,
+    next_req: u64,
+    cart_dims: Vec<i64>,
+    cart_periods: Vec<bool>,
+    next_char: usize,
+    depth: usize,
+    enums: Rc<HashMap<String, CExpr>>,
+    /// Inside a loop that repeats one recorded iteration: no value is carried.
+    pub strict_comm: bool,
+    debug: bool,
+    maybe_array: HashSet<usize>,
+    free: Vec<usize>,
+}
+
+type R<T> = Result<T, Unresolved>;
+
+impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
+    pub fn new(sh: &'s Shared<'p, 'a>, rank: u32, size: u32, assumed_p: f64, enums: Rc<HashMap<String, CExpr>>) -> Self {
+        let mut comms = HashMap::new();
+        comms.insert(COMM_WORLD, (0..size).collect());
+        Interp {
+            sh,
+            rank,
+            size,
+            heap: Vec::new(),
+            globals: HashMap::new(),
+            scopes: Vec::new(),
+            saved_scopes: Vec::new(),
+            file: "",
+            line: 0,
+            pending: Vec::new(),
+            weight: 1.0,
+            assumed_p,
+            assumed: Vec::new(),
+            output: Vec::new(),
+            partial_line: String::new(),
+            steps: 0,
+            missed: false,
+            comms,
+            comm_seq: HashMap::new(),
+            coll_seq: HashMap::new(),
+            consumed: HashMap::new(),
+            reqs: Vec::new(),
+            next_req: 0,
+            cart_dims: Vec::new(),
+            cart_periods: Vec::new(),
+            next_char: 0,
+            depth: 0,
+            enums,
+            strict_comm: false,
+            debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some(),
+            maybe_array: HashSet::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn err(&self, what: impl Into<String>) -> Unresolved {
+        Unresolved { file: self.file.to_string(), line: self.line, what: what.into() }
+    }
+
+    fn tick(&mut self) -> R<()> {
+        self.steps += 1;
+        if self.steps % 4096 == 0 && Instant::now() > self.sh.deadline {
+            return Err(self.err(format!(
+                "evaluation stopped after {} s (the time budget) at rank {}: a loop the interpreter could neither count nor extrapolate",
+                self.sh.budget_s, self.rank
+            )));
+        }
+        Ok(())
+    }
+
+    // ---- Memory -------------------------------------------------------------------------
+
+    fn alloc(&mut self, c: Cell) -> usize {
+        if let Some(k) = self.free.pop() {
+            self.heap[k] = c;
+            return k;
+        }
+        self.heap.push(c);
+        self.heap.len() - 1
+    }
+
+    /// A block's scope ends: its variables' cells are reused (C forbids using them after).
+    fn pop_scope(&mut self) {
+        if let Some(sc) = self.scopes.pop() {
+            for (_, c) in sc {
+                if !self.maybe_array.contains(&c) {
+                    self.free.push(c);
+                }
+            }
+        }
+    }
+
+    fn new_cell_for(&mut self, ty: &CType) -> usize {
+        if ty.indirection == 0 {
+            if let Some(fields) = self.struct_fields(ty) {
+                let mut fs = Vec::new();
+                for f in fields {
+                    let c = self.alloc(Cell::V(Val::unknown(format!("field {f} never set"))));
+                    fs.push((f, c));
+                }
+                return self.alloc(Cell::St(fs));
+            }
+        }
+        self.alloc(Cell::V(Val::unknown("never set")))
+    }
+
+    fn struct_fields(&self, ty: &CType) -> Option<Vec<String>> {
+        let mut base = ty.base.clone();
+        for _ in 0..8 {
+            match &base {
+                Base::Struct(n) => return self.sh.structs.get(n.as_str()).cloned().or(Some(Vec::new())),
+                Base::Named(n) => match self.sh.typedefs.get(n.as_str()) {
+                    Some(t) if t.indirection == 0 => base = t.base.clone(),
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    fn get(&self, c: usize) -> Val {
+        match &self.heap[c] {
+            Cell::V(v) => v.clone(),
+            Cell::Ar(..) | Cell::St(..) => Val::P(c, 0),
+        }
+    }
+
+    fn set(&mut self, c: usize, v: Val) {
+        if let Cell::St(fs) = &self.heap[c] {
+            // Struct assignment: copy the fields of the source struct.
+            if let Val::P(src, 0) = v {
+                if let Cell::St(sf) = self.heap[src].clone() {
+                    let fs = fs.clone();
+                    for (name, sc) in sf {
+                        let val = self.get(sc);
+                        if let Some((_, dc)) = fs.iter().find(|(n, _)| *n == name) {
+                            self.set(*dc, val);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+        self.heap[c] = Cell::V(v);
+    }
+
+    /// The element `off` of the array (or scalar) cell `c`, grown on demand.
+    fn elem(&mut self, c: usize, off: i64) -> Option<usize> {
+        if off < 0 {
+            return None;
+        }
+        match &self.heap[c] {
+            Cell::Ar(v, bulk) => {
+                if (off as usize) < v.len() {
+                    return Some(v[off as usize]);
+                }
+                if off >= SMALL_ARRAY {
+                    return None;
+                }
+                let bulk = *bulk;
+                let mut v = v.clone();
+                while v.len() <= off as usize {
+                    let why = if bulk { "bulk data (allocated memory)" } else { "array element never set" };
+                    let n = self.alloc(Cell::V(Val::unknown(why)));
+                    v.push(n);
+                }
+                let r = v[off as usize];
+                self.heap[c] = Cell::Ar(v, bulk);
+                Some(r)
+            }
+            _ if off == 0 => Some(c),
+            _ => None,
+        }
+    }
+
+    fn field(&mut self, c: usize, name: &str) -> usize {
+        match &self.heap[c] {
+            Cell::St(fs) => {
+                if let Some((_, fc)) = fs.iter().find(|(n, _)| n == name) {
+                    return *fc;
+                }
+            }
+            Cell::Ar(v, _) if !v.is_empty() => {
+                let first = v[0];
+                return self.field(first, name);
+            }
+            Cell::V(Val::P(t, o)) => {
+                let (t, o) = (*t, *o);
+                if t != c {
+                    if let Some(e) = self.elem(t, o) {
+                        return self.field(e, name);
+                    }
+                }
+            }
+            _ => {}
+        }
+        let fc = self.alloc(Cell::V(Val::unknown(format!("field {name} never set"))));
+        match &mut self.heap[c] {
+            Cell::St(fs) => fs.push((name.to_string(), fc)),
+            other => *other = Cell::St(vec![(name.to_string(), fc)]),
+        }
+        fc
+    }
+
+    fn lookup(&self, name: &str) -> Option<usize> {
+        for s in self.scopes.iter().rev() {
+            if let Some(c) = s.get(name) {
+                return Some(*c);
+            }
+        }
+        self.globals.get(name).copied()
+    }
+
+    fn declare(&mut self, name: &str, c: usize) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.to_string(), c);
+        } else {
+            self.globals.insert(name.to_string(), c);
+        }
+    }
+
+    /// Initialises a declared cell from an initialiser (lists for arrays and structs).
+    fn init_cell(&mut self, c: usize, ty: &CType, init: &CExpr) -> R<()> {
+        if let CExpr::InitList(items) = init {
+            if ty.indirection > 0 {
+                let elem_ty = ty.deref();
+                let mut cells = Vec::new();
+                for it in items {
+                    let e = self.new_cell_for(&elem_ty);
+                    self.init_cell(e, &elem_ty, it)?;
+                    cells.push(e);
+                }
+                self.heap[c] = Cell::Ar(cells, false);
+            } else if let Some(fields) = self.struct_fields(ty) {
+                for (k, it) in items.iter().enumerate() {
+                    let Some(f) = fields.get(k) else { break };
+                    let fc = self.field(c, f);
+                    let v = self.eval(it)?;
+                    self.set(fc, v);
+                }
+            } else if let Some(first) = items.first() {
+                let v = self.eval(first)?;
+                self.set(c, v);
+            }
+            return Ok(());
+        }
+        let v = self.eval(init)?;
+        let v = convert(v, ty);
+        self.set(c, v);
+        Ok(())
+    }
+
+    // ---- Running --------------------------------------------------------------------------
+
+    /// Runs main with argv = program name + the program's arguments.
+    pub fn run(&mut self, sink: &mut dyn Sink) -> R<()> {
+        let Some(main) = self.sh.funcs.get("main").copied() else {
+            return Err(Unresolved { file: self.sh.prog.model.files.first().cloned().unwrap_or_default(), line: 0, what: "no main function".into() });
+        };
+        // Globals, then main's parameters.
+        for (file, g) in self.sh.globals.clone() {
+            self.file = file;
+            self.line = g.span.line_start;
+            let c = self.new_cell_for(&g.ty);
+            self.globals.insert(g.name.clone(), c);
+            match &g.init {
+                Some(init) => self.init_cell(c, &g.ty, init)?,
+                None => {
+                    if g.ty.indirection > 0 {
+                        self.maybe_array.insert(c);
+                    } else if !matches!(self.heap[c], Cell::St(_)) {
+                        self.set(c, Val::I(0));
+                    }
+                }
+            }
+        }
+        let mut argv = vec![Rc::<str>::from("program")];
+        argv.extend(self.sh.args.iter().map(|a| Rc::from(a.as_str())));
+        let argc = argv.len() as i64;
+        let mut cells: Vec<usize> = argv.into_iter().map(|s| self.alloc(Cell::V(Val::S(s, 0)))).collect();
+        cells.push(self.alloc(Cell::V(Val::I(0))));
+        let argv_cell = self.alloc(Cell::Ar(cells, false));
+        let mut args = Vec::new();
+        if !main.params.is_empty() {
+            args.push(Val::I(argc));
+        }
+        if main.params.len() > 1 {
+            args.push(Val::P(argv_cell, 0));
+        }
+        let r = self.call_user(main, args, sink);
+        self.flush(sink)?;
+        if !self.partial_line.is_empty() {
+            let l = std::mem::take(&mut self.partial_line);
+            self.push_line(l);
+        }
+        r.map(|_| ())
+    }
+
+    fn push_line(&mut self, l: String) {
+        if self.output.len() < MAX_OUTPUT_LINES {
+            self.output.push(l);
+        }
+    }
+
+    fn flush(&mut self, sink: &mut dyn Sink) -> R<()> {
+        if !self.pending.is_empty() {
+            let p = std::mem::take(&mut self.pending);
+            sink.compute(&p)?;
+        }
+        Ok(())
+    }
+
+    fn charge(&mut self, b: Option<usize>) {
+        if let Some(b) = b {
+            if self.weight != 0.0 {
+                self.pending.push((b, self.weight));
+            }
+        }
+    }
+
+    fn charge_kind(&mut self, sp: crate::frontend::ir::Span, kind: BlockKind) -> Option<usize> {
+        let b = self.sh.block(self.file, sp.line_start, sp.col, kind);
+        self.charge(b);
+        b
+    }
+
+    fn call_user(&mut self, f: &'p Function, args: Vec<Val>, sink: &mut dyn Sink) -> R<Val> {
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(self.err(format!("calls nest deeper than {MAX_CALL_DEPTH} levels (recursion in {})", f.name)));
+        }
+        let saved_file = self.file;
+        let saved_line = self.line;
+        self.file = self.sh.files.get(&(f as *const Function)).copied().unwrap_or(saved_file);
+        self.depth += 1;
+        let outer = std::mem::take(&mut self.scopes);
+        self.saved_scopes.push(outer);
+        self.scopes.push(HashMap::new());
+        self.charge_kind(f.span, BlockKind::Function);
+        for (k, p) in f.params.iter().enumerate() {
+            let c = self.alloc(Cell::V(Val::unknown("argument not passed")));
+            if let Some(v) = args.get(k) {
+                // A struct passed by value: a copy.
+                if let (Val::P(src, 0), Cell::St(_)) = (v, &self.heap.get(match v {
+                    Val::P(s, _) => *s,
+                    _ => 0,
+                }).cloned().unwrap_or(Cell::V(Val::I(0))))
+                {
+                    if p.ty.indirection == 0 {
+                        let copy = self.copy_cell(*src);
+                        self.declare(&p.name, copy);
+                        continue;
+                    }
+                }
+                self.heap[c] = Cell::V(convert(v.clone(), &p.ty));
+            }
+            self.declare(&p.name, c);
+        }
+        let r = self.stmt(&f.body, sink);
+        self.scopes = self.saved_scopes.pop().unwrap_or_default();
+        self.depth -= 1;
+        self.file = saved_file;
+        self.line = saved_line;
+        match r? {
+            Flow::Return(v) => Ok(convert(v, &f.ret)),
+            _ => Ok(Val::I(0)),
+        }
+    }
+
+    fn copy_cell(&mut self, c: usize) -> usize {
+        match self.heap[c].clone() {
+            Cell::V(v) => self.alloc(Cell::V(v)),
+            Cell::St(fs) => {
+                let mut out = Vec::new();
+                for (n, fc) in fs {
+                    let cc = self.copy_cell(fc);
+                    out.push((n, cc));
+                }
+                self.alloc(Cell::St(out))
+            }
+            Cell::Ar(v, b) => {
+                let mut out = Vec::new();
+                for e in v {
+                    let cc = self.copy_cell(e);
+                    out.push(cc);
+                }
+                self.alloc(Cell::Ar(out, b))
+            }
+        }
+    }
+
+    fn stmts(&mut self, list: &'p [Stmt], sink: &mut dyn Sink) -> R<Flow> {
+        for s in list {
+            match self.stmt(s, sink)? {
+                Flow::Normal => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn stmt(&mut self, s: &'p Stmt, sink: &mut dyn Sink) -> R<Flow> {
+        self.tick()?;
+        let sp = s.span();
+        self.line = sp.line_start;
+        if self.debug {
+            eprintln!("eval rank {}: {}:{}", self.rank, self.file, sp.line_start);
+        }
+        match s {
+            Stmt::Compound(v, _) => {
+                self.scopes.push(HashMap::new());
+                let r = self.stmts(v, sink);
+                self.pop_scope();
+                r
+            }
+            Stmt::Label(inner, _) => self.stmt(inner, sink),
+            Stmt::Expr(e, _) => {
+                if let Some(b) = self.sh.block(self.file, sp.line_start, sp.col, BlockKind::Comm) {
+                    self.charge(Some(b));
+                    self.flush(sink)?;
+                    if self.weight != 1.0 {
+                        return Err(self.err("communication under a branch that depends on data".to_string()));
+                    }
+                } else {
+                    self.charge_kind(sp, BlockKind::Straight);
+                }
+                self.eval_sink(e, sink)?;
+                Ok(Flow::Normal)
+            }
+            Stmt::Decl(ds, _) => {
+                self.charge_kind(sp, BlockKind::Straight);
+                for d in ds {
+                    self.line = d.span.line_start;
+                    let c = self.new_cell_for(&d.ty);
+                    if let Some(init) = &d.init {
+                        // Initialisers may call MPI or user functions.
+                        if let CExpr::InitList(_) = init {
+                            self.init_cell(c, &d.ty, init)?;
+                        } else {
+                            let v = self.eval_sink(init, sink)?;
+                            let v = convert(v, &d.ty);
+                            self.set(c, v);
+                        }
+                    } else if d.ty.indirection > 0 {
+                        // An array or a pointer (the IR does not say which): an array once it
+                        // is read or indexed before anything is stored in it.
+                        self.maybe_array.insert(c);
+                    }
+                    self.declare(&d.name, c);
+                }
+                Ok(Flow::Normal)
+            }
+            Stmt::Return(e, _) => {
+                self.charge_kind(sp, BlockKind::Straight);
+                let v = match e {
+                    Some(e) => self.eval_sink(e, sink)?,
+                    None => Val::I(0),
+                };
+                Ok(Flow::Return(v))
+            }
+            Stmt::Break(_) => {
+                self.charge_kind(sp, BlockKind::Straight);
+                Ok(Flow::Break)
+            }
+            Stmt::Continue(_) => {
+                self.charge_kind(sp, BlockKind::Straight);
+                Ok(Flow::Continue)
+            }
+            Stmt::Goto(_) => Err(self.err("goto is not followed by the static evaluation")),
+            Stmt::Empty(_) => {
+                self.charge_kind(sp, BlockKind::Straight);
+                Ok(Flow::Normal)
+            }
+            Stmt::If { cond, then, otherwise, .. } => {
+                self.charge_kind(sp, BlockKind::Straight);
+                let c = self.eval_sink(cond, sink)?;
+                match c.truth() {
+                    Some(true) => self.arm(then, sink),
+                    Some(false) => match otherwise {
+                        Some(o) => self.arm(o, sink),
+                        None => Ok(Flow::Normal),
+                    },
+                    None => {
+                        let why = c.why();
+                        let mut arms = vec![&**then];
+                        if let Some(o) = otherwise {
+                            arms.push(&**o);
+                        }
+                        self.unknown_arms(&arms, sp.line_start, &why, sink)?;
+                        Ok(Flow::Normal)
+                    }
+                }
+            }
+            Stmt::Switch { cond, body, .. } => {
+                self.charge_kind(sp, BlockKind::Straight);
+                let v = self.eval_sink(cond, sink)?;
+                let cases: Vec<&'p Stmt> = match &**body {
+                    Stmt::Compound(v, _) => v.iter().collect(),
+                    other => vec![other],
+                };
+                if v.num().is_none() {
+                    let why = v.why();
+                    return self.unknown_arms(&cases, sp.line_start, &why, sink).map(|_| Flow::Normal);
+                }
+                let x = v.num().unwrap_or(0.0);
+                let mut start = None;
+                for (k, c) in cases.iter().enumerate() {
+                    if let Stmt::Case { value: Some(e), .. } = c {
+                        let cv = self.eval(e)?;
+                        if cv.num() == Some(x) {
+                            start = Some(k);
+                            break;
+                        }
+                    }
+                }
+                if start.is_none() {
+                    start = cases.iter().position(|c| matches!(c, Stmt::Case { value: None, .. }));
+                }
+                let Some(start) = start else { return Ok(Flow::Normal) };
+                for c in &cases[start..] {
+                    let bsp = c.span();
+                    self.charge_kind(bsp, BlockKind::Branch);
+                    let r = match c {
+                        Stmt::Case { body, .. } => self.stmts(body, sink)?,
+                        other => self.stmt(other, sink)?,
+                    };
+                    match r {
+                        Flow::Normal => {}
+                        Flow::Break => return Ok(Flow::Normal),
+                        other => return Ok(other),
+                    }
+                }
+                Ok(Flow::Normal)
+            }
+            Stmt::Case { body, .. } => self.stmts(body, sink),
+            Stmt::For { .. } | Stmt::While { .. } | Stmt::DoWhile { .. } => self.loop_stmt(s, sink),
+        }
+    }
+
+    /// A branch arm taken for sure: its block, then its statements.
+    fn arm(&mut self, s: &'p Stmt, sink: &mut dyn Sink) -> R<Flow> {
+        self.charge_kind(s.span(), BlockKind::Branch);
+        self.stmt(s, sink)
+    }
+
+    /// Arms of a branch whose condition depends on data: each interpreted with the assumed
+    /// probability as weight; what they write is unknown afterwards.
+    fn unknown_arms(&mut self, arms: &[&'p Stmt], line: u32, why: &str, sink: &mut dyn Sink) -> R<()> {
+        for a in arms {
+            if let Some(b) = self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch) {
+                if self.sh.prog.has_comm(b) {
+                    return Err(self.err(format!("branch around communication depends on data ({why})")));
+                }
+            }
+        }
+        let w = self.weight;
+        for a in arms {
+            let msg = format!(
+                "{}:{}: branch depends on data: assumed taken half the time (range: never to always)",
+                self.file,
+                a.span().line_start
+            );
+            if !self.assumed.contains(&msg) {
+                self.assumed.push(msg);
+            }
+            let written = written_idents(a);
+            self.weight = w * self.assumed_p;
+            let r = self.arm(a, sink);
+            self.weight = w;
+            match r {
+                Ok(Flow::Break) | Ok(Flow::Return(_)) => {
+                    return Err(self.err(format!(
+                        "control leaves early on a condition that depends on data ({why}): how often only a run can say"
+                    )))
+                }
+                Ok(_) => {}
+                // exit() on a path taken only sometimes: the rank is assumed to go on.
+                Err(e) if e.what.starts_with('\u{0}') => {}
+                Err(e) => return Err(e),
+            }
+            self.poison(&written, &format!("set under the branch at {}:{line}, which depends on data", self.file));
+        }
+        Ok(())
+    }
+
+    fn poison(&mut self, names: &HashSet<String>, why: &str) {
+        for n in names {
+            if let Some(c) = self.lookup(n) {
+                if matches!(self.heap[c], Cell::V(Val::I(_)) | Cell::V(Val::F(_))) {
+                    self.heap[c] = Cell::V(Val::unknown(format!("{n}: {why}")));
+                }
+            }
+        }
+    }
+
+    // ---- Loops ----------------------------------------------------------------------------
+
+    fn loop_stmt(&mut self, s: &'p Stmt, sink: &mut dyn Sink) -> R<Flow> {
+        let sp = s.span();
+        let lb = self.sh.block(self.file, sp.line_start, sp.col, BlockKind::Loop);
+        let has_comm = lb.map(|b| self.sh.prog.has_comm(b)).unwrap_or(true);
+        self.scopes.push(HashMap::new());
+        let r = (|| {
+            if let Stmt::For { init: Some(init), .. } = s {
+                self.charge_kind(init.span(), BlockKind::Straight);
+                match &**init {
+                    Stmt::Expr(e, _) => {
+                        self.eval_sink(e, sink)?;
+                    }
+                    other => {
+                        self.stmt(other, sink)?;
+                    }
+                }
+            }
+            if !has_comm {
+                if let Some(b) = lb {
+                    if self.by_formula(b, s)? {
+                        return Ok(Flow::Normal);
+                    }
+                }
+            }
+            self.iterate(s, lb, has_comm, sink)
+        })();
+        self.pop_scope();
+        r
+    }
+
+    /// Charges a loop without communication from the front end's formula when it resolves
+    /// with the interpreter's values and is long; its written scalars become unknown.
+    fn by_formula(&mut self, b: usize, s: &'p Stmt) -> R<bool> {
+        let prog = self.sh.prog;
+        let Ok(execs) = prog.contrib_execs_pub(b) else { return Ok(false) };
+        let mut env = HashMap::new();
+        for v in prog.vars_of(b) {
+            let x = match v.as_str() {
+                "rank" => Some(self.rank as f64),
+                "size" => Some(self.size as f64),
+                ASSUMED_P => Some(self.assumed_p),
+                other => {
+                    if let Some(k) = other.strip_prefix("cart_dims").and_then(|k| k.parse::<usize>().ok()) {
+                        self.cart_dims.get(k).map(|d| *d as f64)
+                    } else if let Some(k) = other.strip_prefix("cart_coord").and_then(|k| k.parse::<usize>().ok()) {
+                        let c = cart_coords(self.rank as i64, &self.cart_dims);
+                        c.get(k).map(|d| *d as f64)
+                    } else if let Some(d) = self.sh.defines.get(other) {
+                        Some(*d)
+                    } else {
+                        self.lookup(other).and_then(|c| self.get(c).num())
+                    }
+                }
+            };
+            if let Some(x) = x {
+                env.insert(v.clone(), x);
+            }
+        }
+        let mut out = Vec::new();
+        let mut total = 0.0;
+        for (j, e) in execs.iter() {
+            let Ok(n) = e.eval_map(&env) else { return Ok(false) };
+            if n != 0.0 {
+                total += n;
+                out.push((*j, n * self.weight));
+            }
+        }
+        if total <= INTERPRET_BELOW || self.writes_small_state(s) {
+            return Ok(false);
+        }
+        if self.weight != 0.0 {
+            self.pending.extend(out);
+        }
+        let written = written_idents(s);
+        self.poison(&written, &format!("computed by the loop at {}:{}", self.file, s.span().line_start));
+        Ok(true)
+    }
+
+    /// Does the loop store into small arrays or struct fields (state the rest of the program
+    /// may read)? Stores into allocated (bulk) memory and plain variables do not count.
+    fn writes_small_state(&mut self, s: &Stmt) -> bool {
+        let mut roots = Vec::new();
+        lvalues(s, &mut roots);
+        roots.iter().any(|e| {
+            let mut e: &CExpr = e;
+            loop {
+                match e {
+                    CExpr::Index { array, .. } => e = array,
+                    CExpr::Cast { value, .. } => e = value,
+                    CExpr::Field { .. } => return true,
+                    CExpr::Ident(n) => {
+                        let Some(c) = self.lookup(n) else { return false };
+                        let target = match &self.heap[c] {
+                            Cell::V(Val::P(t, _)) => *t,
+                            Cell::V(Val::U(_)) => return self.maybe_array.contains(&c),
+                            _ => c,
+                        };
+                        return matches!(self.heap[target], Cell::Ar(_, false) | Cell::St(_));
+                    }
+                    _ => return false,
+                }
+            }
+        })
+    }
+
+    fn iterate(&mut self, s: &'p Stmt, lb: Option<usize>, has_comm: bool, sink: &mut dyn Sink) -> R<Flow> {
+        let (cond, update, body, do_while) = match s {
+            Stmt::For { cond, update, body, .. } => (cond.as_ref(), update.as_ref(), &**body, false),
+            Stmt::While { cond, body, .. } => (Some(cond), None, &**body, false),
+            Stmt::DoWhile { body, cond, .. } => (Some(cond), None, &**body, true),
+            _ => return Ok(Flow::Normal),
+        };
+        let shape = match s {
+            Stmt::For { init, cond, update, .. } => loop_shape(init.as_deref(), cond.as_ref(), update.as_ref()),
+            _ => None,
+        };
+        let line = s.span().line_start;
+        let written = written_idents(body);
+        let var_in_body = shape.as_ref().is_some_and(|sh| mentions(body, &sh.var));
+        let mut history: VecDeque<Vec<(usize, f64)>> = VecDeque::new();
+        let mut snaps: VecDeque<Vec<(String, Val)>> = VecDeque::new();
+        let mut k: u64 = 0;
+        let mut folded_once = false;
+        loop {
+            if !(do_while && k == 0) {
+                if let Some(c) = cond {
+                    self.line = line;
+                    let v = self.eval_sink(c, sink)?;
+                    match v.truth() {
+                        Some(true) => {}
+                        Some(false) => break,
+                        None => {
+                            let why = v.why();
+                            return Err(self.err(format!("loop condition depends on data ({why})")));
+                        }
+                    }
+                }
+            }
+            // A loop with communication whose iterations do not read the loop variable:
+            // record two iterations; alike ones fold into `loop K`.
+            if has_comm && !var_in_body && !folded_once && k == 0 && !self.strict_comm {
+                if let Some(rest) = self.remaining(shape.as_ref()) {
+                    if rest >= 3 {
+                        folded_once = true;
+                        if let Some(f) = self.try_fold(body, lb, update, shape.as_ref(), rest, &written, sink)? {
+                            return Ok(f);
+                        }
+                        // Not alike: the two iterations ran for real (recorded and replayed).
+                        k = 2;
+                        continue;
+                    }
+                }
+            }
+            let start = self.pending.len();
+            let before: Vec<(String, Val)> = if has_comm { Vec::new() } else { self.snapshot(&written) };
+            self.charge(lb);
+            let f = self.stmt(body, sink)?;
+            match f {
+                Flow::Break => break,
+                Flow::Return(_) => return Ok(f),
+                _ => {}
+            }
+            if let Some(u) = update {
+                self.line = line;
+                self.eval_sink(u, sink)?;
+            }
+            k += 1;
+            if !has_comm {
+                let mut it: Vec<(usize, f64)> = self.pending[start..].to_vec();
+                it.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                let merged = merge(it);
+                history.push_back(merged);
+                snaps.push_back(before);
+                if history.len() > 48 {
+                    history.pop_front();
+                    snaps.pop_front();
+                }
+                if k >= 48 && k % 16 == 0 {
+                    if let Some(rest) = self.remaining(shape.as_ref()) {
+                        if self.extrapolate(&history, rest) {
+                            let sh = shape.as_ref().unwrap();
+                            let now = self.snapshot(&written);
+                            let prev = snaps.back().cloned().unwrap_or_default();
+                            self.advance(&written, &prev, &now, rest, &sh.var, line);
+                            return Ok(Flow::Normal);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = lb;
+        Ok(Flow::Normal)
+    }
+
+    /// Iterations left of a counted loop (shape recognised, step and bound known now).
+    fn remaining(&mut self, shape: Option<&crate::frontend::analyze::LoopShape>) -> Option<u64> {
+        let sh = shape?;
+        let v = self.get(self.lookup(&sh.var)?).int()?;
+        let b = self.eval(&sh.bound).ok()?.int()?;
+        let n = match sh.step {
+            Step::Add(s) if s > 0 => match sh.cmp.as_str() {
+                "<" | "!=" => (b - v + s - 1).div_euclid(s),
+                "<=" => (b - v + s).div_euclid(s),
+                _ => return None,
+            },
+            Step::Add(s) if s < 0 => {
+                let s = -s;
+                match sh.cmp.as_str() {
+                    ">" | "!=" => (v - b + s - 1).div_euclid(s),
+                    ">=" => (v - b + s).div_euclid(s),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        Some(n.max(0) as u64)
+    }
+
+    fn snapshot(&self, names: &HashSet<String>) -> Vec<(String, Val)> {
+        let mut v: Vec<(String, Val)> = names.iter().filter_map(|n| self.lookup(n).map(|c| (n.clone(), self.get(c)))).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// After `rest` more iterations charged analytically: the loop variable at its final value,
+    /// scalars that grew by the same step in the last iteration continue, the rest unknown.
+    fn advance(&mut self, _names: &HashSet<String>, prev: &[(String, Val)], now: &[(String, Val)], rest: u64, var: &str, line: u32) {
+        for (n, v) in now {
+            let Some(c) = self.lookup(n) else { continue };
+            let p = prev.iter().find(|(m, _)| m == n).map(|(_, v)| v.clone());
+            let nv = match (p.as_ref().and_then(|p| p.num()), v.num()) {
+                (Some(a), Some(b)) if n != var => {
+                    let d = b - a;
+                    match v {
+                        Val::I(i) => Val::I(i + (d as i64) * rest as i64),
+                        _ => Val::F(b + d * rest as f64),
+                    }
+                }
+                _ if n == var => continue,
+                _ => Val::unknown(format!("{n}: computed by the loop at {}:{line}", self.file)),
+            };
+            if matches!(self.heap[c], Cell::V(_)) {
+                self.heap[c] = Cell::V(nv);
+            }
+        }
+        // The loop variable: its value once the loop is done.
+        if let Some(c) = self.lookup(var) {
+            if let Some(x) = self.get(c).int() {
+                // Stepping was linear; the prev/now snapshots do not hold the variable when the
+                // body does not write it, so step it here from the shape's remaining count.
+                let step = prev.iter().chain(now).find(|(m, _)| m == var).map(|_| 0).unwrap_or(0);
+                let _ = step;
+                let _ = x;
+            }
+        }
+    }
+
+    /// Charges `rest` more iterations when the last 48 are regular (alike, or growing by the
+    /// same amount per 16). Sets the loop variable afterwards through the caller.
+    fn extrapolate(&mut self, history: &VecDeque<Vec<(usize, f64)>>, rest: u64) -> bool {
+        if history.len() < 48 {
+            return false;
+        }
+        let window = |k: usize| -> BTreeMap<usize, f64> {
+            let mut m = BTreeMap::new();
+            for it in history.iter().skip(k * 16).take(16) {
+                for (b, n) in it {
+                    *m.entry(*b).or_insert(0.0) += n;
+                }
+            }
+            m
+        };
+        let (w1, w2, w3) = (window(0), window(1), window(2));
+        let keys: std::collections::BTreeSet<usize> = w1.keys().chain(w2.keys()).chain(w3.keys()).copied().collect();
+        let g = |m: &BTreeMap<usize, f64>, k: &usize| m.get(k).copied().unwrap_or(0.0);
+        let linear = keys.iter().all(|k| {
+            let (a, b, c) = (g(&w1, k), g(&w2, k), g(&w3, k));
+            ((c - b) - (b - a)).abs() <= 1e-9 * (1.0 + c.abs())
+        });
+        if !linear {
+            return false;
+        }
+        let m = (rest / 16) as f64;
+        let r = (rest % 16) as f64;
+        for k in &keys {
+            let (b, c) = (g(&w2, k), g(&w3, k));
+            let d = c - b;
+            let total = m * c + d * m * (m + 1.0) / 2.0 + r / 16.0 * (c + (m + 1.0) * d);
+            if total != 0.0 {
+                self.pending.push((*k, total));
+            }
+        }
+        // The loop variable ends where the loop would have left it.
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn try_fold(
+        &mut self,
+        body: &'p Stmt,
+        lb: Option<usize>,
+        update: Option<&'p CExpr>,
+        shape: Option<&crate::frontend::analyze::LoopShape>,
+        rest: u64,
+        written: &HashSet<String>,
+        sink: &mut dyn Sink,
+    ) -> R<Option<Flow>> {
+        self.flush(sink)?;
+        let s0 = self.snapshot(written);
+        let mut recs: Vec<Vec<Rec>> = Vec::new();
+        let mut snaps = vec![s0];
+        for _ in 0..2 {
+            let mut rec = Recorder { recs: Vec::new() };
+            self.charge(lb);
+            let f = self.stmt(body, &mut rec)?;
+            self.flush(&mut rec)?;
+            if !matches!(f, Flow::Normal | Flow::Continue) {
+                for r in &recs {
+                    replay(r, sink)?;
+                }
+                replay(&rec.recs, sink)?;
+                return Ok(Some(match f {
+                    Flow::Break => Flow::Normal,
+                    other => other,
+                }));
+            }
+            if let Some(u) = update {
+                self.eval_sink(u, sink)?;
+            }
+            recs.push(rec.recs);
+            snaps.push(self.snapshot(written));
+        }
+        // Alike iterations, and the body's scalars evolve regularly.
+        let alike = recs[0] == recs[1];
+        if !alike {
+            for r in &recs {
+                replay(r, sink)?;
+            }
+            return Ok(None);
+        }
+        sink.begin_loop(rest)?;
+        replay(&recs[0], sink)?;
+        sink.end_loop()?;
+        let line = self.line;
+        if let Some(sh) = shape {
+            self.advance(written, &snaps[1], &snaps[2], rest - 2, &sh.var, line);
+            // The loop variable: rest iterations after the start.
+            if let Some(c) = self.lookup(&sh.var) {
+                if let (Some(v), Step::Add(st)) = (self.get(c).int(), &sh.step) {
+                    self.heap[c] = Cell::V(Val::I(v + st * (rest as i64 - 2)));
+                }
+            }
+        }
+        Ok(Some(Flow::Normal))
+    }
+
+    // ---- Expressions ----------------------------------------------------------------------
+
+    fn eval(&mut self, e: &CExpr) -> R<Val> {
+        let mut null = NullSink;
+        self.eval_sink(e, &mut null)
+    }
+
+    fn place(&mut self, e: &CExpr, sink: &mut dyn Sink) -> R<Option<usize>> {
+        Ok(match e {
+            CExpr::Ident(n) => match self.lookup(n) {
+                Some(c) => Some(c),
+                None => {
+                    // optind, optarg and other library globals appear when first written.
+                    let c = self.alloc(Cell::V(Val::unknown(format!("{n} never set"))));
+                    self.globals.insert(n.clone(), c);
+                    Some(c)
+                }
+            },
+            CExpr::Index { array, index } => {
+                let i = self.eval_sink(index, sink)?.int();
+                let base = self.array_base(array, sink)?;
+                match (base, i) {
+                    (Some((c, off)), Some(i)) => self.elem(c, off + i),
+                    _ => None,
+                }
+            }
+            CExpr::Field { base, field, arrow } => {
+                if *arrow {
+                    match self.eval_sink(base, sink)? {
+                        Val::P(c, off) => {
+                            let e = self.elem(c, off);
+                            e.map(|e| self.field(e, field))
+                        }
+                        _ => None,
+                    }
+                } else {
+                    let p = self.place(base, sink)?;
+                    p.map(|c| self.field(c, field))
+                }
+            }
+            CExpr::Deref(inner) => match self.eval_sink(inner, sink)? {
+                Val::P(c, off) => self.elem(c, off),
+                _ => None,
+            },
+            CExpr::Cast { value, .. } => self.place(value, sink)?,
+            _ => None,
+        })
+    }
+
+    /// A declared array (or pointer) never set, used as one: an array from now on.
+    fn as_array(&mut self, c: usize) {
+        if self.maybe_array.contains(&c) && matches!(self.heap[c], Cell::V(Val::U(_))) {
+            self.heap[c] = Cell::Ar(Vec::new(), false);
+        }
+    }
+
+    /// The cell and offset an indexed expression starts from.
+    fn array_base(&mut self, array: &CExpr, sink: &mut dyn Sink) -> R<Option<(usize, i64)>> {
+        if let Some(c) = self.place(array, sink)? {
+            self.as_array(c);
+            return Ok(Some(match &self.heap[c] {
+                Cell::V(Val::P(t, o)) => (*t, *o),
+                _ => (c, 0),
+            }));
+        }
+        Ok(match self.eval_sink(array, sink)? {
+            Val::P(c, o) => Some((c, o)),
+            _ => None,
+        })
+    }
+
+    fn read_ident(&mut self, n: &str) -> R<Val> {
+        if let Some(v) = self.sh.defines.get(n) {
+            return Ok(num_val(*v));
+        }
+        if let Some(t) = self.sh.text_defines.get(n) {
+            return Ok(self.text_value(t));
+        }
+        if let Some(c) = self.lookup(n) {
+            self.as_array(c);
+            return Ok(self.get(c));
+        }
+        Ok(self.constant(n))
+    }
+
+    /// A -D value that is not a number: a name the interpreter knows (MPI_COMM_WORLD, a
+    /// macro), else a string.
+    fn text_value(&mut self, t: &str) -> Val {
+        match self.constant(t) {
+            Val::Name(_) => Val::S(Rc::from(t), 0),
+            v => v,
+        }
+    }
+
+    fn constant(&mut self, n: &str) -> Val {
+        match n {
+            "MPI_COMM_WORLD" => return Val::Comm(COMM_WORLD),
+            "MPI_COMM_SELF" => return Val::Comm(u32::MAX),
+            "MPI_COMM_NULL" => return Val::I(-1),
+            "optind" => {
+                let c = self.alloc(Cell::V(Val::I(1)));
+                self.globals.insert("optind".into(), c);
+                return Val::I(1);
+            }
+            "no_argument" => return Val::I(0),
+            "required_argument" => return Val::I(1),
+            "optional_argument" => return Val::I(2),
+            "EOF" => return Val::I(-1),
+            "errno" => return Val::I(0),
+            "stdout" | "stderr" => return Val::Name(Rc::from(n)),
+            "NULL" => return Val::I(0),
+            "MPI_SUCCESS" => return Val::I(0),
+            "MPI_IN_PLACE" => return Val::Name(Rc::from("MPI_IN_PLACE")),
+            "INT_MAX" => return Val::I(i32::MAX as i64),
+            "INT_MIN" => return Val::I(i32::MIN as i64),
+            "RAND_MAX" => return Val::I(i32::MAX as i64),
+            "M_PI" => return Val::F(std::f64::consts::PI),
+            _ => {}
+        }
+        if let Some(sz) = crate::frontend::mpi::datatype_size(n) {
+            return Val::Dt(sz as u64);
+        }
+        if let Some((_, v)) = crate::frontend::mpi::CONSTANTS.iter().find(|(k, _)| *k == n) {
+            return Val::I(*v as i64);
+        }
+        if let Some(e) = self.sh.consts.get(n).copied() {
+            if self.depth < MAX_CALL_DEPTH {
+                self.depth += 1;
+                let v = self.eval(e);
+                self.depth -= 1;
+                if let Ok(v) = v {
+                    return v;
+                }
+            }
+        }
+        if let Some(e) = self.enums.clone().get(n) {
+            let mut null = NullSink;
+            let e = e.clone();
+            // Enumerator expressions are small; evaluate a leaked-free copy.
+            let v = self.eval_owned(&e, &mut null);
+            return v;
+        }
+        Val::Name(Rc::from(n))
+    }
+
+    fn eval_owned(&mut self, e: &CExpr, _sink: &mut dyn Sink) -> Val {
+        match e {
+            CExpr::Int(i) => Val::I(*i as i64),
+            CExpr::Ident(n) => {
+                let n = n.clone();
+                self.constant(&n)
+            }
+            CExpr::Binary { op, left, right } => {
+                let (a, b) = (self.eval_owned(left, _sink), self.eval_owned(right, _sink));
+                binary(op, a, b)
+            }
+            CExpr::Unary { op, arg } => unary(op, self.eval_owned(arg, _sink)),
+            _ => Val::unknown("enumerator value"),
+        }
+    }
+
+    fn eval_sink(&mut self, e: &CExpr, sink: &mut dyn Sink) -> R<Val> {
+        Ok(match e {
+            CExpr::Ident(n) => self.read_ident(n)?,
+            CExpr::Int(i) => Val::I(*i as i64),
+            CExpr::Float { value, .. } => Val::F(*value),
+            CExpr::Str(s) => Val::S(Rc::from(s.as_str()), 0),
+            CExpr::Binary { op, left, right } => match op.as_str() {
+                "&&" => {
+                    let a = self.eval_sink(left, sink)?;
+                    match a.truth() {
+                        Some(false) => Val::I(0),
+                        Some(true) => bool_val(self.eval_sink(right, sink)?),
+                        None => match self.eval_sink(right, sink)?.truth() {
+                            Some(false) => Val::I(0),
+                            _ => a,
+                        },
+                    }
+                }
+                "||" => {
+                    let a = self.eval_sink(left, sink)?;
+                    match a.truth() {
+                        Some(true) => Val::I(1),
+                        Some(false) => bool_val(self.eval_sink(right, sink)?),
+                        None => match self.eval_sink(right, sink)?.truth() {
+                            Some(true) => Val::I(1),
+                            _ => a,
+                        },
+                    }
+                }
+                _ => {
+                    let a = self.eval_sink(left, sink)?;
+                    let b = self.eval_sink(right, sink)?;
+                    binary(op, a, b)
+                }
+            },
+            CExpr::Unary { op, arg } => {
+                let a = self.eval_sink(arg, sink)?;
+                unary(op, a)
+            }
+            CExpr::Update { op, arg, prefix } => {
+                let old = self.eval_sink(arg, sink)?;
+                let new = binary(if op.contains("++") { "+" } else { "-" }, old.clone(), Val::I(1));
+                if let Some(c) = self.place(arg, sink)? {
+                    self.set(c, new.clone());
+                }
+                if *prefix {
+                    new
+                } else {
+                    old
+                }
+            }
+            CExpr::Assign { op, left, right } => {
+                let v = self.eval_sink(right, sink)?;
+                let v = if op == "=" {
+                    v
+                } else {
+                    let old = self.eval_sink(left, sink)?;
+                    binary(op.trim_end_matches('='), old, v)
+                };
+                if let Some(c) = self.place(left, sink)? {
+                    let v = match (&self.heap[c], &v) {
+                        (Cell::V(Val::I(_)), Val::F(f)) => Val::I(*f as i64),
+                        _ => v,
+                    };
+                    self.set(c, v.clone());
+                    return Ok(v);
+                }
+                v
+            }
+            CExpr::Call { func, args, line } => {
+                self.line = *line;
+                self.call(func, args, sink)?
+            }
+            CExpr::Index { array, index } => {
+                let i = self.eval_sink(index, sink)?;
+                let base = self.eval_sink(array, sink)?;
+                match (base, i.int()) {
+                    (Val::S(s, off), Some(i)) => Val::I(s.as_bytes().get(off + i as usize).copied().unwrap_or(0) as i64),
+                    (Val::P(c, off), Some(i)) => match self.elem(c, off + i) {
+                        Some(e) => self.get(e),
+                        None => Val::unknown(format!("{}: bulk data", crate::frontend::analyze::cexpr_text(e))),
+                    },
+                    (b, None) if !b.is_unknown() => Val::unknown(format!("index {} depends on data", crate::frontend::analyze::cexpr_text(index))),
+                    (Val::U(w), _) => Val::U(w),
+                    _ => Val::unknown(format!("{}: not known", crate::frontend::analyze::cexpr_text(e))),
+                }
+            }
+            CExpr::Deref(inner) if matches!(self.eval_sink(inner, sink)?, Val::S(..)) => match self.eval_sink(inner, sink)? {
+                Val::S(s, o) => Val::I(s.as_bytes().get(o).copied().unwrap_or(0) as i64),
+                _ => Val::I(0),
+            },
+            CExpr::Field { .. } | CExpr::Deref(_) => match self.place(e, sink)? {
+                Some(c) => self.get(c),
+                None => Val::unknown(format!("{}: not known before running", crate::frontend::analyze::cexpr_text(e))),
+            },
+            CExpr::AddrOf(inner) => match self.place(inner, sink)? {
+                Some(c) => Val::P(c, 0),
+                None => match &**inner {
+                    CExpr::Index { array, index } => {
+                        let i = self.eval_sink(index, sink)?.int();
+                        match (self.eval_sink(array, sink)?, i) {
+                            (Val::P(c, o), Some(i)) => Val::P(c, o + i),
+                            _ => Val::unknown("address of bulk data"),
+                        }
+                    }
+                    _ => Val::unknown("address of bulk data"),
+                },
+            },
+            CExpr::Cast { ty, value } => {
+                let v = self.eval_sink(value, sink)?;
+                convert(v, ty)
+            }
+            CExpr::Cond { cond, then, otherwise } => {
+                let c = self.eval_sink(cond, sink)?;
+                match c.truth() {
+                    Some(true) => self.eval_sink(then, sink)?,
+                    Some(false) => self.eval_sink(otherwise, sink)?,
+                    None => c,
+                }
+            }
+            CExpr::Sizeof { ty, value } => {
+                let t = match (ty, value) {
+                    (Some(t), _) => Some(t.clone()),
+                    (None, Some(v)) => self.static_type(v),
+                    _ => None,
+                };
+                match t {
+                    Some(t) => Val::I(self.type_size(&t)),
+                    None => Val::unknown("sizeof of an expression"),
+                }
+            }
+            CExpr::Comma(a, b) => {
+                self.eval_sink(a, sink)?;
+                self.eval_sink(b, sink)?
+            }
+            CExpr::InitList(_) => Val::unknown("initialiser list"),
+            CExpr::Unknown(t) => Val::unknown(format!("`{t}` is not modelled")),
+        })
+    }
+
+    fn static_type(&self, e: &CExpr) -> Option<CType> {
+        match e {
+            CExpr::Ident(_) => None,
+            CExpr::Cast { ty, .. } => Some(ty.clone()),
+            _ => None,
+        }
+    }
+
+    fn type_size(&self, t: &CType) -> i64 {
+        if t.indirection > 0 {
+            return 8;
+        }
+        match &t.base {
+            Base::Int => 4,
+            Base::Float => 4,
+            Base::Double => 8,
+            Base::Named(n) => match n.as_str() {
+                "char" => 1,
+                "short" => 2,
+                "long" | "size_t" | "int64_t" | "uint64_t" | "MPI_Aint" => 8,
+                _ => match self.sh.typedefs.get(n.as_str()) {
+                    Some(t) => self.type_size(t),
+                    None => 8,
+                },
+            },
+            Base::Struct(n) => 8 * self.sh.structs.get(n.as_str()).map_or(1, |f| f.len().max(1)) as i64,
+            _ => 8,
+        }
+    }
+
+    // ---- Calls ----------------------------------------------------------------------------
+
+    fn call(&mut self, func: &str, args: &[CExpr], sink: &mut dyn Sink) -> R<Val> {
+        if let Some(f) = self.sh.funcs.get(func).copied() {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args {
+                vals.push(self.eval_sink(a, sink)?);
+            }
+            return self.call_user(f, vals, sink);
+        }
+        if func.starts_with("MPI_") || func.starts_with("P2P") {
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args {
+                vals.push(self.eval_sink(a, sink)?);
+            }
+            return self.mpi(func, args, vals, sink);
+        }
+        let mut vals = Vec::with_capacity(args.len());
+        for a in args {
+            vals.push(self.eval_sink(a, sink)?);
+        }
+        self.libc(func, vals)
+    }
+
+    fn text_arg(&self, v: Option<&Val>) -> Option<String> {
+        match v? {
+            Val::S(..) => v?.text(),
+            Val::P(c, o) => {
+                // A char array holding a string: its elements.
+                let mut s = String::new();
+                let mut k = *o;
+                while let Cell::Ar(els, _) = &self.heap[*c] {
+                    let Some(e) = els.get(k as usize) else { break };
+                    match self.get(*e) {
+                        Val::I(0) => break,
+                        Val::I(x) => s.push(x as u8 as char),
+                        Val::S(t, off) if k == *o => return Some(t.get(off..).unwrap_or("").to_string()),
+                        _ => return None,
+                    }
+                    k += 1;
+                }
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    fn write_ptr(&mut self, p: Option<&Val>, v: Val) {
+        if let Some(Val::P(c, o)) = p {
+            if let Some(e) = self.elem(*c, *o) {
+                self.set(e, v);
+            }
+        }
+    }
+
+    fn libc(&mut self, func: &str, vals: Vec<Val>) -> R<Val> {
+        let num = |k: usize| vals.get(k).and_then(|v| v.num());
+        let f1 = |g: fn(f64) -> f64| match num(0) {
+            Some(x) => Val::F(g(x)),
+            None => vals.first().cloned().unwrap_or(Val::unknown("no argument")),
+        };
+        Ok(match func {
+            "atoi" | "atol" | "atoll" | "strtol" | "strtoll" | "strtoul" | "strtoull" => match self.text_arg(vals.first()) {
+                Some(t) => {
+                    let base = if func.starts_with("strto") { num(2).unwrap_or(10.0) as u32 } else { 10 };
+                    let (v, used) = parse_int(&t, base);
+                    if func.starts_with("strto") {
+                        if let (Some(Val::P(..)), Some(Val::S(s, off))) = (vals.get(1), vals.first()) {
+                            let p = vals.get(1).cloned();
+                            self.write_ptr(p.as_ref(), Val::S(s.clone(), off + used));
+                        }
+                    }
+                    Val::I(v)
+                }
+                None => vals.first().filter(|v| v.is_unknown()).cloned().unwrap_or(Val::unknown(format!("{func} of a string not known"))),
+            },
+            "atof" | "strtod" | "strtof" => match self.text_arg(vals.first()) {
+                Some(t) => {
+                    let (v, used) = parse_float(&t);
+                    if let (Some(Val::P(..)), Some(Val::S(s, off))) = (vals.get(1), vals.first()) {
+                        let p = vals.get(1).cloned();
+                        self.write_ptr(p.as_ref(), Val::S(s.clone(), off + used));
+                    }
+                    Val::F(v)
+                }
+                None => Val::unknown(format!("{func} of a string not known")),
+            },
+            "abs" | "labs" | "llabs" => match vals.first() {
+                Some(Val::I(i)) => Val::I(i.abs()),
+                Some(v) => v.clone(),
+                None => Val::unknown("abs"),
+            },
+            "fabs" => f1(f64::abs),
+            "floor" => f1(f64::floor),
+            "ceil" => f1(f64::ceil),
+            "sqrt" => f1(f64::sqrt),
+            "cbrt" => f1(f64::cbrt),
+            "log" => f1(f64::ln),
+            "log2" => f1(f64::log2),
+            "log10" => f1(f64::log10),
+            "exp" => f1(f64::exp),
+            "round" => f1(f64::round),
+            "trunc" => f1(f64::trunc),
+            "sin" => f1(f64::sin),
+            "cos" => f1(f64::cos),
+            "pow" => match (num(0), num(1)) {
+                (Some(a), Some(b)) => Val::F(a.powf(b)),
+                _ => Val::unknown("pow of a value not known"),
+            },
+            "min" | "max" | "MIN" | "MAX" | "fmin" | "fmax" | "imin" | "imax" => {
+                let (a, b) = (vals.first().cloned().unwrap_or(Val::I(0)), vals.get(1).cloned().unwrap_or(Val::I(0)));
+                let lt = binary("<", a.clone(), b.clone());
+                match lt.truth() {
+                    Some(t) => {
+                        if t == func.to_lowercase().ends_with("min") {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                    None => lt,
+                }
+            }
+            "strcmp" | "strncmp" | "strcasecmp" => match (self.text_arg(vals.first()), self.text_arg(vals.get(1))) {
+                (Some(mut a), Some(mut b)) => {
+                    if func == "strncmp" {
+                        let n = num(2).unwrap_or(0.0) as usize;
+                        a = a.chars().take(n).collect();
+                        b = b.chars().take(n).collect();
+                    }
+                    if func == "strcasecmp" {
+                        a = a.to_lowercase();
+                        b = b.to_lowercase();
+                    }
+                    Val::I(match a.cmp(&b) {
+                        std::cmp::Ordering::Less => -1,
+                        std::cmp::Ordering::Equal => 0,
+                        std::cmp::Ordering::Greater => 1,
+                    })
+                }
+                _ => Val::unknown("strcmp of a string not known"),
+            },
+            "strlen" => match self.text_arg(vals.first()) {
+                Some(a) => Val::I(a.len() as i64),
+                None => Val::unknown("strlen of a string not known"),
+            },
+            "sscanf" => {
+                let (Some(text), Some(fmt)) = (self.text_arg(vals.first()), self.text_arg(vals.get(1))) else {
+                    return Ok(Val::unknown("sscanf of a string not known"));
+                };
+                let got = scan(&text, &fmt);
+                let n = got.len();
+                for (k, v) in got.into_iter().enumerate() {
+                    let p = vals.get(2 + k).cloned();
+                    self.write_ptr(p.as_ref(), v);
+                }
+                Val::I(n as i64)
+            }
+            "printf" | "fprintf" => {
+                let skip = usize::from(func == "fprintf");
+                if skip == 1 && !matches!(vals.first(), Some(Val::Name(n)) if &**n == "stdout") {
+                    return Ok(Val::I(0));
+                }
+                if let Some(fmt) = self.text_arg(vals.get(skip)) {
+                    let mut rest = Vec::new();
+                    for v in &vals[skip + 1..] {
+                        rest.push(match v {
+                            Val::S(..) | Val::P(..) => match self.text_arg(Some(v)) {
+                                Some(t) => Val::S(Rc::from(t.as_str()), 0),
+                                None => v.clone(),
+                            },
+                            other => other.clone(),
+                        });
+                    }
+                    let text = format_c(&fmt, &rest);
+                    self.partial_line.push_str(&text);
+                    while let Some(k) = self.partial_line.find('\n') {
+                        let line: String = self.partial_line.drain(..=k).collect();
+                        self.push_line(line.trim_end_matches('\n').to_string());
+                    }
+                }
+                Val::I(0)
+            }
+            "puts" => {
+                if let Some(t) = self.text_arg(vals.first()) {
+                    self.push_line(t);
+                }
+                Val::I(0)
+            }
+            "getopt" | "getopt_long" | "getopt_long_only" => self.getopt(func, &vals),
+            "malloc" | "calloc" | "realloc" => {
+                let c = self.alloc(Cell::Ar(Vec::new(), true));
+                Val::P(c, 0)
+            }
+            "exit" | "abort" => return Err(Unresolved { file: self.file.to_string(), line: self.line, what: "\u{0}exit".into() }),
+            "rand" | "random" | "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => Val::unknown(format!("{func}() is known only at run time")),
+            "free" | "memset" | "memcpy" | "srand" | "srandom" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
+            _ => {
+                // A library routine: what it writes through pointers is not known.
+                for v in &vals {
+                    if let Val::P(c, o) = v {
+                        if let Some(e) = self.elem(*c, *o) {
+                            if matches!(self.heap[e], Cell::V(_)) {
+                                self.heap[e] = Cell::V(Val::unknown(format!("written by {func}")));
+                            }
+                        }
+                    }
+                }
+                Val::unknown(format!("result of {func}"))
+            }
+        })
+    }
+
+    fn global_cell(&mut self, name: &str, init: Val) -> usize {
+        match self.globals.get(name) {
+            Some(c) => *c,
+            None => {
+                let c = self.alloc(Cell::V(init));
+                self.globals.insert(name.to_string(), c);
+                c
+            }
+        }
+    }
+
+    fn getopt(&mut self, func: &str, vals: &[Val]) -> Val {
+        let argc = vals.first().and_then(|v| v.int()).unwrap_or(0);
+        let argv = match vals.get(1) {
+            Some(Val::P(c, o)) => (*c, *o),
+            _ => return Val::unknown("getopt without argv"),
+        };
+        let opts = self.text_arg(vals.get(2)).unwrap_or_default();
+        let optind_c = self.global_cell("optind", Val::I(1));
+        let optarg_c = self.global_cell("optarg", Val::I(0));
+        let mut optind = self.get(optind_c).int().unwrap_or(1);
+        let arg = |me: &mut Self, k: i64| -> Option<String> {
+            let e = me.elem(argv.0, argv.1 + k)?;
+            me.get(e).text()
+        };
+        if optind >= argc {
+            return Val::I(-1);
+        }
+        let Some(cur) = arg(self, optind) else { return Val::I(-1) };
+        if self.next_char == 0 {
+            if cur == "--" {
+                self.set(optind_c, Val::I(optind + 1));
+                return Val::I(-1);
+            }
+            if !cur.starts_with('-') || cur == "-" {
+                return Val::I(-1);
+            }
+            let long = func != "getopt" && (cur.starts_with("--") || (func == "getopt_long_only" && !cur.starts_with("--")));
+            if long {
+                let body = cur.trim_start_matches('-');
+                let (name, value) = match body.split_once('=') {
+                    Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                    None => (body.to_string(), None),
+                };
+                optind += 1;
+                let Some(Val::P(lc, lo)) = vals.get(3).cloned() else { return Val::I('?' as i64) };
+                for k in 0..256 {
+                    let Some(e) = self.elem(lc, lo + k) else { break };
+                    let nc = self.field(e, "name");
+                    let Some(oname) = self.get(nc).text() else { break };
+                    if oname != name {
+                        continue;
+                    }
+                    let ha = self.field(e, "has_arg");
+                    let has_arg = self.get(ha).int().unwrap_or(0);
+                    if has_arg >= 1 {
+                        let v = match value {
+                            Some(v) => Some(v),
+                            None if has_arg == 1 => {
+                                let v = arg(self, optind);
+                                optind += 1;
+                                v
+                            }
+                            None => None,
+                        };
+                        let ov = v.map(|v| Val::S(Rc::from(v.as_str()), 0)).unwrap_or(Val::I(0));
+                        self.set(optarg_c, ov);
+                    }
+                    self.set(optind_c, Val::I(optind));
+                    if let Some(p) = vals.get(4).cloned() {
+                        self.write_ptr(Some(&p), Val::I(k));
+                    }
+                    let fc = self.field(e, "flag");
+                    let vc = self.field(e, "val");
+                    let val = self.get(vc);
+                    return match self.get(fc) {
+                        Val::P(c, o) => {
+                            self.write_ptr(Some(&Val::P(c, o)), val);
+                            Val::I(0)
+                        }
+                        _ => val,
+                    };
+                }
+                self.set(optind_c, Val::I(optind));
+                return Val::I('?' as i64);
+            }
+            self.next_char = 1;
+        }
+        let bytes = cur.as_bytes();
+        let c = bytes.get(self.next_char).copied().unwrap_or(0) as char;
+        self.next_char += 1;
+        let at_end = self.next_char >= bytes.len();
+        let pos = opts.find(c).filter(|_| c != ':');
+        let Some(pos) = pos else {
+            if at_end {
+                self.next_char = 0;
+                self.set(optind_c, Val::I(optind + 1));
+            }
+            return Val::I('?' as i64);
+        };
+        let takes = opts.as_bytes().get(pos + 1) == Some(&b':');
+        if takes {
+            let v = if !at_end {
+                Some(cur[self.next_char..].to_string())
+            } else {
+                optind += 1;
+                arg(self, optind)
+            };
+            self.next_char = 0;
+            self.set(optind_c, Val::I(optind + 1));
+            let ov = v.map(|v| Val::S(Rc::from(v.as_str()), 0)).unwrap_or(Val::I(0));
+            self.set(optarg_c, ov);
+        } else if at_end {
+            self.next_char = 0;
+            self.set(optind_c, Val::I(optind + 1));
+        }
+        Val::I(c as i64)
+    }
+
+    // ---- MPI ------------------------------------------------------------------------------
+
+    fn comm_id(&self, v: Option<&Val>, what: &str) -> R<u32> {
+        match v {
+            Some(Val::Comm(id)) if self.comms.contains_key(id) => Ok(*id),
+            Some(Val::Comm(u32::MAX)) => Err(self.err(format!("{what}: MPI_COMM_SELF is not modelled statically"))),
+            None => Ok(COMM_WORLD),
+            Some(other) => Err(self.err(format!("{what}: communicator not known before running ({})", other.why()))),
+        }
+    }
+
+    fn my_rank(&self, comm: u32) -> u32 {
+        self.comms.get(&comm).and_then(|m| m.iter().position(|r| *r == self.rank)).unwrap_or(0) as u32
+    }
+
+    fn comm_size(&self, comm: u32) -> u32 {
+        self.comms.get(&comm).map_or(self.size, |m| m.len() as u32)
+    }
+
+    fn need_int(&self, v: Option<&Val>, call: &str, what: &str, text: Option<&CExpr>) -> R<i64> {
+        match v.and_then(|v| v.int()) {
+            Some(x) => Ok(x),
+            None => {
+                let t = text.map(crate::frontend::analyze::cexpr_text).unwrap_or_default();
+                let why = v.map(|v| v.why()).unwrap_or_else(|| "missing".into());
+                Err(self.err(format!("{call}: {what} `{t}` is not known before running ({why})")))
+            }
+        }
+    }
+
+    fn dt_bytes(&self, v: Option<&Val>, call: &str, text: Option<&CExpr>) -> R<u64> {
+        match v {
+            Some(Val::Dt(b)) => Ok(*b),
+            Some(Val::I(b)) if *b > 0 => Ok(*b as u64),
+            _ => {
+                let t = text.map(crate::frontend::analyze::cexpr_text).unwrap_or_default();
+                Err(self.err(format!("{call}: datatype `{t}` is not known before running")))
+            }
+        }
+    }
+
+    /// Values in a buffer: `count` scalars from a pointer, when few and all cells exist.
+    fn read_buf(&mut self, v: Option<&Val>, count: i64) -> Option<Vec<Val>> {
+        let Some(Val::P(c, o)) = v else { return None };
+        if count > SMALL_MESSAGE || count < 0 {
+            return None;
+        }
+        if let Cell::Ar(_, true) = self.heap[*c] {
+            return None;
+        }
+        let mut out = Vec::new();
+        for k in 0..count {
+            let e = self.elem(*c, o + k)?;
+            out.push(match &self.heap[e] {
+                Cell::V(v) => v.clone(),
+                _ => return None,
+            });
+        }
+        Some(out)
+    }
+
+    fn write_buf(&mut self, v: Option<&Val>, vals: &[Val]) {
+        let Some(Val::P(c, o)) = v else { return };
+        if let Cell::Ar(_, true) = self.heap[*c] {
+            return;
+        }
+        for (k, x) in vals.iter().enumerate() {
+            if let Some(e) = self.elem(*c, o + k as i64) {
+                if matches!(self.heap[e], Cell::V(_)) {
+                    self.heap[e] = Cell::V(x.clone());
+                }
+            }
+        }
+    }
+
+    fn unknown_buf(&mut self, v: Option<&Val>, count: i64, why: &str) {
+        let vals: Vec<Val> = (0..count.clamp(0, SMALL_MESSAGE)).map(|_| Val::unknown(why)).collect();
+        self.write_buf(v, &vals);
+    }
+
+    fn coll_key(&mut self, kind: &str, comm: u32) -> String {
+        let seq = self.coll_seq.entry((kind.to_string(), comm)).or_insert(0);
+        *seq += 1;
+        format!("{kind}/{comm}/{seq}")
+    }
+
+    /// Contributions of every member of `comm` to collective `key`: this rank's given, the
+    /// others' from this pass or the previous one.
+    fn contribute(&mut self, key: &str, comm: u32, mine: Option<Vec<Val>>) -> Option<Vec<Vec<Val>>> {
+        let me = self.my_rank(comm);
+        let n = self.comm_size(comm);
+        let mut mail = self.sh.mail.borrow_mut();
+        let entry = mail.coll.entry(key.to_string()).or_default();
+        if let Some(m) = mine {
+            entry.insert(me, m);
+        }
+        let mut all = Vec::new();
+        for r in 0..n {
+            match entry.get(&r) {
+                Some(v) => all.push(v.clone()),
+                None => {
+                    drop(mail);
+                    self.missed = true;
+                    return None;
+                }
+            }
+        }
+        Some(all)
+    }
+
+    fn new_comm(&mut self, parent: u32, members: Vec<u32>, sink: &mut dyn Sink) -> R<Val> {
+        let seq = {
+            let s = self.comm_seq.entry(parent).or_insert(0);
+            *s += 1;
+            *s
+        };
+        if self.comms.get(&parent) == Some(&members) {
+            return Ok(Val::Comm(parent));
+        }
+        let id = {
+            let mut mail = self.sh.mail.borrow_mut();
+            let key = (parent, seq, members.clone());
+            match mail.comm_ids.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let id = mail.next_comm;
+                    mail.next_comm += 1;
+                    mail.comm_ids.insert(key, id);
+                    id
+                }
+            }
+        };
+        self.comms.insert(id, members.clone());
+        self.flush(sink)?;
+        sink.action(TraceAction::CommDef { id, ranks: members })?;
+        Ok(Val::Comm(id))
+    }
+
+    fn peer(&self, v: i64, size: u32, call: &str, what: &str) -> R<Option<Peer>> {
+        if v == -2 {
+            return Ok(None);
+        }
+        if v < 0 {
+            return Ok(Some(Peer::Any));
+        }
+        if v as u32 >= size {
+            return Err(self.err(format!("{call}: {what} {v} is not a rank of {size}")));
+        }
+        Ok(Some(Peer::Rank(v as u32)))
+    }
+
+    fn send_mail(&mut self, comm: u32, to: u32, tag: i64, vals: Option<Vec<Val>>) {
+        let me = self.my_rank(comm);
+        let mut mail = self.sh.mail.borrow_mut();
+        let q = mail.p2p.entry((comm, me, to)).or_default();
+        // Several passes: the k-th send of this pass replaces the previous pass's k-th.
+        let k = self.sent_count(comm, to);
+        if k < q.len() {
+            q[k] = (tag, vals);
+        } else {
+            q.push((tag, vals));
+        }
+    }
+
+    fn sent_count(&mut self, comm: u32, to: u32) -> usize {
+        let key = (comm, u32::MAX - to, 0);
+        let v = self.consumed.entry(key).or_default();
+        v.push(true);
+        v.len() - 1
+    }
+
+    fn recv_mail(&mut self, comm: u32, from: Option<Peer>, tag: i64) -> Option<Option<Vec<Val>>> {
+        let Some(Peer::Rank(from)) = from else { return Some(None) };
+        let me = self.my_rank(comm);
+        let mail = self.sh.mail.borrow();
+        let q = mail.p2p.get(&(comm, from, me)).cloned().unwrap_or_default();
+        drop(mail);
+        let used = self.consumed.entry((comm, from, me)).or_default();
+        for (k, (t, v)) in q.iter().enumerate() {
+            if used.get(k).copied().unwrap_or(false) {
+                continue;
+            }
+            if tag < 0 || *t == tag {
+                if used.len() <= k {
+                    used.resize(k + 1, false);
+                }
+                used[k] = true;
+                return Some(v.clone());
+            }
+        }
+        self.missed = true;
+        None
+    }
+
+    fn mpi(&mut self, name: &str, args: &[CExpr], v: Vec<Val>, sink: &mut dyn Sink) -> R<Val> {
+        let a = |k: usize| args.get(k);
+        let call = name;
+        match name {
+            "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize" | "MPI_Type_commit" | "MPI_Type_free" | "MPI_Comm_free"
+            | "MPI_Get_processor_name" | "MPI_Comm_set_errhandler" | "MPI_Errhandler_set" | "MPI_Op_create" | "MPI_Op_free"
+            | "MPI_Get_count" | "MPI_Initialized" | "MPI_Finalized" | "MPI_Request_free" => {
+                if name == "MPI_Init_thread" {
+                    self.write_ptr(v.get(3), Val::I(3));
+                }
+                return Ok(Val::I(0));
+            }
+            "MPI_Wtime" | "MPI_Wtick" => return Ok(Val::unknown("MPI_Wtime() is known only at run time")),
+            "MPI_Abort" => return Err(Unresolved { file: self.file.to_string(), line: self.line, what: "\u{0}exit".into() }),
+            "P2Pinit" | "P2Pscheme" | "P2Pfinalize" => return Ok(Val::I(0)),
+            "P2Prank" => return Ok(Val::I(self.rank as i64)),
+            "P2Psize" => return Ok(Val::I(self.size as i64)),
+            "MPI_Comm_rank" => {
+                let c = self.comm_id(v.first(), call)?;
+                let r = self.my_rank(c);
+                self.write_ptr(v.get(1), Val::I(r as i64));
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_size" => {
+                let c = self.comm_id(v.first(), call)?;
+                let n = self.comm_size(c);
+                self.write_ptr(v.get(1), Val::I(n as i64));
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_dup" => {
+                let c = self.comm_id(v.first(), call)?;
+                let members = self.comms[&c].clone();
+                let nc = self.new_comm(c, members, sink)?;
+                // A duplicate behaves as its parent for the skeleton: same members, same order.
+                self.write_ptr(v.get(1), nc);
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_split" => {
+                let c = self.comm_id(v.first(), call)?;
+                let color = v.get(1).and_then(|x| x.int());
+                let key = v.get(2).and_then(|x| x.int());
+                let (Some(color), Some(key)) = (color, key) else {
+                    return Err(self.err(format!("{call}: colour or key not known before running")));
+                };
+                let ck = self.coll_key("split", c);
+                let Some(all) = self.contribute(&ck, c, Some(vec![Val::I(color), Val::I(key)])) else {
+                    self.write_ptr(v.get(3), Val::unknown("communicator from a split whose other ranks have not run yet"));
+                    return Ok(Val::I(0));
+                };
+                if color < 0 {
+                    self.write_ptr(v.get(3), Val::I(-1));
+                    return Ok(Val::I(0));
+                }
+                let parent = self.comms[&c].clone();
+                let mut group: Vec<(i64, u32)> = all
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| x.first().and_then(|c| c.int()) == Some(color))
+                    .map(|(r, x)| (x.get(1).and_then(|k| k.int()).unwrap_or(0), r as u32))
+                    .collect();
+                group.sort();
+                let members: Vec<u32> = group.iter().map(|(_, r)| parent[*r as usize]).collect();
+                let nc = self.new_comm(c, members, sink)?;
+                self.write_ptr(v.get(3), nc);
+                return Ok(Val::I(0));
+            }
+            "MPI_Type_contiguous" => {
+                let n = self.need_int(v.first(), call, "count", a(0))?;
+                let b = self.dt_bytes(v.get(1), call, a(1))?;
+                self.write_ptr(v.get(2), Val::Dt(n.max(0) as u64 * b));
+                return Ok(Val::I(0));
+            }
+            "MPI_Type_vector" | "MPI_Type_create_hvector" | "MPI_Type_hvector" => {
+                let n = self.need_int(v.first(), call, "count", a(0))?;
+                let bl = self.need_int(v.get(1), call, "block length", a(1))?;
+                let b = self.dt_bytes(v.get(3), call, a(3))?;
+                self.write_ptr(v.get(4), Val::Dt((n * bl).max(0) as u64 * b));
+                return Ok(Val::I(0));
+            }
+            "MPI_Type_size" => {
+                let b = self.dt_bytes(v.first(), call, a(0))?;
+                self.write_ptr(v.get(1), Val::I(b as i64));
+                return Ok(Val::I(0));
+            }
+            "MPI_Dims_create" => {
+                let nnodes = self.need_int(v.first(), call, "number of processes", a(0))?;
+                let ndims = self.need_int(v.get(1), call, "number of dimensions", a(1))? as usize;
+                let given: Vec<i64> = self.read_buf(v.get(2), ndims as i64).unwrap_or_default().iter().map(|x| x.int().unwrap_or(0)).collect();
+                let dims = dims_create(nnodes, &given, ndims)
+                    .ok_or_else(|| self.err(format!("MPI_Dims_create: {nnodes} processes do not fit the given dimensions")))?;
+                let vals: Vec<Val> = dims.iter().map(|d| Val::I(*d)).collect();
+                self.write_buf(v.get(2), &vals);
+                self.cart_dims = dims;
+                return Ok(Val::I(0));
+            }
+            "MPI_Cart_create" => {
+                let c = self.comm_id(v.first(), call)?;
+                let ndims = self.need_int(v.get(1), call, "number of dimensions", a(1))? as usize;
+                let dims: Option<Vec<i64>> = self.read_buf(v.get(2), ndims as i64).and_then(|d| d.iter().map(|x| x.int()).collect());
+                let Some(dims) = dims else { return Err(self.err("MPI_Cart_create: dimensions not known before running")) };
+                let periods: Option<Vec<bool>> = self.read_buf(v.get(3), ndims as i64).and_then(|d| d.iter().map(|x| x.truth()).collect());
+                let Some(periods) = periods else { return Err(self.err("MPI_Cart_create: periods not known before running")) };
+                let total: i64 = dims.iter().product();
+                if total != self.comm_size(c) as i64 {
+                    return Err(self.err(format!("MPI_Cart_create: grid of {total} for {} ranks", self.comm_size(c))));
+                }
+                self.cart_dims = dims;
+                self.cart_periods = periods;
+                // Without reordering (mpicast does not reorder) rank r keeps its place.
+                self.write_ptr(v.get(5), Val::Comm(c));
+                return Ok(Val::I(0));
+            }
+            "MPI_Cart_coords" => {
+                let r = self.need_int(v.get(1), call, "rank", a(1))?;
+                let vals: Vec<Val> = cart_coords(r, &self.cart_dims).into_iter().map(Val::I).collect();
+                self.write_buf(v.get(3), &vals);
+                return Ok(Val::I(0));
+            }
+            "MPI_Cart_rank" => {
+                let n = self.cart_dims.len() as i64;
+                let coords: Option<Vec<i64>> = self.read_buf(v.get(1), n).and_then(|d| d.iter().map(|x| x.int()).collect());
+                let Some(mut coords) = coords else { return Err(self.err("MPI_Cart_rank: coordinates not known before running")) };
+                for (k, c) in coords.iter_mut().enumerate() {
+                    let d = self.cart_dims[k];
+                    if self.cart_periods.get(k).copied().unwrap_or(false) {
+                        *c = c.rem_euclid(d);
+                    }
+                }
+                let r = cart_rank(&coords, &self.cart_dims);
+                self.write_ptr(v.get(2), Val::I(r));
+                return Ok(Val::I(0));
+            }
+            "MPI_Cart_get" => {
+                let n = self.cart_dims.len();
+                let dims: Vec<Val> = self.cart_dims.iter().map(|d| Val::I(*d)).collect();
+                let per: Vec<Val> = self.cart_periods.iter().map(|p| Val::I(*p as i64)).collect();
+                let co: Vec<Val> = cart_coords(self.rank as i64, &self.cart_dims).into_iter().map(Val::I).collect();
+                let _ = n;
+                self.write_buf(v.get(2), &dims);
+                self.write_buf(v.get(3), &per);
+                self.write_buf(v.get(4), &co);
+                return Ok(Val::I(0));
+            }
+            "MPI_Cart_shift" => {
+                let dim = self.need_int(v.get(1), call, "direction", a(1))? as usize;
+                let disp = self.need_int(v.get(2), call, "displacement", a(2))?;
+                if dim >= self.cart_dims.len() {
+                    return Err(self.err(format!("MPI_Cart_shift: direction {dim} outside the grid")));
+                }
+                let coords = cart_coords(self.rank as i64, &self.cart_dims);
+                let shifted = |by: i64| -> i64 {
+                    let mut c = coords.clone();
+                    let n = self.cart_dims[dim];
+                    let x = c[dim] + by;
+                    if (0..n).contains(&x) {
+                        c[dim] = x;
+                    } else if self.cart_periods.get(dim).copied().unwrap_or(false) {
+                        c[dim] = x.rem_euclid(n);
+                    } else {
+                        return -2;
+                    }
+                    cart_rank(&c, &self.cart_dims)
+                };
+                let (src, dst) = (shifted(-disp), shifted(disp));
+                self.write_ptr(v.get(3), Val::I(src));
+                self.write_ptr(v.get(4), Val::I(dst));
+                return Ok(Val::I(0));
+            }
+            _ => {}
+        }
+        if crate::frontend::mpi::comm_signature(name).is_none() && !name.starts_with("P2P") {
+            return self.libc(name, v);
+        }
+        if self.weight != 1.0 {
+            return Err(self.err(format!("{call}: communication under a branch that depends on data")));
+        }
+        self.flush(sink)?;
+        let count = |me: &Self, k: usize| me.need_int(v.get(k), call, "count", a(k));
+        let bytes = |me: &Self, ck: usize, dk: usize| -> R<u64> {
+            let n = count(me, ck)?;
+            let b = me.dt_bytes(v.get(dk), call, a(dk))?;
+            Ok(n.max(0) as u64 * b)
+        };
+        let tag_of = |me: &Self, k: usize| -> Tag {
+            match v.get(k).and_then(|x| x.int()) {
+                Some(t) if t >= 0 => Tag::Value(t as i32),
+                _ => {
+                    let _ = me;
+                    Tag::Any
+                }
+            }
+        };
+        match name {
+            "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" => {
+                let comm = self.comm_id(v.get(5), call)?;
+                let size = self.comm_size(comm);
+                let to = self.need_int(v.get(3), call, "destination", a(3))?;
+                let to = self.peer(to, size, call, "destination")?;
+                let b = bytes(self, 1, 2)?;
+                let tag = self.need_int(v.get(4), call, "tag", a(4)).unwrap_or(0);
+                let n = count(self, 1)?;
+                let blocking = !name.starts_with("MPI_I");
+                let req = if blocking { None } else { Some(self.new_req(v.get(6))) };
+                match to {
+                    None => {
+                        if let Some(r) = req {
+                            self.reqs.retain(|(_, q)| *q != r);
+                        }
+                    }
+                    Some(Peer::Any) => return Err(self.err(format!("{call}: negative destination"))),
+                    Some(Peer::Rank(to)) => {
+                        let vals = self.read_buf(v.first(), n);
+                        self.send_mail(comm, to, tag, vals);
+                        match req {
+                            None => sink.action(TraceAction::Send { to, bytes: b, tag: tag as i32, comm })?,
+                            Some(req) => sink.action(TraceAction::Isend { req, to, bytes: b, tag: tag as i32, comm })?,
+                        }
+                    }
+                }
+            }
+            "MPI_Recv" | "MPI_Irecv" => {
+                let comm = self.comm_id(v.get(5), call)?;
+                let size = self.comm_size(comm);
+                let from = self.need_int(v.get(3), call, "source", a(3))?;
+                let from = self.peer(from, size, call, "source")?;
+                let b = bytes(self, 1, 2).ok();
+                let n = v.get(1).and_then(|x| x.int()).unwrap_or(0);
+                let tag = v.get(4).and_then(|x| x.int()).unwrap_or(-1);
+                let req = if name == "MPI_Irecv" { Some(self.new_req(v.get(6))) } else { None };
+                let Some(from) = from else {
+                    if let Some(r) = req {
+                        self.reqs.retain(|(_, q)| *q != r);
+                    }
+                    return Ok(Val::I(0));
+                };
+                match self.recv_mail(comm, Some(from), tag) {
+                    Some(Some(vals)) => self.write_buf(v.first(), &vals),
+                    Some(None) => self.unknown_buf(v.first(), n, &format!("received at {}:{} (bulk data or any source)", self.file, self.line)),
+                    None => self.unknown_buf(v.first(), n, &format!("received at {}:{} from a rank evaluated later", self.file, self.line)),
+                }
+                match req {
+                    None => sink.action(TraceAction::Recv { from, bytes: b, tag: tag_of(self, 4), comm })?,
+                    Some(req) => sink.action(TraceAction::Irecv { req, from, bytes: b, tag: tag_of(self, 4), comm })?,
+                }
+            }
+            "MPI_Wait" => {
+                let key = match v.first() {
+                    Some(Val::P(c, o)) => self.elem(*c, *o),
+                    _ => None,
+                };
+                if let Some(pos) = self.reqs.iter().position(|(k, _)| Some(*k) == key) {
+                    let (_, req) = self.reqs.remove(pos);
+                    sink.action(TraceAction::Wait { req })?;
+                }
+            }
+            "MPI_Waitall" | "MPI_Waitsome" | "MPI_Waitany" => {
+                if !self.reqs.is_empty() {
+                    self.reqs.clear();
+                    sink.action(TraceAction::Waitall { reqs: Vec::new() })?;
+                }
+            }
+            "MPI_Test" | "MPI_Testall" | "MPI_Testany" | "MPI_Testsome" | "MPI_Probe" | "MPI_Iprobe" => {
+                return Err(self.err(format!("{call}: polling depends on timing; it is not modelled statically")));
+            }
+            "MPI_Sendrecv" | "MPI_Sendrecv_replace" => {
+                let (src_k, rtag_k, comm_k) = if name == "MPI_Sendrecv" { (8, 9, 10) } else { (5, 6, 7) };
+                let comm = self.comm_id(v.get(comm_k), call)?;
+                let size = self.comm_size(comm);
+                let to = self.need_int(v.get(3), call, "destination", a(3))?;
+                let to = self.peer(to, size, call, "destination")?;
+                let from = self.need_int(v.get(src_k), call, "source", a(src_k))?;
+                let from = self.peer(from, size, call, "source")?;
+                let sb = bytes(self, 1, 2)?;
+                let rb = if name == "MPI_Sendrecv" { bytes(self, 6, 7).unwrap_or(sb) } else { sb };
+                let stag = v.get(4).and_then(|x| x.int()).unwrap_or(0);
+                let rtag = tag_of(self, rtag_k);
+                let n = count(self, 1)?;
+                if let Some(Peer::Rank(t)) = to {
+                    let vals = self.read_buf(v.first(), n);
+                    self.send_mail(comm, t, stag, vals);
+                }
+                let (rbuf, rn) = if name == "MPI_Sendrecv" { (v.get(5), v.get(6).and_then(|x| x.int()).unwrap_or(0)) } else { (v.first(), n) };
+                if from.is_some() {
+                    let rt = v.get(rtag_k).and_then(|x| x.int()).unwrap_or(-1);
+                    match self.recv_mail(comm, from, rt) {
+                        Some(Some(vals)) => {
+                            let rbuf = rbuf.cloned();
+                            self.write_buf(rbuf.as_ref(), &vals)
+                        }
+                        _ => {
+                            let rbuf = rbuf.cloned();
+                            self.unknown_buf(rbuf.as_ref(), rn, "received")
+                        }
+                    }
+                }
+                match (to, from) {
+                    (None, None) => {}
+                    (Some(Peer::Rank(to)), None) => sink.action(TraceAction::Send { to, bytes: sb, tag: stag as i32, comm })?,
+                    (None, Some(from)) => sink.action(TraceAction::Recv { from, bytes: Some(rb), tag: rtag, comm })?,
+                    (Some(Peer::Rank(to)), Some(from)) => sink.action(TraceAction::Sendrecv {
+                        to,
+                        send_bytes: sb,
+                        send_tag: stag as i32,
+                        from,
+                        recv_bytes: Some(rb),
+                        recv_tag: rtag,
+                        comm,
+                    })?,
+                    (Some(Peer::Any), _) => return Err(self.err(format!("{call}: negative destination"))),
+                }
+            }
+            "MPI_Barrier" => {
+                let comm = self.comm_id(v.first(), call)?;
+                sink.action(TraceAction::Barrier { comm })?;
+            }
+            "MPI_Bcast" => {
+                let comm = self.comm_id(v.get(4), call)?;
+                let root = self.need_int(v.get(3), call, "root", a(3))?;
+                let root = self.root(root, comm, call)?;
+                let b = bytes(self, 1, 2)?;
+                let n = count(self, 1)?;
+                let key = self.coll_key("bcast", comm);
+                let me = self.my_rank(comm);
+                if me == root {
+                    let vals = self.read_buf(v.first(), n);
+                    self.sh.mail.borrow_mut().coll.entry(key).or_default().insert(root, vals.unwrap_or_default());
+                } else {
+                    let got = self.sh.mail.borrow().coll.get(&key).and_then(|m| m.get(&root).cloned());
+                    match got {
+                        Some(vals) if vals.len() as i64 == n => self.write_buf(v.first(), &vals),
+                        Some(_) => self.unknown_buf(v.first(), n, "broadcast bulk data"),
+                        None => {
+                            self.missed = true;
+                            self.unknown_buf(v.first(), n, "broadcast from a rank evaluated later")
+                        }
+                    }
+                }
+                sink.action(TraceAction::Bcast { bytes: b, root, comm })?;
+            }
+            "MPI_Scatter" => {
+                let comm = self.comm_id(v.get(7), call)?;
+                let root = self.need_int(v.get(6), call, "root", a(6))?;
+                let root = self.root(root, comm, call)?;
+                let me = self.my_rank(comm);
+                let rn = count(self, 4)?;
+                let b = bytes(self, 4, 5)?;
+                let key = self.coll_key("scatter", comm);
+                if me == root {
+                    let sn = count(self, 1)?;
+                    let vals = self.read_buf(v.first(), sn * self.comm_size(comm) as i64);
+                    self.sh.mail.borrow_mut().coll.entry(key.clone()).or_default().insert(root, vals.unwrap_or_default());
+                }
+                let got = self.sh.mail.borrow().coll.get(&key).and_then(|m| m.get(&root).cloned());
+                match got {
+                    Some(vals) if vals.len() as i64 >= rn * (me as i64 + 1) => {
+                        let mine = vals[(rn * me as i64) as usize..(rn * (me as i64 + 1)) as usize].to_vec();
+                        if !matches!(v.get(3), Some(Val::Name(_))) {
+                            self.write_buf(v.get(3), &mine);
+                        }
+                    }
+                    Some(_) => self.unknown_buf(v.get(3), rn, "scattered bulk data"),
+                    None => {
+                        self.missed = true;
+                        self.unknown_buf(v.get(3), rn, "scattered from a rank evaluated later")
+                    }
+                }
+                sink.action(TraceAction::Scatter { bytes: b, root, comm })?;
+            }
+            "MPI_Reduce" | "MPI_Allreduce" => {
+                let all = name == "MPI_Allreduce";
+                let comm = self.comm_id(v.get(if all { 5 } else { 6 }), call)?;
+                let n = count(self, 2)?;
+                let b = bytes(self, 2, 3)?;
+                let op = match v.get(4) {
+                    Some(Val::Name(n)) => n.to_string(),
+                    _ => String::new(),
+                };
+                let send = if matches!(v.first(), Some(Val::Name(n)) if &**n == "MPI_IN_PLACE") { v.get(1) } else { v.first() };
+                let mine = self.read_buf(send, n);
+                let key = self.coll_key("reduce", comm);
+                let root = if all { None } else { Some(self.root(self.need_int(v.get(5), call, "root", a(5))?, comm, call)?) };
+                let contrib = mine.unwrap_or_else(|| vec![Val::unknown("reduction of bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]);
+                let result = self.contribute(&key, comm, Some(contrib));
+                let me = self.my_rank(comm);
+                if all || root == Some(me) {
+                    match result {
+                        Some(parts) => {
+                            let mut acc: Vec<Val> = parts.first().cloned().unwrap_or_default();
+                            for p in &parts[1..] {
+                                for (k, x) in p.iter().enumerate() {
+                                    if let Some(a) = acc.get_mut(k) {
+                                        *a = reduce_op(&op, a.clone(), x.clone());
+                                    }
+                                }
+                            }
+                            self.write_buf(v.get(1), &acc);
+                        }
+                        None => self.unknown_buf(v.get(1), n, "reduced over ranks evaluated later"),
+                    }
+                }
+                sink.action(match root {
+                    None => TraceAction::Allreduce { bytes: b, comm },
+                    Some(root) => TraceAction::Reduce { bytes: b, root, comm },
+                })?;
+            }
+            "MPI_Gather" | "MPI_Allgather" => {
+                let all = name == "MPI_Allgather";
+                let comm = self.comm_id(v.get(if all { 6 } else { 7 }), call)?;
+                let n = count(self, 1)?;
+                let b = bytes(self, 1, 2)?;
+                let key = self.coll_key("gather", comm);
+                let mine = self.read_buf(v.first(), n).unwrap_or_else(|| vec![Val::unknown("gathered bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]);
+                let result = self.contribute(&key, comm, Some(mine));
+                let root = if all { None } else { Some(self.root(self.need_int(v.get(6), call, "root", a(6))?, comm, call)?) };
+                let me = self.my_rank(comm);
+                if all || root == Some(me) {
+                    match result {
+                        Some(parts) => {
+                            let flat: Vec<Val> = parts.concat();
+                            self.write_buf(v.get(3), &flat);
+                        }
+                        None => {
+                            let total = n * self.comm_size(comm) as i64;
+                            self.unknown_buf(v.get(3), total, "gathered from ranks evaluated later")
+                        }
+                    }
+                }
+                sink.action(match root {
+                    None => TraceAction::Allgather { bytes: b, comm },
+                    Some(root) => TraceAction::Gather { bytes: b, root, comm },
+                })?;
+            }
+            "MPI_Alltoall" => {
+                let comm = self.comm_id(v.get(6), call)?;
+                let b = bytes(self, 1, 2)?;
+                let n = count(self, 1)?;
+                let size = self.comm_size(comm) as i64;
+                let key = self.coll_key("alltoall", comm);
+                let mine = self.read_buf(v.first(), n * size).unwrap_or_else(|| vec![Val::unknown("exchanged bulk data"); (n * size).clamp(0, SMALL_MESSAGE) as usize]);
+                let me = self.my_rank(comm) as i64;
+                match self.contribute(&key, comm, Some(mine)) {
+                    Some(parts) => {
+                        let mut out = Vec::new();
+                        for p in &parts {
+                            let lo = (me * n) as usize;
+                            out.extend(p.get(lo..lo + n as usize).map(|s| s.to_vec()).unwrap_or_default());
+                        }
+                        self.write_buf(v.get(3), &out);
+                    }
+                    None => self.unknown_buf(v.get(3), n * size, "exchanged with ranks evaluated later"),
+                }
+                sink.action(TraceAction::Alltoall { bytes: b, comm })?;
+            }
+            "MPI_Scan" | "MPI_Exscan" => {
+                let comm = self.comm_id(v.get(5), call)?;
+                let b = bytes(self, 2, 3)?;
+                let n = count(self, 2)?;
+                self.unknown_buf(v.get(1), n, "scan");
+                sink.action(TraceAction::Scan { bytes: b, comm })?;
+            }
+            "MPI_Reduce_scatter_block" => {
+                let comm = self.comm_id(v.get(5), call)?;
+                let b = bytes(self, 2, 3)?;
+                let n = count(self, 2)?;
+                self.unknown_buf(v.get(1), n, "reduce-scatter");
+                sink.action(TraceAction::ReduceScatter { counts: vec![b; self.comm_size(comm) as usize], comm })?;
+            }
+            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" => {
+                return self.v_collective(name, args, &v, sink);
+            }
+            "P2Psend" => {
+                let to = self.need_int(v.first(), call, "peer", a(0))?;
+                if let Some(Peer::Rank(to)) = self.peer(to, self.size, call, "peer")? {
+                    let req = self.next_req;
+                    self.next_req += 1;
+                    let b = self.need_int(v.get(2), call, "size", a(2)).unwrap_or(0);
+                    sink.action(TraceAction::Isend { req, to, bytes: b.max(0) as u64, tag: 0, comm: COMM_WORLD })?;
+                    self.reqs.push((usize::MAX, req));
+                }
+            }
+            "P2Preceive" => {
+                let from = self.need_int(v.first(), call, "peer", a(0))?;
+                if let Some(from) = self.peer(from, self.size, call, "peer")? {
+                    let b = v.get(2).and_then(|x| x.int()).map(|x| x.max(0) as u64);
+                    sink.action(TraceAction::Recv { from, bytes: b, tag: Tag::Any, comm: COMM_WORLD })?;
+                }
+            }
+            "P2Pwait" => {
+                if !self.reqs.is_empty() {
+                    self.reqs.clear();
+                    sink.action(TraceAction::Waitall { reqs: Vec::new() })?;
+                }
+            }
+            "P2Pconverged" => {
+                sink.action(TraceAction::Allreduce { bytes: 4, comm: COMM_WORLD })?;
+                return Ok(Val::unknown("convergence test: known only at run time"));
+            }
+            "P2Pallreduce" => sink.action(TraceAction::Allreduce { bytes: 8, comm: COMM_WORLD })?,
+            "P2Pbarrier" => sink.action(TraceAction::Barrier { comm: COMM_WORLD })?,
+            "P2Pset_scheme" | "P2Pfinalize" => {}
+            other if crate::frontend::mpi::comm_signature(other).is_some() => {
+                return Err(self.err(format!("{other} is not modelled statically")))
+            }
+            other => return self.libc(other, v),
+        }
+        Ok(Val::I(0))
+    }
+
+    fn root(&self, r: i64, comm: u32, call: &str) -> R<u32> {
+        let size = self.comm_size(comm);
+        if r < 0 || r as u32 >= size {
+            return Err(self.err(format!("{call}: root {r} is not a rank of {size}")));
+        }
+        Ok(r as u32)
+    }
+
+    fn new_req(&mut self, v: Option<&Val>) -> u64 {
+        let id = self.next_req;
+        self.next_req += 1;
+        let key = match v {
+            Some(Val::P(c, o)) => self.elem(*c, *o).unwrap_or(usize::MAX),
+            _ => usize::MAX,
+        };
+        self.reqs.push((key, id));
+        id
+    }
+
+    /// v-collectives: their counts arrays must be known (small arrays of scalars).
+    fn v_collective(&mut self, name: &str, args: &[CExpr], v: &[Val], sink: &mut dyn Sink) -> R<Val> {
+        let call = name;
+        let comm_k = match name {
+            "MPI_Gatherv" | "MPI_Scatterv" => 8,
+            "MPI_Allgatherv" => 7,
+            _ => 8,
+        };
+        let comm = self.comm_id(v.get(comm_k), call)?;
+        let size = self.comm_size(comm) as i64;
+        let list = |me: &mut Self, k: usize, dk: usize| -> R<Counts> {
+            let b = me.dt_bytes(v.get(dk), call, args.get(dk))?;
+            let vals = me.read_buf(v.get(k), size);
+            let counts: Option<Vec<u64>> = vals.and_then(|x| x.iter().map(|c| c.int().map(|c| c.max(0) as u64 * b)).collect());
+            counts.map(Counts::from).ok_or_else(|| {
+                let t = args.get(k).map(crate::frontend::analyze::cexpr_text).unwrap_or_default();
+                me.err(format!("{call}: counts `{t}` are not known before running (v-collectives need their counts)"))
+            })
+        };
+        let a = match name {
+            "MPI_Alltoallv" => {
+                let send = list(self, 1, 3)?;
+                let recv = list(self, 5, 7)?;
+                TraceAction::Alltoallv { send, recv, comm }
+            }
+            "MPI_Allgatherv" => TraceAction::Allgatherv { counts: list(self, 4, 6)?, comm },
+            "MPI_Gatherv" => {
+                let root = self.need_int(v.get(7), call, "root", args.get(7))?;
+                let root = self.root(root, comm, call)?;
+                let counts = if self.my_rank(comm) == root { list(self, 4, 6)? } else { Counts::from(vec![]) };
+                TraceAction::Gatherv { counts, root, comm }
+            }
+            _ => {
+                let root = self.need_int(v.get(7), call, "root", args.get(7))?;
+                let root = self.root(root, comm, call)?;
+                let counts = if self.my_rank(comm) == root { list(self, 1, 3)? } else { Counts::from(vec![]) };
+                TraceAction::Scatterv { counts, root, comm }
+            }
+        };
+        sink.action(a)?;
+        Ok(Val::I(0))
+    }
+}
+
+struct NullSink;
+
+impl Sink for NullSink {
+    fn compute(&mut self, _: &[(usize, f64)]) -> Result<(), Unresolved> {
+        Ok(())
+    }
+    fn action(&mut self, _: TraceAction) -> Result<(), Unresolved> {
+        Ok(())
+    }
+    fn begin_loop(&mut self, _: u64) -> Result<(), Unresolved> {
+        Ok(())
+    }
+    fn end_loop(&mut self) -> Result<(), Unresolved> {
+        Ok(())
+    }
+}
+
+fn merge(v: Vec<(usize, f64)>) -> Vec<(usize, f64)> {
+    let mut out: Vec<(usize, f64)> = Vec::with_capacity(v.len());
+    for (b, n) in v {
+        match out.last_mut() {
+            Some((lb, ln)) if *lb == b => *ln += n,
+            _ => out.push((b, n)),
+        }
+    }
+    out
+}
+
+fn num_val(v: f64) -> Val {
+    if v.fract() == 0.0 && v.abs() < 9e15 {
+        Val::I(v as i64)
+    } else {
+        Val::F(v)
+    }
+}
+
+fn bool_val(v: Val) -> Val {
+    match v.truth() {
+        Some(t) => Val::I(t as i64),
+        None => v,
+    }
+}
+
+fn convert(v: Val, ty: &CType) -> Val {
+    if ty.indirection > 0 {
+        return v;
+    }
+    match (&ty.base, v) {
+        (Base::Int, Val::F(f)) => Val::I(f as i64),
+        (Base::Float | Base::Double, Val::I(i)) => Val::F(i as f64),
+        (Base::Named(n), Val::F(f)) if matches!(n.as_str(), "long" | "size_t" | "unsigned" | "short" | "char" | "int64_t") => Val::I(f as i64),
+        (_, v) => v,
+    }
+}
+
+fn unary(op: &str, a: Val) -> Val {
+    match (op, a) {
+        ("-", Val::I(i)) => Val::I(i.wrapping_neg()),
+        ("-", Val::F(f)) => Val::F(-f),
+        ("+", v) => v,
+        ("!", v) => match v.truth() {
+            Some(t) => Val::I(!t as i64),
+            None => v,
+        },
+        ("~", Val::I(i)) => Val::I(!i),
+        (_, v @ Val::U(_)) => v,
+        (op, v) => Val::unknown(format!("{op} of {v:?}")),
+    }
+}
+
+fn binary(op: &str, a: Val, b: Val) -> Val {
+    if let Val::U(_) = a {
+        return a;
+    }
+    if let Val::U(_) = b {
+        return b;
+    }
+    match (op, &a, &b) {
+        ("==", Val::Comm(x), Val::Comm(y)) => return Val::I((x == y) as i64),
+        ("!=", Val::Comm(x), Val::Comm(y)) => return Val::I((x != y) as i64),
+        ("==" | "!=", Val::S(x, o1), Val::S(y, o2)) => return Val::I(((Rc::ptr_eq(x, y) && o1 == o2) == (op == "==")) as i64),
+        ("-", Val::S(x, o1), Val::S(y, o2)) if Rc::ptr_eq(x, y) => return Val::I(*o1 as i64 - *o2 as i64),
+        ("+", Val::S(s, o), Val::I(i)) => return Val::S(s.clone(), (*o as i64 + i).max(0) as usize),
+        ("+", Val::P(c, o), Val::I(i)) => return Val::P(*c, o + i),
+        ("-", Val::P(c, o), Val::I(i)) => return Val::P(*c, o - i),
+        ("==" | "!=", Val::P(..), Val::I(0)) | ("==" | "!=", Val::S(..), Val::I(0)) => return Val::I((op == "!=") as i64),
+        _ => {}
+    }
+    match (a, b) {
+        (Val::I(x), Val::I(y)) => match op {
+            "+" => Val::I(x.wrapping_add(y)),
+            "-" => Val::I(x.wrapping_sub(y)),
+            "*" => Val::I(x.wrapping_mul(y)),
+            "/" if y != 0 => Val::I(x.wrapping_div(y)),
+            "%" if y != 0 => Val::I(x.wrapping_rem(y)),
+            "/" | "%" => Val::unknown("division by zero"),
+            "<<" => Val::I(x.wrapping_shl(y as u32)),
+            ">>" => Val::I(x.wrapping_shr(y as u32)),
+            "&" => Val::I(x & y),
+            "|" => Val::I(x | y),
+            "^" => Val::I(x ^ y),
+            "<" => Val::I((x < y) as i64),
+            "<=" => Val::I((x <= y) as i64),
+            ">" => Val::I((x > y) as i64),
+            ">=" => Val::I((x >= y) as i64),
+            "==" => Val::I((x == y) as i64),
+            "!=" => Val::I((x != y) as i64),
+            _ => Val::unknown(format!("operator {op}")),
+        },
+        (a, b) => match (a.num(), b.num()) {
+            (Some(x), Some(y)) => match op {
+                "+" => Val::F(x + y),
+                "-" => Val::F(x - y),
+                "*" => Val::F(x * y),
+                "/" => Val::F(x / y),
+                "<" => Val::I((x < y) as i64),
+                "<=" => Val::I((x <= y) as i64),
+                ">" => Val::I((x > y) as i64),
+                ">=" => Val::I((x >= y) as i64),
+                "==" => Val::I((x == y) as i64),
+                "!=" => Val::I((x != y) as i64),
+                _ => Val::unknown(format!("operator {op} on floating values")),
+            },
+            _ => match (&a, &b) {
+                (Val::Name(n), _) | (_, Val::Name(n)) => Val::unknown(format!("{n} has no value the evaluation knows")),
+                _ => Val::unknown(format!("operator {op} on {a:?} and {b:?}")),
+            },
+        },
+    }
+}
+
+fn reduce_op(op: &str, a: Val, b: Val) -> Val {
+    match op {
+        "MPI_SUM" => binary("+", a, b),
+        "MPI_PROD" => binary("*", a, b),
+        "MPI_MAX" => match binary("<", a.clone(), b.clone()).truth() {
+            Some(true) => b,
+            Some(false) => a,
+            None => Val::unknown("reduction of bulk data"),
+        },
+        "MPI_MIN" => match binary("<", a.clone(), b.clone()).truth() {
+            Some(true) => a,
+            Some(false) => b,
+            None => Val::unknown("reduction of bulk data"),
+        },
+        "MPI_LAND" => Val::I((a.truth().unwrap_or(false) && b.truth().unwrap_or(false)) as i64),
+        "MPI_LOR" => Val::I((a.truth().unwrap_or(false) || b.truth().unwrap_or(false)) as i64),
+        _ => Val::unknown(format!("reduction {op}")),
+    }
+}
+
+/// strtol-like: value and bytes used.
+fn parse_int(t: &str, base: u32) -> (i64, usize) {
+    let s = t.trim_start();
+    let lead = t.len() - s.len();
+    let (neg, s2) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut base = if base == 0 { 10 } else { base };
+    let mut body = s2;
+    if (base == 16 || base == 10) && (s2.starts_with("0x") || s2.starts_with("0X")) && base == 16 {
+        body = &s2[2..];
+    }
+    if base == 0 {
+        base = 10;
+    }
+    let digits: String = body.chars().take_while(|c| c.is_digit(base)).collect();
+    let v = i64::from_str_radix(&digits, base).unwrap_or(0);
+    let used = if digits.is_empty() { 0 } else { lead + (s.len() - s2.len()) + (s2.len() - body.len()) + digits.len() };
+    (if neg { -v } else { v }, used)
+}
+
+fn parse_float(t: &str) -> (f64, usize) {
+    let s = t.trim_start();
+    let lead = t.len() - s.len();
+    let mut end = 0;
+    let b = s.as_bytes();
+    let mut seen_e = false;
+    while end < b.len() {
+        let c = b[end] as char;
+        let ok = c.is_ascii_digit()
+            || c == '.'
+            || ((c == '-' || c == '+') && (end == 0 || matches!(b[end - 1], b'e' | b'E')))
+            || ((c == 'e' || c == 'E') && !seen_e && end > 0);
+        if !ok {
+            break;
+        }
+        if c == 'e' || c == 'E' {
+            seen_e = true;
+        }
+        end += 1;
+    }
+    while end > 0 && s[..end].parse::<f64>().is_err() {
+        end -= 1;
+    }
+    (s[..end].parse().unwrap_or(0.0), if end == 0 { 0 } else { lead + end })
+}
+
+/// sscanf: the values converted, in order, until the first failure.
+fn scan(text: &str, fmt: &str) -> Vec<Val> {
+    let mut out = Vec::new();
+    let mut t = text;
+    let mut f = fmt.chars().peekable();
+    while let Some(c) = f.next() {
+        if c == '%' {
+            let mut conv = String::new();
+            while let Some(&n) = f.peek() {
+                f.next();
+                if n.is_ascii_alphabetic() && !matches!(n, 'l' | 'h' | 'z' | 'j' | 'L') {
+                    conv.push(n);
+                    break;
+                }
+                conv.push(n);
+            }
+            let kind = conv.chars().last().unwrap_or('d');
+            if kind != 'c' {
+                t = t.trim_start();
+            }
+            match kind {
+                'd' | 'i' | 'u' | 'x' => {
+                    let (v, used) = parse_int(t, if kind == 'x' { 16 } else { 10 });
+                    if used == 0 {
+                        return out;
+                    }
+                    out.push(Val::I(v));
+                    t = &t[used..];
+                }
+                'f' | 'g' | 'e' | 'a' => {
+                    let (v, used) = parse_float(t);
+                    if used == 0 {
+                        return out;
+                    }
+                    out.push(Val::F(v));
+                    t = &t[used..];
+                }
+                's' => {
+                    let w: String = t.chars().take_while(|c| !c.is_whitespace()).collect();
+                    if w.is_empty() {
+                        return out;
+                    }
+                    t = &t[w.len()..];
+                    out.push(Val::S(Rc::from(w.as_str()), 0));
+                }
+                'c' => match t.chars().next() {
+                    Some(ch) => {
+                        out.push(Val::I(ch as i64));
+                        t = &t[ch.len_utf8()..];
+                    }
+                    None => return out,
+                },
+                _ => return out,
+            }
+        } else if c.is_whitespace() {
+            t = t.trim_start();
+        } else {
+            match t.strip_prefix(c) {
+                Some(r) => t = r,
+                None => return out,
+            }
+        }
+    }
+    out
+}
+
+/// printf's formatting of the conversions programs use to print their parameters; a value not
+/// known prints as `?`.
+pub fn format_c(fmt: &str, args: &[Val]) -> String {
+    let mut out = String::new();
+    let mut it = fmt.chars().peekable();
+    let mut k = 0;
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = String::new();
+        let mut conv = '%';
+        while let Some(&n) = it.peek() {
+            it.next();
+            if n.is_ascii_alphabetic() && !matches!(n, 'l' | 'h' | 'z' | 'j' | 'L' | 'q' | 't') || n == '%' {
+                conv = n;
+                break;
+            }
+            spec.push(n);
+        }
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        let arg = args.get(k).cloned().unwrap_or(Val::unknown("missing"));
+        k += 1;
+        let flags: String = spec.chars().take_while(|c| matches!(c, '-' | '+' | ' ' | '0' | '#')).collect();
+        let rest = &spec[flags.len()..];
+        let (w, p) = match rest.split_once('.') {
+            Some((w, p)) => (w, Some(p)),
+            None => (rest, None),
+        };
+        let width: usize = w.chars().filter(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap_or(0);
+        let prec: Option<usize> = p.map(|p| p.chars().filter(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap_or(0));
+        let body = match (conv, &arg) {
+            (_, Val::U(_)) | (_, Val::Name(_)) => "?".to_string(),
+            ('d' | 'i' | 'u', v) => v.int().map(|i| i.to_string()).unwrap_or("?".into()),
+            ('x', v) => v.int().map(|i| format!("{i:x}")).unwrap_or("?".into()),
+            ('c', v) => v.int().map(|i| (i as u8 as char).to_string()).unwrap_or("?".into()),
+            ('f' | 'F', v) => v.num().map(|x| format!("{x:.*}", prec.unwrap_or(6))).unwrap_or("?".into()),
+            ('e' | 'E', v) => v.num().map(|x| c_exp(x, prec.unwrap_or(6))).unwrap_or("?".into()),
+            ('g' | 'G', v) => v.num().map(|x| c_g(x, prec.unwrap_or(6))).unwrap_or("?".into()),
+            ('s', Val::S(s, o)) => s.get(*o..).unwrap_or("").to_string(),
+            ('p', _) => "0x0".into(),
+            _ => "?".into(),
+        };
+        let pad = width.saturating_sub(body.chars().count());
+        if flags.contains('-') {
+            out.push_str(&body);
+            out.push_str(&" ".repeat(pad));
+        } else if flags.contains('0') && body != "?" && conv != 's' {
+            let (sign, digits) = if let Some(d) = body.strip_prefix('-') { ("-", d.to_string()) } else { ("", body.clone()) };
+            out.push_str(sign);
+            out.push_str(&"0".repeat(pad));
+            out.push_str(&digits);
+        } else {
+            out.push_str(&" ".repeat(pad));
+            out.push_str(&body);
+        }
+    }
+    out
+}
+
+fn c_exp(x: f64, prec: usize) -> String {
+    let s = format!("{x:.prec$e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let e: i32 = e.parse().unwrap_or(0);
+            format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+        }
+        None => s,
+    }
+}
+
+fn c_g(x: f64, prec: usize) -> String {
+    let p = prec.max(1);
+    if x == 0.0 {
+        return "0".into();
+    }
+    let e = x.abs().log10().floor() as i32;
+    if e < -4 || e >= p as i32 {
+        let s = c_exp(x, p - 1);
+        let (m, ex) = s.split_once('e').unwrap_or((&s, ""));
+        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+        format!("{m}e{ex}")
+    } else {
+        let d = (p as i32 - 1 - e).max(0) as usize;
+        let s = format!("{x:.d$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+}
+
+/// Plain variables a statement assigns (=, op=, ++/--, and through & in calls).
+fn written_idents(s: &Stmt) -> HashSet<String> {
+    let mut out = HashSet::new();
+    fn ex(e: &CExpr, out: &mut HashSet<String>) {
+        match e {
+            CExpr::Assign { left, right, .. } => {
+                if let CExpr::Ident(n) = &**left {
+                    out.insert(n.clone());
+                }
+                ex(left, out);
+                ex(right, out);
+            }
+            CExpr::Update { arg, .. } => {
+                if let CExpr::Ident(n) = &**arg {
+                    out.insert(n.clone());
+                }
+                ex(arg, out);
+            }
+            CExpr::AddrOf(inner) => {
+                if let CExpr::Ident(n) = &**inner {
+                    out.insert(n.clone());
+                }
+                ex(inner, out);
+            }
+            CExpr::Binary { left, right, .. } => {
+                ex(left, out);
+                ex(right, out);
+            }
+            CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::Cast { value: arg, .. } => ex(arg, out),
+            CExpr::Call { args, .. } => args.iter().for_each(|a| ex(a, out)),
+            CExpr::Index { array, index } => {
+                ex(array, out);
+                ex(index, out);
+            }
+            CExpr::Field { base, .. } => ex(base, out),
+            CExpr::Cond { cond, then, otherwise } => {
+                ex(cond, out);
+                ex(then, out);
+                ex(otherwise, out);
+            }
+            CExpr::Comma(a, b) => {
+                ex(a, out);
+                ex(b, out);
+            }
+            _ => {}
+        }
+    }
+    fn st(s: &Stmt, out: &mut HashSet<String>) {
+        match s {
+            Stmt::Compound(v, _) => v.iter().for_each(|x| st(x, out)),
+            Stmt::Expr(e, _) => ex(e, out),
+            Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| ex(e, out)),
+            Stmt::If { cond, then, otherwise, .. } => {
+                ex(cond, out);
+                st(then, out);
+                if let Some(o) = otherwise {
+                    st(o, out);
+                }
+            }
+            Stmt::For { init, cond, update, body, .. } => {
+                if let Some(i) = init {
+                    st(i, out);
+                }
+                if let Some(c) = cond {
+                    ex(c, out);
+                }
+                if let Some(u) = update {
+                    ex(u, out);
+                }
+                st(body, out);
+            }
+            Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
+                ex(cond, out);
+                st(body, out);
+            }
+            Stmt::Case { body, .. } => body.iter().for_each(|x| st(x, out)),
+            Stmt::Return(Some(e), _) => ex(e, out),
+            Stmt::Label(x, _) => st(x, out),
+            _ => {}
+        }
+    }
+    st(s, &mut out);
+    out
+}
+
+/// The stored-to expressions (left of assignments, ++/--) that are not plain variables.
+fn lvalues<'e>(s: &'e Stmt, out: &mut Vec<&'e CExpr>) {
+    fn ex<'e>(e: &'e CExpr, out: &mut Vec<&'e CExpr>) {
+        match e {
+            CExpr::Assign { left, right, .. } => {
+                if !matches!(&**left, CExpr::Ident(_)) {
+                    out.push(left);
+                }
+                ex(right, out);
+            }
+            CExpr::Update { arg, .. } => {
+                if !matches!(&**arg, CExpr::Ident(_)) {
+                    out.push(arg);
+                }
+            }
+            CExpr::Binary { left, right, .. } | CExpr::Comma(left, right) => {
+                ex(left, out);
+                ex(right, out);
+            }
+            CExpr::Call { args, .. } => args.iter().for_each(|a| ex(a, out)),
+            CExpr::Cond { cond, then, otherwise } => {
+                ex(cond, out);
+                ex(then, out);
+                ex(otherwise, out);
+            }
+            CExpr::Unary { arg, .. } | CExpr::Cast { value: arg, .. } => ex(arg, out),
+            _ => {}
+        }
+    }
+    match s {
+        Stmt::Compound(v, _) => v.iter().for_each(|x| lvalues(x, out)),
+        Stmt::Expr(e, _) => ex(e, out),
+        Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| ex(e, out)),
+        Stmt::If { cond, then, otherwise, .. } => {
+            ex(cond, out);
+            lvalues(then, out);
+            if let Some(o) = otherwise {
+                lvalues(o, out);
+            }
+        }
+        Stmt::For { init, cond, update, body, .. } => {
+            if let Some(i) = init {
+                lvalues(i, out);
+            }
+            if let Some(c) = cond {
+                ex(c, out);
+            }
+            if let Some(u) = update {
+                ex(u, out);
+            }
+            lvalues(body, out);
+        }
+        Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
+            ex(cond, out);
+            lvalues(body, out);
+        }
+        Stmt::Case { body, .. } => body.iter().for_each(|x| lvalues(x, out)),
+        Stmt::Return(Some(e), _) => ex(e, out),
+        Stmt::Label(x, _) => lvalues(x, out),
+        _ => {}
+    }
+}
+
+/// Does the statement mention identifier `v`?
+fn mentions(s: &Stmt, v: &str) -> bool {
+    fn ex(e: &CExpr, v: &str) -> bool {
+        match e {
+            CExpr::Ident(n) => n == v,
+            CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } => ex(left, v) || ex(right, v),
+            CExpr::Update { arg, .. } | CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) | CExpr::Cast { value: arg, .. } => ex(arg, v),
+            CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().any(|a| ex(a, v)),
+            CExpr::Index { array, index } => ex(array, v) || ex(index, v),
+            CExpr::Field { base, .. } => ex(base, v),
+            CExpr::Cond { cond, then, otherwise } => ex(cond, v) || ex(then, v) || ex(otherwise, v),
+            CExpr::Comma(a, b) => ex(a, v) || ex(b, v),
+            CExpr::Sizeof { value: Some(x), .. } => ex(x, v),
+            _ => false,
+        }
+    }
+    fn st(s: &Stmt, v: &str) -> bool {
+        match s {
+            Stmt::Compound(xs, _) => xs.iter().any(|x| st(x, v)),
+            Stmt::Expr(e, _) => ex(e, v),
+            Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).any(|e| ex(e, v)),
+            Stmt::If { cond, then, otherwise, .. } => ex(cond, v) || st(then, v) || otherwise.as_ref().is_some_and(|o| st(o, v)),
+            Stmt::For { init, cond, update, body, .. } => {
+                init.as_ref().is_some_and(|i| st(i, v)) || cond.as_ref().is_some_and(|c| ex(c, v)) || update.as_ref().is_some_and(|u| ex(u, v)) || st(body, v)
+            }
+            Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => ex(cond, v) || st(body, v),
+            Stmt::Case { value, body, .. } => value.as_ref().is_some_and(|x| ex(x, v)) || body.iter().any(|x| st(x, v)),
+            Stmt::Return(Some(e), _) => ex(e, v),
+            Stmt::Label(x, _) => st(x, v),
+            _ => false,
+        }
+    }
+    st(s, v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printf_like_c() {
+        assert_eq!(format_c("n=%d rows=%5d x=%.3f s=%s %%", &[Val::I(7), Val::I(42), Val::F(1.5), Val::S(Rc::from("ab"), 0)]), "n=7 rows=   42 x=1.500 s=ab %");
+        assert_eq!(format_c("%g %g %e", &[Val::F(0.5), Val::F(1e-7), Val::F(1234.5)]), "0.5 1e-07 1.234500e+03");
+        assert_eq!(format_c("%d", &[Val::unknown("x")]), "?");
+    }
+
+    #[test]
+    fn scanf_and_strtol() {
+        assert_eq!(scan("12 3.5 ab", "%d %lf %s"), vec![Val::I(12), Val::F(3.5), Val::S(Rc::from("ab"), 0)]);
+        assert_eq!(scan("n=64", "n=%d"), vec![Val::I(64)]);
+        assert_eq!(parse_int("  -42xyz", 10), (-42, 5));
+        assert_eq!(parse_float("1e3,"), (1000.0, 3));
+    }
+}
