@@ -257,6 +257,8 @@ fn trace_args_drive_the_traced_run() {
     let out = predict(&[src, "-n", "4", "--trace-ranks", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "4", "1000", "20"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("traced run at 2 ranks"));
+}
+
 /// Every MPI action of a rank's trace as text, loops unfolded; compute, request completion and
 /// communicator definitions left out, communicators not named (their ids are local choices).
 fn mpi_actions(dir: &Path, rank: u32) -> Vec<String> {
@@ -378,7 +380,7 @@ fn eval_small_arrays_math_and_unreached_input_file() {
 
 #[test]
 fn eval_convergence_loop_needs_a_trace() {
-    let out = predict(&["tests/fixtures/eval/convergence.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE]);
+    let out = predict(&["tests/fixtures/eval/convergence.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
