@@ -386,3 +386,27 @@ fn eval_convergence_loop_needs_a_trace() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("convergence.c:14") && err.contains("depends on data") && err.contains("--trace-ranks"), "{err}");
 }
+
+/// From the corpus (NAS's `logprocs = ilog2(nprocs)`): a call whose callee returns from inside
+/// its loop, assigned to a variable, no longer stops the static path.
+#[test]
+fn corpus_call_returning_from_a_loop_resolves_statically() {
+    let p = json(&["tests/fixtures/corpus/return_in_loop.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--", "4"]);
+    assert_eq!(p["mode"], "static");
+    assert_eq!(p["messages"], 1, "the broadcast after the checks");
+}
+
+/// From the corpus (the MPICH test harness): a header no unit includes is not analysed, getenv
+/// reads the environment predict runs in, and MPI_COMM_SELF has one rank. Each program is
+/// predicted statically, with the messages and time of the trace path.
+#[test]
+fn corpus_unused_headers_environment_and_comm_self_resolve_statically() {
+    for src in ["tests/fixtures/corpus/unused_header", "tests/fixtures/corpus/env_and_self.c"] {
+        let s = json(&[src, "-n", "2", "--static-only", "--platform", LOCALHOST]);
+        let t = json(&[src, "-n", "2", "--trace-ranks", "2", "--platform", LOCALHOST]);
+        assert_eq!(s["mode"], "static", "{src}");
+        assert_eq!(s["messages"], t["messages"], "{src}");
+        let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+        assert!(close(ps, pt, 0.02), "{src}: static {ps} s, trace {pt} s");
+    }
+}

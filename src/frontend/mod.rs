@@ -108,7 +108,7 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
     // Function-like macros of every file (headers included), so that a use in any file is
     // analysed as its expansion.
     let mut macros = macros::FnMacros::default();
-    for f in files {
+    for f in files.iter().filter(|f| !selected.unused.contains(*f)) {
         if std::fs::metadata(f).is_ok_and(|m| m.len() <= MAX_FILE_BYTES) {
             match selected.texts.get(f) {
                 Some(t) => macros.scan(t),
@@ -120,7 +120,7 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
             }
         }
     }
-    for f in files {
+    for f in files.iter().filter(|f| !selected.unused.contains(*f)) {
         let name = f.display().to_string();
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
         if size > MAX_FILE_BYTES {
@@ -174,7 +174,7 @@ pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
     let mut macros = macros::FnMacros::default();
     let mut texts: Vec<(String, PathBuf, String)> = Vec::new();
     for (name, p) in files.iter().zip(&paths) {
-        if std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES {
+        if selected.unused.contains(p) || std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES {
             continue;
         }
         let text = match selected.texts.get(p) {

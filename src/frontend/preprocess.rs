@@ -21,6 +21,9 @@ pub struct Selected {
     pub texts: HashMap<PathBuf, String>,
     /// (file, message) for units the preprocessor refused: they are analysed as written.
     pub problems: Vec<(PathBuf, String)>,
+    /// Headers among the files that no unit includes, when every unit was preprocessed: the
+    /// compiler never sees them, and neither does the analysis.
+    pub unused: std::collections::HashSet<PathBuf>,
 }
 
 /// Runs the preprocessor on every translation unit of `files` and selects their conditional
@@ -59,11 +62,21 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
     });
     let mut results = results;
     results.sort_by_key(|r| r.0);
+    let all_units = files.iter().filter(|f| is_unit(f)).count();
+    let complete = !units.is_empty() && units.len() == all_units && results.iter().all(|r| r.1.is_ok());
+    let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     for (k, r) in results {
         let unit = units[k];
         match r {
-            Ok(text) => mark_active(&text, unit.parent().unwrap_or(Path::new(".")), &canon, &mut active),
+            Ok(text) => mark_active(&text, unit.parent().unwrap_or(Path::new(".")), &canon, &mut active, &mut seen),
             Err(e) => out.problems.push((unit.clone(), e)),
+        }
+    }
+    if complete {
+        for (c, f) in &canon {
+            if !is_unit(f) && !seen.contains(c) {
+                out.unused.insert((*f).clone());
+            }
         }
     }
     for (c, lines) in &active {
@@ -97,7 +110,13 @@ fn preprocess(unit: &Path, spec: &BuildSpec) -> Result<String, String> {
 }
 
 /// Records, from preprocessor output, which lines of the user's files produced text.
-fn mark_active(text: &str, cwd: &Path, canon: &HashMap<PathBuf, &PathBuf>, active: &mut HashMap<PathBuf, BTreeSet<usize>>) {
+fn mark_active(
+    text: &str,
+    cwd: &Path,
+    canon: &HashMap<PathBuf, &PathBuf>,
+    active: &mut HashMap<PathBuf, BTreeSet<usize>>,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) {
     let mut cache: HashMap<String, Option<PathBuf>> = HashMap::new();
     let mut cur: Option<PathBuf> = None;
     let mut line = 0usize;
@@ -110,6 +129,9 @@ fn mark_active(text: &str, cwd: &Path, canon: &HashMap<PathBuf, &PathBuf>, activ
                 canon.contains_key(&c).then_some(c)
             });
             cur = key.clone();
+            if let Some(c) = &cur {
+                seen.insert(c.clone());
+            }
             line = n;
             continue;
         }

@@ -1778,6 +1778,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let c = self.alloc(Cell::Ar(Vec::new(), true));
                 Val::P(c, 0)
             }
+            // The environment the prediction runs in stands for the run's (a variable that is
+            // not set is a null pointer).
+            "getenv" => match self.text_arg(vals.first()).and_then(|name| std::env::var(name.as_str()).ok()) {
+                Some(v) => Val::S(Rc::from(v.as_str()), 0),
+                None if self.text_arg(vals.first()).is_some() => Val::I(0),
+                None => Val::unknown("getenv of a name not known"),
+            },
             "exit" | "abort" => return Err(Unresolved { file: self.file.to_string(), line: self.line, what: "\u{0}exit".into() }),
             "rand" | "random" | "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => Val::unknown(format!("{func}() is known only at run time")),
             "free" | "memset" | "memcpy" | "srand" | "srandom" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
@@ -2127,6 +2134,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "P2Pinit" | "P2Pscheme" | "P2Pfinalize" => return Ok(Val::I(0)),
             "P2Prank" => return Ok(Val::I(self.rank as i64)),
             "P2Psize" => return Ok(Val::I(self.size as i64)),
+            // MPI_COMM_SELF: rank 0 of 1 (communication on it stays unmodelled).
+            "MPI_Comm_rank" | "MPI_Comm_size" if matches!(v.first(), Some(Val::Comm(u32::MAX))) => {
+                self.write_ptr(v.get(1), Val::I(i64::from(call == "MPI_Comm_size")));
+                return Ok(Val::I(0));
+            }
             "MPI_Comm_rank" => {
                 let c = self.comm_id(v.first(), call)?;
                 let r = self.my_rank(c);
