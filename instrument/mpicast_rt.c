@@ -583,6 +583,9 @@ static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created)
 
 typedef struct {
     MPI_Request handle;
+    /* Where the program keeps it: an MPI may hand out one handle for two outstanding requests
+     * (a completed send), and the variable then tells them apart. */
+    const MPI_Request *where;
     unsigned long long id;
 } req_entry;
 
@@ -619,7 +622,7 @@ static void id_free(unsigned long long id)
 }
 
 /* Registers a new request; returns its id, or -1 when it cannot be tracked. */
-static long long req_add(MPI_Request h)
+static long long req_add(MPI_Request h, const MPI_Request *where)
 {
     if (nreqs == cap_reqs) {
         int cap = cap_reqs ? 2 * cap_reqs : 64;
@@ -633,20 +636,29 @@ static long long req_add(MPI_Request h)
     if (id == (unsigned long long)-1)
         return -1;
     reqs[nreqs].handle = h;
+    reqs[nreqs].where = where;
     reqs[nreqs].id = id;
     nreqs++;
     return (long long)id;
 }
 
-/* The id of an outstanding request, or -1 (MPI_PROC_NULL peers, untraced calls). */
-static long long req_find(MPI_Request h)
+/* The id of an outstanding request kept at `where`, or -1 (MPI_PROC_NULL peers, untraced
+ * calls): the entry with this handle registered from this variable, else the latest with this
+ * handle (the program copied its requests elsewhere). */
+static long long req_find(MPI_Request h, const MPI_Request *where)
 {
     if (h == MPI_REQUEST_NULL)
         return -1;
-    for (int i = nreqs - 1; i >= 0; i--)
-        if (reqs[i].handle == h)
+    long long any = -1;
+    for (int i = nreqs - 1; i >= 0; i--) {
+        if (reqs[i].handle != h)
+            continue;
+        if (reqs[i].where == where)
             return (long long)reqs[i].id;
-    return -1;
+        if (any < 0)
+            any = (long long)reqs[i].id;
+    }
+    return any;
 }
 
 static void req_done(long long id)
@@ -893,10 +905,10 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_C
     return rc;
 }
 
-static void isend_event(double t, MPI_Request req, int dest, unsigned long long bytes, int tag,
+static void isend_event(double t, const MPI_Request *req, int dest, unsigned long long bytes, int tag,
                         MPI_Comm comm)
 {
-    long long id = req_add(req);
+    long long id = req_add(*req, req);
     if (id < 0)
         return;
     line_t l = {0};
@@ -917,7 +929,7 @@ static void isend_event(double t, MPI_Request req, int dest, unsigned long long 
         double t = enter();                                                                    \
         int rc = P##NAME(buf, count, type, dest, tag, comm, req);                              \
         if (rt_on && dest != MPI_PROC_NULL && rc == MPI_SUCCESS)                               \
-            isend_event(t, *req, dest, type_bytes(count, type), tag, comm);                    \
+            isend_event(t, req, dest, type_bytes(count, type), tag, comm);                     \
         return rc;                                                                             \
     }
 
@@ -932,7 +944,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_
     double t = enter();
     int rc = PMPI_Irecv(buf, count, type, source, tag, comm, req);
     if (rt_on && source != MPI_PROC_NULL && rc == MPI_SUCCESS) {
-        long long id = req_add(*req);
+        long long id = req_add(*req, req);
         if (id >= 0) {
             line_t l = {0};
             ln_str(&l, "irecv ");
@@ -971,7 +983,7 @@ static void reqs_event(double t, const char *op, const long long *ids, int n)
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
     double t = enter();
-    long long id = rt_on ? req_find(*req) : -1;
+    long long id = rt_on ? req_find(*req, req) : -1;
     int rc = PMPI_Wait(req, status);
     if (rt_on && id >= 0)
         reqs_event(t, "wait", &id, 1);
@@ -986,7 +998,7 @@ static long long *find_ids(int n, const MPI_Request *r)
     long long *ids = malloc((size_t)n * sizeof *ids);
     if (ids != NULL)
         for (int i = 0; i < n; i++)
-            ids[i] = req_find(r[i]);
+            ids[i] = req_find(r[i], &r[i]);
     return ids;
 }
 
@@ -1033,7 +1045,7 @@ int MPI_Waitsome(int n, MPI_Request reqs_[], int *outcount, int indices[], MPI_S
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
     double t = enter();
-    long long id = rt_on ? req_find(*req) : -1;
+    long long id = rt_on ? req_find(*req, req) : -1;
     int rc = PMPI_Test(req, flag, status);
     if (rt_on && id >= 0 && *flag)
         reqs_event(t, "test", &id, 1);
@@ -1057,7 +1069,7 @@ int MPI_Testall(int n, MPI_Request reqs_[], int *flag, MPI_Status statuses[])
 int MPI_Request_free(MPI_Request *req)
 {
     if (rt_on)
-        req_done(req_find(*req));
+        req_done(req_find(*req, req));
     return PMPI_Request_free(req);
 }
 

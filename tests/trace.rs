@@ -999,3 +999,27 @@ fn compile_commands_json_gives_the_build_its_flags() {
     assert_eq!(t.value("width"), "5");
     assert_eq!(t.value("ranks"), "2");
 }
+
+/// From the corpus (MPICH's isendirecv): requests that share a handle keep their own ids, so
+/// the waitall names every request once and the trace replays.
+#[test]
+fn requests_sharing_a_handle_keep_their_own_ids() {
+    let s = Scratch::new();
+    let t = trace_ok(&s, &root().join("tests/fixtures/corpus/self_isend.c"), 2, &[], &[]);
+    assert_eq!(t.value("exchanged"), "4");
+    for rank in 0..2 {
+        let text = std::fs::read_to_string(t.dir.join(format!("rank-{rank}.trace"))).unwrap();
+        let line = text.lines().find(|l| l.starts_with("waitall")).unwrap_or_else(|| panic!("no waitall\n{text}"));
+        let mut ids: Vec<&str> = line.split_whitespace().skip(1).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 4, "rank {rank}: {line}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(["replay"])
+        .arg(&t.dir)
+        .args(["--platform", root().join("platforms/localhost.xml").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
