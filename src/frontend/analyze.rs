@@ -144,22 +144,8 @@ impl<'a> Analyzer<'a> {
             for (name, e, line) in &u.defines {
                 pending.push((name.clone(), e.clone(), u.file.clone(), *line, "define"));
             }
-            let mut next = 0i128;
-            let mut last: Option<CExpr> = None;
-            for (name, v) in &u.enums {
-                let e = match v {
-                    Some(e) => {
-                        last = Some(e.clone());
-                        next = 0;
-                        e.clone()
-                    }
-                    None => match &last {
-                        Some(l) => CExpr::Binary { op: "+".into(), left: Box::new(l.clone()), right: Box::new(CExpr::Int(next)) },
-                        None => CExpr::Int(next),
-                    },
-                };
-                next += 1;
-                pending.push((name.clone(), e, u.file.clone(), 0, "enum"));
+            for (name, e) in super::ir::enumerators(u) {
+                pending.push((name, e, u.file.clone(), 0, "enum"));
             }
             for g in &u.globals {
                 if g.ty.is_const && g.ty.indirection == 0 {

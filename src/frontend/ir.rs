@@ -187,3 +187,27 @@ pub struct Unit {
     pub diags: Vec<LowerDiag>,
     pub lines: u32,
 }
+
+/// The unit's enumerators with their values in order: an explicit value, or the previous
+/// enumerator's value plus one (plus k after k implicit ones).
+pub fn enumerators(u: &Unit) -> Vec<(String, CExpr)> {
+    let mut out = Vec::with_capacity(u.enums.len());
+    let mut last: Option<CExpr> = None;
+    let mut next = 0i128;
+    for (name, v) in &u.enums {
+        let e = match v {
+            Some(e) => {
+                last = Some(e.clone());
+                next = 0;
+                e.clone()
+            }
+            None => match &last {
+                Some(l) => CExpr::Binary { op: "+".into(), left: Box::new(l.clone()), right: Box::new(CExpr::Int(next)) },
+                None => CExpr::Int(next),
+            },
+        };
+        next += 1;
+        out.push((name.clone(), e));
+    }
+    out
+}

@@ -208,23 +208,7 @@ impl<'p, 'a> Shared<'p, 'a> {
 pub fn enum_values(units: &[Unit]) -> HashMap<String, CExpr> {
     let mut out = HashMap::new();
     for u in units {
-        let mut last: Option<CExpr> = None;
-        let mut next = 0i128;
-        for (name, v) in &u.enums {
-            let e = match v {
-                Some(e) => {
-                    last = Some(e.clone());
-                    next = 0;
-                    e.clone()
-                }
-                None => match &last {
-                    Some(l) => CExpr::Binary { op: "+".into(), left: Box::new(l.clone()), right: Box::new(CExpr::Int(next)) },
-                    None => CExpr::Int(next),
-                },
-            };
-            next += 1;
-            out.insert(name.clone(), e);
-        }
+        out.extend(crate::frontend::ir::enumerators(u));
     }
     out
 }
@@ -2271,19 +2255,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if dim >= self.cart_dims.len() {
                     return Err(self.err(format!("MPI_Cart_shift: direction {dim} outside the grid")));
                 }
-                let coords = cart_coords(self.rank as i64, &self.cart_dims);
                 let shifted = |by: i64| -> i64 {
-                    let mut c = coords.clone();
-                    let n = self.cart_dims[dim];
-                    let x = c[dim] + by;
-                    if (0..n).contains(&x) {
-                        c[dim] = x;
-                    } else if self.cart_periods.get(dim).copied().unwrap_or(false) {
-                        c[dim] = x.rem_euclid(n);
-                    } else {
-                        return -2;
-                    }
-                    cart_rank(&c, &self.cart_dims)
+                    super::skeleton::cart_neighbour(self.rank as i64, &self.cart_dims, &self.cart_periods, dim, by).unwrap_or(-2)
                 };
                 let (src, dst) = (shifted(-disp), shifted(disp));
                 self.write_ptr(v.get(3), Val::I(src));
@@ -3103,42 +3076,44 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
             _ => {}
         }
     }
-    fn st(s: &Stmt, out: &mut HashSet<String>) {
-        match s {
-            Stmt::Compound(v, _) => v.iter().for_each(|x| st(x, out)),
-            Stmt::Expr(e, _) => ex(e, out),
-            Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| ex(e, out)),
-            Stmt::If { cond, then, otherwise, .. } => {
-                ex(cond, out);
-                st(then, out);
-                if let Some(o) = otherwise {
-                    st(o, out);
-                }
-            }
-            Stmt::For { init, cond, update, body, .. } => {
-                if let Some(i) = init {
-                    st(i, out);
-                }
-                if let Some(c) = cond {
-                    ex(c, out);
-                }
-                if let Some(u) = update {
-                    ex(u, out);
-                }
-                st(body, out);
-            }
-            Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
-                ex(cond, out);
-                st(body, out);
-            }
-            Stmt::Case { body, .. } => body.iter().for_each(|x| st(x, out)),
-            Stmt::Return(Some(e), _) => ex(e, out),
-            Stmt::Label(x, _) => st(x, out),
-            _ => {}
-        }
-    }
-    st(s, &mut out);
+    statement_exprs(s, &mut |e| ex(e, &mut out));
     out
+}
+
+/// Calls `f` on every expression a statement tree evaluates at its top level (conditions,
+/// updates, initialisers, expression statements, returned values), nested statements included.
+fn statement_exprs<'e>(s: &'e Stmt, f: &mut dyn FnMut(&'e CExpr)) {
+    match s {
+        Stmt::Compound(v, _) => v.iter().for_each(|x| statement_exprs(x, f)),
+        Stmt::Expr(e, _) | Stmt::Return(Some(e), _) => f(e),
+        Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| f(e)),
+        Stmt::If { cond, then, otherwise, .. } => {
+            f(cond);
+            statement_exprs(then, f);
+            if let Some(o) = otherwise {
+                statement_exprs(o, f);
+            }
+        }
+        Stmt::For { init, cond, update, body, .. } => {
+            if let Some(i) = init {
+                statement_exprs(i, f);
+            }
+            if let Some(c) = cond {
+                f(c);
+            }
+            if let Some(u) = update {
+                f(u);
+            }
+            statement_exprs(body, f);
+        }
+        Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
+            f(cond);
+            statement_exprs(body, f);
+        }
+        Stmt::Case { body, .. } => body.iter().for_each(|x| statement_exprs(x, f)),
+        Stmt::Label(x, _) => statement_exprs(x, f),
+        _ => {}
+    }
 }
 
 /// The stored-to expressions (left of assignments, ++/--) that are not plain variables.
@@ -3170,38 +3145,7 @@ fn lvalues<'e>(s: &'e Stmt, out: &mut Vec<&'e CExpr>) {
             _ => {}
         }
     }
-    match s {
-        Stmt::Compound(v, _) => v.iter().for_each(|x| lvalues(x, out)),
-        Stmt::Expr(e, _) => ex(e, out),
-        Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| ex(e, out)),
-        Stmt::If { cond, then, otherwise, .. } => {
-            ex(cond, out);
-            lvalues(then, out);
-            if let Some(o) = otherwise {
-                lvalues(o, out);
-            }
-        }
-        Stmt::For { init, cond, update, body, .. } => {
-            if let Some(i) = init {
-                lvalues(i, out);
-            }
-            if let Some(c) = cond {
-                ex(c, out);
-            }
-            if let Some(u) = update {
-                ex(u, out);
-            }
-            lvalues(body, out);
-        }
-        Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
-            ex(cond, out);
-            lvalues(body, out);
-        }
-        Stmt::Case { body, .. } => body.iter().for_each(|x| lvalues(x, out)),
-        Stmt::Return(Some(e), _) => ex(e, out),
-        Stmt::Label(x, _) => lvalues(x, out),
-        _ => {}
-    }
+    statement_exprs(s, &mut |e| ex(e, out));
 }
 
 /// Does the statement mention identifier `v`?

@@ -810,19 +810,8 @@ impl<'p, 'a> Rank<'p, 'a> {
                 if dim >= self.cart_dims.len() {
                     return Err(self.prog.unresolved(i, format!("MPI_Cart_shift: direction {dim} outside the grid")));
                 }
-                let coords = cart_coords(self.rank(), &self.cart_dims);
                 let shifted = |by: i64| -> f64 {
-                    let mut c = coords.clone();
-                    let n = self.cart_dims[dim];
-                    let x = c[dim] + by;
-                    if (0..n).contains(&x) {
-                        c[dim] = x;
-                    } else if self.cart_periods.get(dim).copied().unwrap_or(false) {
-                        c[dim] = x.rem_euclid(n);
-                    } else {
-                        return -2.0;
-                    }
-                    cart_rank(&c, &self.cart_dims) as f64
+                    cart_neighbour(self.rank(), &self.cart_dims, &self.cart_periods, dim, by).map_or(-2.0, |r| r as f64)
                 };
                 let (src, dst) = (shifted(-disp), shifted(disp));
                 for (k, v) in [(3, src), (4, dst)] {
@@ -904,6 +893,22 @@ pub fn dims_create(nnodes: i64, given: &[i64], ndims: usize) -> Option<Vec<i64>>
 }
 
 /// Row-major coordinates of a rank (MPI's order: the last dimension varies fastest).
+/// The rank `by` steps along `dim` from `rank` in a Cartesian grid (wrapping where the
+/// dimension is periodic); None outside an open edge (MPI_PROC_NULL).
+pub fn cart_neighbour(rank: i64, dims: &[i64], periods: &[bool], dim: usize, by: i64) -> Option<i64> {
+    let mut c = cart_coords(rank, dims);
+    let n = dims[dim];
+    let x = c[dim] + by;
+    if (0..n).contains(&x) {
+        c[dim] = x;
+    } else if periods.get(dim).copied().unwrap_or(false) {
+        c[dim] = x.rem_euclid(n);
+    } else {
+        return None;
+    }
+    Some(cart_rank(&c, dims))
+}
+
 pub fn cart_coords(rank: i64, dims: &[i64]) -> Vec<i64> {
     let mut c = vec![0; dims.len()];
     let mut r = rank;
