@@ -152,7 +152,7 @@ fn check_all(files: Vec<(PathBuf, bool, bool)>) {
 
 /// Fixtures whose syntax tree-sitter cannot parse whole: the lexer's check leaves the blocks
 /// in the broken part uncounted.
-const PARTLY_COUNTED: &[&str] = &["directive_in_arguments.c"];
+const PARTLY_COUNTED: &[&str] = &["directive_in_arguments.c", "macro_body_argument.c"];
 
 #[test]
 fn every_instrument_fixture_compiles_and_prints_what_the_original_prints() {

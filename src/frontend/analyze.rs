@@ -56,6 +56,9 @@ struct Ctx {
     /// Constant probability factors from MPICAST_PROBA or --assume-branches.
     proba: Rat1,
     needs_trace: Option<String>,
+    /// Branches on data entered so far: an arm under one is not taken at a known rate, also
+    /// where an enclosing loop already needs a trace.
+    data_arms: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -267,6 +270,15 @@ impl<'a> Analyzer<'a> {
     #[allow(clippy::too_many_arguments)]
     fn push_block(&mut self, id: String, parent: Option<&str>, kind: BlockKind, sp: Span, ctx: &Ctx, trip: Option<Count>, ops: Ops) {
         let count = self.count(ctx);
+        // Straight code that starts inside a macro's expansion (`#define BODY { acc++; }` as a
+        // loop body) takes the trace point of the body it opens, when it is that body's first
+        // block: both run as often.
+        let inherited = match self.model.blocks.last() {
+            Some(p) if sp.place.in_macro && matches!(kind, BlockKind::Straight | BlockKind::Comm) && parent == Some(p.id.as_str()) && matches!(p.kind, BlockKind::Loop | BlockKind::Branch) => {
+                p.site.clone().filter(|s| s.blocked.is_none())
+            }
+            _ => None,
+        };
         self.model.blocks.push(Block {
             id,
             parent: parent.map(str::to_string),
@@ -283,8 +295,14 @@ impl<'a> Analyzer<'a> {
             induction: None,
             cond: None,
             site: match kind {
+                _ if inherited.is_some() => inherited,
                 BlockKind::Branch => Some(body_site(&sp)),
-                BlockKind::Straight | BlockKind::Comm => Some(Site { at: sp.place.lead, at_line: nonzero(sp.place.lead_line), ..Site::default() }),
+                BlockKind::Straight | BlockKind::Comm => Some(Site {
+                    at: sp.place.lead,
+                    at_line: nonzero(sp.place.lead_line),
+                    blocked: sp.place.in_macro.then(|| IN_MACRO.to_string()),
+                    ..Site::default()
+                }),
                 BlockKind::Function | BlockKind::Loop => None,
             },
         });
@@ -298,7 +316,7 @@ impl<'a> Analyzer<'a> {
 
     /// The indicator (or probability) a branch arm adds to its parent's context.
     fn arm_cond(parent: &Ctx, arm: &Ctx) -> Option<Expr> {
-        if arm.needs_trace.is_some() && parent.needs_trace.is_none() {
+        if (arm.needs_trace.is_some() && parent.needs_trace.is_none()) || arm.data_arms > parent.data_arms {
             return None;
         }
         let mut c = if arm.conds.len() > parent.conds.len() { arm.conds.last().cloned()? } else { Expr::int(1) };
@@ -399,7 +417,7 @@ impl<'a> Analyzer<'a> {
                     // goes before the loop (and the lines attached to it).
                     let mut i = (**i).clone();
                     if let Stmt::Expr(_, sp) | Stmt::Decl(_, sp) = &mut i {
-                        sp.place = Place { lead: span.place.lead, lead_line: span.place.lead_line, ..sp.place };
+                        sp.place = Place { lead: span.place.lead, lead_line: span.place.lead_line, in_macro: span.place.in_macro, ..sp.place };
                     }
                     self.stmt(&i, parent, ctx, seg);
                 }
@@ -432,6 +450,13 @@ impl<'a> Analyzer<'a> {
                 if let Some(shape) = loop_shape(init.as_deref(), cond.as_ref(), update.as_ref()) {
                     self.loop_vars.remove(&shape.var);
                 }
+            }
+            // `do { ... } while (0)` (a statement macro's wrapper) runs its body once: the
+            // compiler drops the loop, and so does the analysis.
+            // Its straight code starts at the macro's use, where a trace point can go.
+            Stmt::DoWhile { body, cond: CExpr::Int(0), span } => {
+                seg.extend(Span { line_end: span.line_start, byte_end: span.byte_start, ..*span });
+                self.stmt(body, parent, ctx, seg)
             }
             Stmt::While { cond, body, span } | Stmt::DoWhile { body, cond, span } => {
                 self.flush(seg, parent, ctx);
@@ -516,6 +541,7 @@ impl<'a> Analyzer<'a> {
             self.diag(line, format!("{what}: assumed taken half the time (--assume-branches)"));
         } else {
             ctx.needs_trace.get_or_insert(format!("{}:{line}: {what}", self.file));
+            ctx.data_arms += 1;
         }
     }
 
@@ -1349,10 +1375,15 @@ fn nonzero(x: u32) -> Option<u32> {
     (x != 0).then_some(x)
 }
 
+const IN_MACRO: &str = "it starts inside a statement macro's expansion, where nothing can be inserted";
+
 /// Where a loop body's or a branch arm's statement takes a trace point.
 fn body_site(sp: &Span) -> Site {
     let p = &sp.place;
     let stmt = Some([sp.byte_start, sp.byte_end]);
+    if p.in_macro {
+        return Site { at: p.lead, stmt, blocked: Some(IN_MACRO.into()), ..Site::default() };
+    }
     if p.inner != 0 {
         return Site { at: p.inner, stmt, compound: true, ..Site::default() };
     }

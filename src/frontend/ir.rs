@@ -35,6 +35,27 @@ pub struct Place {
     pub close_line: u32,
     /// Braces cannot enclose it: the preprocessor arm it starts holds more statements.
     pub no_wrap: bool,
+    /// It starts inside a statement macro's expansion: nothing can be inserted there.
+    pub in_macro: bool,
+}
+
+impl Span {
+    /// The span with its byte offsets passed through `f` (offset -> (offset, inside a macro's
+    /// expansion)); a statement that starts inside an expansion is marked.
+    pub fn map_offsets(&mut self, f: &impl Fn(u32) -> (u32, bool)) {
+        self.byte_start = f(self.byte_start).0;
+        self.byte_end = f(self.byte_end).0;
+        let (lead, a) = f(self.place.lead);
+        self.place.lead = lead;
+        self.place.in_macro |= a;
+        if self.place.inner != 0 {
+            // A compound statement whose brace a macro wrote: enclosed whole, as a statement
+            // without braces, when it starts where the macro's use does.
+            let (inner, b) = f(self.place.inner);
+            self.place.inner = if b { 0 } else { inner };
+        }
+        self.place.close = f(self.place.close).0;
+    }
 }
 
 /// A C scalar base type, as far as op classes care.
@@ -134,6 +155,47 @@ pub enum Stmt {
 }
 
 impl Stmt {
+    /// Every span of the statement and of those inside it through `f` (see [`Span::map_offsets`]).
+    pub fn map_offsets(&mut self, f: &impl Fn(u32) -> (u32, bool)) {
+        match self {
+            Stmt::Compound(body, s) => {
+                s.map_offsets(f);
+                body.iter_mut().for_each(|b| b.map_offsets(f));
+            }
+            Stmt::Expr(_, s) | Stmt::Return(_, s) | Stmt::Break(s) | Stmt::Continue(s) | Stmt::Goto(s) | Stmt::Empty(s) => s.map_offsets(f),
+            Stmt::Decl(decls, s) => {
+                s.map_offsets(f);
+                decls.iter_mut().for_each(|d| d.span.map_offsets(f));
+            }
+            Stmt::Label(b, s) => {
+                s.map_offsets(f);
+                b.map_offsets(f);
+            }
+            Stmt::If { then, otherwise, span, .. } => {
+                span.map_offsets(f);
+                then.map_offsets(f);
+                if let Some(o) = otherwise {
+                    o.map_offsets(f);
+                }
+            }
+            Stmt::For { init, body, span, .. } => {
+                span.map_offsets(f);
+                if let Some(i) = init {
+                    i.map_offsets(f);
+                }
+                body.map_offsets(f);
+            }
+            Stmt::While { body, span, .. } | Stmt::DoWhile { body, span, .. } | Stmt::Switch { body, span, .. } => {
+                span.map_offsets(f);
+                body.map_offsets(f);
+            }
+            Stmt::Case { body, span, .. } => {
+                span.map_offsets(f);
+                body.iter_mut().for_each(|b| b.map_offsets(f));
+            }
+        }
+    }
+
     pub fn span(&self) -> Span {
         match self {
             Stmt::Compound(_, s)

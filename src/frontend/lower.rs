@@ -83,6 +83,26 @@ pub fn lower_file_with(file: &str, text: &str, lang: Lang, macros: &FnMacros) ->
 }
 
 fn lower_file_here(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
+    // Statement macros become their expansions (as the compiler sees them); offsets are mapped
+    // back to the user's text at the end.
+    match macros.expand_statements(text) {
+        Some(x) => {
+            let mut unit = lower_text(file, &x.text, lang, macros);
+            let f = |pos: u32| x.original(pos);
+            for func in &mut unit.functions {
+                func.span.map_offsets(&f);
+                func.params.iter_mut().for_each(|p| p.span.map_offsets(&f));
+                func.body.map_offsets(&f);
+            }
+            unit.globals.iter_mut().for_each(|g| g.span.map_offsets(&f));
+            unit.lines = text.lines().count() as u32;
+            unit
+        }
+        None => lower_text(file, text, lang, macros),
+    }
+}
+
+fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
     let mut unit = Unit { file: file.to_string(), lines: text.lines().count() as u32, ..Default::default() };
     let Some(mut parser) = parser_for(lang) else {
         unit.diags.push(LowerDiag { line: 0, message: "the C/C++ grammar could not be loaded".into() });

@@ -108,6 +108,7 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
     // Function-like macros of every file (headers included), so that a use in any file is
     // analysed as its expansion.
     let mut macros = macros::FnMacros::default();
+    macros.scan(&selected.macros);
     for f in files.iter().filter(|f| !selected.unused.contains(*f)) {
         if std::fs::metadata(f).is_ok_and(|m| m.len() <= MAX_FILE_BYTES) {
             match selected.texts.get(f) {
@@ -172,6 +173,7 @@ pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
     let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
     let selected = preprocess::select(&paths, spec);
     let mut macros = macros::FnMacros::default();
+    macros.scan(&selected.macros);
     let mut texts: Vec<(String, PathBuf, String)> = Vec::new();
     for (name, p) in files.iter().zip(&paths) {
         if selected.unused.contains(p) || std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES {

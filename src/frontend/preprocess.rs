@@ -24,6 +24,10 @@ pub struct Selected {
     /// Headers among the files that no unit includes, when every unit was preprocessed: the
     /// compiler never sees them, and neither does the analysis.
     pub unused: std::collections::HashSet<PathBuf>,
+    /// The function-like `#define` lines of headers outside the files and outside the system
+    /// (a header given with `-include`, or found through `-I` elsewhere), in the order the
+    /// preprocessor saw them: their uses are analysed as expansions too.
+    pub macros: String,
 }
 
 /// Runs the preprocessor on every translation unit of `files` and selects their conditional
@@ -41,7 +45,9 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
     // any analysed header has one.
     let has_groups = |f: &PathBuf| std::fs::read_to_string(f).is_ok_and(|t| t.lines().any(|l| directive(l) == Some(Cond::If)));
     let headers_have_groups = files.iter().filter(|f| !is_unit(f)).any(has_groups);
-    let units: Vec<&PathBuf> = files.iter().filter(|f| is_unit(f) && (headers_have_groups || has_groups(f))).collect();
+    // A header forced into every unit (`-include`) may define anything: every unit is read.
+    let forced = spec.preprocessor_flags(None).iter().any(|a| a == "-include" || a.starts_with("-imacros"));
+    let units: Vec<&PathBuf> = files.iter().filter(|f| is_unit(f) && (forced || headers_have_groups || has_groups(f))).collect();
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(units.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<(usize, Result<String, String>)> = std::thread::scope(|scope| {
@@ -65,10 +71,15 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
     let all_units = files.iter().filter(|f| is_unit(f)).count();
     let complete = !units.is_empty() && units.len() == all_units && results.iter().all(|r| r.1.is_ok());
     let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut defines: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (k, r) in results {
         let unit = units[k];
         match r {
-            Ok(text) => mark_active(&text, unit.parent().unwrap_or(Path::new(".")), &canon, &mut active, &mut seen),
+            Ok(text) => {
+                let dir = unit.parent().unwrap_or(Path::new("."));
+                mark_active(&text, dir, &canon, &mut active, &mut seen);
+                outside_macros(&text, dir, &canon, &mut defines, &mut out.macros);
+            }
             Err(e) => out.problems.push((unit.clone(), e)),
         }
     }
@@ -141,6 +152,45 @@ fn mark_active(
             }
         }
         line += 1;
+    }
+}
+
+/// Appends to `out` the function-like `#define` lines (`-dD` output) that come from files that
+/// are neither among the analysed ones nor the system's (a line marker flagged 3, or a path
+/// under /usr or /opt: the C library's and MPI's headers), each once.
+fn outside_macros(
+    text: &str,
+    cwd: &Path,
+    canon: &HashMap<PathBuf, &PathBuf>,
+    done: &mut std::collections::HashSet<String>,
+    out: &mut String,
+) {
+    let mut keep = false;
+    let mut cache: HashMap<String, bool> = HashMap::new();
+    for l in text.lines() {
+        if let Some((_, file)) = line_marker(l) {
+            let system = l.rsplit('"').next().is_some_and(|flags| flags.split_whitespace().any(|f| f == "3"));
+            keep = !system
+                && *cache.entry(file.to_string()).or_insert_with(|| {
+                    if file.starts_with('<') {
+                        return false;
+                    }
+                    let p = Path::new(file);
+                    let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+                    let c = std::fs::canonicalize(&p).unwrap_or(p);
+                    !canon.contains_key(&c) && !c.starts_with("/usr") && !c.starts_with("/opt")
+                });
+            continue;
+        }
+        if keep {
+            if let Some(rest) = l.strip_prefix("#define ") {
+                let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                if rest[name_end..].starts_with('(') && done.insert(l.to_string()) {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
     }
 }
 

@@ -918,6 +918,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let Ok(execs) = prog.contrib_execs_pub(b) else { return Ok(false) };
         let mut env = HashMap::new();
         for v in prog.vars_of(b) {
+            // A program variable in scope means itself (gemm's matrix `size`); the analysis's
+            // own symbols (rank, size, the Cartesian grid) otherwise.
+            if let Some(x) = self.lookup(v).and_then(|c| self.get(c).num()) {
+                env.insert(v.clone(), x);
+                continue;
+            }
             let x = match v.as_str() {
                 "rank" => Some(self.rank as f64),
                 "size" => Some(self.size as f64),
@@ -955,8 +961,47 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.pending.extend(out);
         }
         let written = written_idents(s);
-        self.poison(&written, &format!("computed by the loop at {}:{}", self.file, s.span().line_start));
+        let why = format!("computed by the loop at {}:{}", self.file, s.span().line_start);
+        self.poison(&written, &why);
+        self.poison_arrays(s, &why);
         Ok(true)
+    }
+
+    /// Every element of the arrays the statement stores into (through an index or a pointer)
+    /// becomes unknown: a loop charged by formula never ran, so what it stored is not known
+    /// (and values stored there before are stale).
+    fn poison_arrays(&mut self, s: &Stmt, why: &str) {
+        let mut roots = Vec::new();
+        lvalues(s, &mut roots);
+        let mut seen = HashSet::new();
+        for e in roots {
+            let mut e: &CExpr = e;
+            let name = loop {
+                match e {
+                    CExpr::Index { array, .. } => e = array,
+                    CExpr::Cast { value, .. } | CExpr::Deref(value) => e = value,
+                    CExpr::Binary { left, .. } => e = left,
+                    CExpr::Ident(n) => break Some(n),
+                    _ => break None,
+                }
+            };
+            let Some(c) = name.and_then(|n| self.lookup(n)) else { continue };
+            let target = match &self.heap[c] {
+                Cell::V(Val::P(t, _)) => *t,
+                Cell::Ar(..) => c,
+                _ => continue,
+            };
+            if !seen.insert(target) {
+                continue;
+            }
+            if let Cell::Ar(els, _) = &self.heap[target] {
+                for el in els.clone() {
+                    if matches!(self.heap[el], Cell::V(_)) {
+                        self.heap[el] = Cell::V(Val::unknown(why));
+                    }
+                }
+            }
+        }
     }
 
     /// Does the loop store into small arrays or struct fields (state the rest of the program
