@@ -460,3 +460,10 @@ fn corpus_branch_on_refilled_array_is_charged_at_the_assumed_rate() {
     assert_eq!(body, 2.0 * 64.0 * 4096.0);
     assert_eq!(executions(&s, 35, "straight"), body / 2.0);
 }
+
+/// From the corpus (MPICH's ctxsplit): rand() draws the split colours and a message length;
+/// the static path follows the C library's sequence (and srand) as the run does.
+#[test]
+fn eval_rand_follows_the_c_library_sequence() {
+    static_matches_run("tests/fixtures/corpus/rand_split.c", 2, &[], &[]);
+}

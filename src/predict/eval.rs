@@ -295,9 +295,59 @@ pub struct Interp<'s, 'p, 'a> {
     debug: bool,
     maybe_array: HashSet<usize>,
     free: Vec<usize>,
+    /// The C library's rand()/random() state (seeded 1, as a process starts); None once a loop
+    /// that calls it was charged without running it (the sequence is then not known).
+    rng: Option<GlibcRandom>,
 }
 
 type R<T> = Result<T, Unresolved>;
+
+/// glibc's random()/rand() (the additive feedback generator of TYPE_3: r[i] = r[i-31] +
+/// r[i-3] over 32-bit words, seeded by a Lehmer generator, the first 310 outputs dropped):
+/// the sequence a program sees on this machine's C library, so that branches and colours
+/// drawn from it are known before running.
+#[derive(Clone, Debug)]
+pub struct GlibcRandom {
+    r: [u32; 34],
+    i: usize,
+}
+
+impl GlibcRandom {
+    pub fn new(seed: u32) -> Self {
+        let mut r = [0u32; 34];
+        r[0] = if seed == 0 { 1 } else { seed };
+        for i in 1..31 {
+            // 16807 * r[i-1] % 2147483647 by Schrage's method, on the signed word.
+            let w = r[i - 1] as i32 as i64;
+            let (hi, lo) = (w / 127773, w % 127773);
+            let mut word = 16807 * lo - 2836 * hi;
+            if word < 0 {
+                word += 2147483647;
+            }
+            r[i] = word as u32;
+        }
+        for i in 31..34 {
+            r[i] = r[i - 31];
+        }
+        let mut g = GlibcRandom { r, i: 34 };
+        for _ in 0..310 {
+            g.next_word();
+        }
+        g
+    }
+
+    fn next_word(&mut self) -> u32 {
+        let v = self.r[(self.i + 34 - 31) % 34].wrapping_add(self.r[(self.i + 34 - 3) % 34]);
+        self.r[self.i % 34] = v;
+        self.i += 1;
+        v
+    }
+
+    /// The next value of rand(): 0 ..= RAND_MAX (2^31 - 1).
+    pub fn next(&mut self) -> i64 {
+        (self.next_word() >> 1) as i64
+    }
+}
 
 impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     pub fn new(sh: &'s Shared<'p, 'a>, rank: u32, size: u32, assumed_p: f64, enums: Rc<HashMap<String, CExpr>>) -> Self {
@@ -336,6 +386,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some(),
             maybe_array: HashSet::new(),
             free: Vec::new(),
+            rng: Some(GlibcRandom::new(1)),
+        }
+    }
+
+    /// A loop that was charged or folded without running every iteration: when it calls
+    /// rand(), the generator's state afterwards is not known.
+    fn rng_skipped(&mut self, body: &Stmt) {
+        let mut calls = false;
+        statement_exprs(body, &mut |e| calls |= calls_rand(e));
+        if calls {
+            self.rng = None;
         }
     }
 
@@ -964,6 +1025,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let why = format!("computed by the loop at {}:{}", self.file, s.span().line_start);
         self.poison(&written, &why);
         self.poison_arrays(s, &why);
+        self.rng_skipped(s);
         Ok(true)
     }
 
@@ -1106,6 +1168,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if k >= 48 && k % 16 == 0 {
                     if let Some(rest) = self.remaining(shape.as_ref()) {
                         if self.extrapolate(&history, rest) {
+                            self.rng_skipped(body);
                             let sh = shape.as_ref().unwrap();
                             let now = self.snapshot(&written);
                             let prev = snaps.back().cloned().unwrap_or_default();
@@ -1269,6 +1332,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         sink.begin_loop(rest)?;
         replay(&recs[0], sink)?;
         sink.end_loop()?;
+        self.rng_skipped(body);
         let line = self.line;
         if let Some(sh) = shape {
             self.advance(written, &snaps[1], &snaps[2], rest - 2, &sh.var, line);
@@ -1815,8 +1879,21 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 None => Val::unknown("getenv of a name not known"),
             },
             "exit" | "abort" => return Err(Unresolved { file: self.file.to_string(), line: self.line, what: "\u{0}exit".into() }),
-            "rand" | "random" | "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => Val::unknown(format!("{func}() is known only at run time")),
-            "free" | "memset" | "memcpy" | "srand" | "srandom" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
+            // Under a branch on data the call may not happen: the sequence is lost from there.
+            "rand" | "random" if self.weight == 1.0 && self.rng.is_some() => Val::I(self.rng.as_mut().map_or(0, GlibcRandom::next)),
+            "rand" | "random" => {
+                self.rng = None;
+                Val::unknown(format!("{func}() after a call whose place in the sequence is not known"))
+            }
+            "srand" | "srandom" => {
+                self.rng = match vals.first().and_then(|v| v.int()) {
+                    Some(seed) if self.weight == 1.0 => Some(GlibcRandom::new(seed as u32)),
+                    _ => None,
+                };
+                Val::I(0)
+            }
+            "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => Val::unknown(format!("{func}() is known only at run time")),
+            "free" | "memset" | "memcpy" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
             _ => {
                 // A library routine: what it writes through pointers is not known.
                 for v in &vals {
@@ -3127,6 +3204,20 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
 
 /// Calls `f` on every expression a statement tree evaluates at its top level (conditions,
 /// updates, initialisers, expression statements, returned values), nested statements included.
+/// Does the expression call rand() or random()?
+fn calls_rand(e: &CExpr) -> bool {
+    match e {
+        CExpr::Call { func, args, .. } => func == "rand" || func == "random" || args.iter().any(calls_rand),
+        CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } | CExpr::Comma(left, right) => calls_rand(left) || calls_rand(right),
+        CExpr::Update { arg, .. } | CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) | CExpr::Cast { value: arg, .. } => calls_rand(arg),
+        CExpr::Cond { cond, then, otherwise } => calls_rand(cond) || calls_rand(then) || calls_rand(otherwise),
+        CExpr::Index { array, index } => calls_rand(array) || calls_rand(index),
+        CExpr::Field { base, .. } => calls_rand(base),
+        CExpr::InitList(v) => v.iter().any(calls_rand),
+        _ => false,
+    }
+}
+
 fn statement_exprs<'e>(s: &'e Stmt, f: &mut dyn FnMut(&'e CExpr)) {
     match s {
         Stmt::Compound(v, _) => v.iter().for_each(|x| statement_exprs(x, f)),
@@ -3231,6 +3322,16 @@ fn mentions(s: &Stmt, v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glibc_random_matches_the_c_library() {
+        // rand() after srand(1) (and without srand) on glibc, and after srand(42).
+        let mut g = GlibcRandom::new(1);
+        let first: Vec<i64> = (0..3).map(|_| g.next()).collect();
+        assert_eq!(first, [1804289383, 846930886, 1681692777]);
+        let mut g = GlibcRandom::new(42);
+        assert_eq!(g.next(), 71876166);
+    }
 
     #[test]
     fn printf_like_c() {
