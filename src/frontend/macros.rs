@@ -302,20 +302,32 @@ fn skip_comment_or_literal(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// The bytes of `b` from `from` on that are code (outside comments and literals), with their
+/// offsets.
+fn code_bytes(b: &[u8], from: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let mut i = from;
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            match skip_comment_or_literal(b, i) {
+                Some(e) => i = e,
+                None => {
+                    i += 1;
+                    return Some((i - 1, b[i - 1]));
+                }
+            }
+        }
+        None
+    })
+}
+
 /// The arguments of a use whose `(` is at `open`: (the offset after its `)`, the arguments split
 /// at top-level commas); None when the parentheses do not close.
 fn call_arguments(text: &str, open: usize) -> Option<(usize, Vec<String>)> {
-    let b = text.as_bytes();
     let mut depth = 0usize;
     let mut args = Vec::new();
     let mut arg_start = open + 1;
-    let mut i = open;
-    while i < b.len() {
-        if let Some(e) = skip_comment_or_literal(b, i) {
-            i = e;
-            continue;
-        }
-        match b[i] {
+    for (i, c) in code_bytes(text.as_bytes(), open) {
+        match c {
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => {
                 depth -= 1;
@@ -330,7 +342,6 @@ fn call_arguments(text: &str, open: usize) -> Option<(usize, Vec<String>)> {
             }
             _ => {}
         }
-        i += 1;
     }
     None
 }
@@ -344,14 +355,8 @@ fn statement_shaped(body: &str) -> bool {
         return false;
     }
     let mut depth = 0i64;
-    let b = body.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if let Some(e) = skip_comment_or_literal(b, i) {
-            i = e;
-            continue;
-        }
-        match b[i] {
+    for (_, c) in code_bytes(body.as_bytes(), 0) {
+        match c {
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => {
                 depth -= 1;
@@ -361,7 +366,6 @@ fn statement_shaped(body: &str) -> bool {
             }
             _ => {}
         }
-        i += 1;
     }
     depth == 0
 }
