@@ -467,3 +467,10 @@ fn corpus_branch_on_refilled_array_is_charged_at_the_assumed_rate() {
 fn eval_rand_follows_the_c_library_sequence() {
     static_matches_run("tests/fixtures/corpus/rand_split.c", 2, &[], &[]);
 }
+
+/// From the corpus (the MPICH test harness): a loop agrees through an Allreduce per round;
+/// the static evaluation takes as many passes as it needs, and follows the run.
+#[test]
+fn eval_reduction_per_round_needs_more_passes() {
+    static_matches_run("tests/fixtures/corpus/harness_reduce_loop.c", 2, &[], &[]);
+}

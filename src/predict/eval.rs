@@ -23,7 +23,9 @@ use crate::model::trace::{Counts, Peer, Tag, TraceAction, COMM_WORLD};
 
 use super::skeleton::{cart_coords, cart_rank, dims_create, Program, Sink, Unresolved, ASSUMED_P};
 
-pub const MAX_PASSES: usize = 4;
+/// Passes at most; passes stop earlier once one adds no value that the ranks exchange (a
+/// harness that reduces a flag per communicator it tries needs a pass per reduction).
+pub const MAX_PASSES: usize = 32;
 /// Elements a lazily grown array keeps; beyond them it is bulk data.
 const SMALL_ARRAY: i64 = 1 << 16;
 /// Scalars a message may carry as values.
@@ -125,6 +127,14 @@ pub struct Mail {
     /// Communicator ids: (parent, sequence, members) -> id.
     comm_ids: HashMap<(u32, u32, Vec<u32>), u32>,
     next_comm: u32,
+}
+
+impl Mail {
+    /// Values posted so far (messages and collective contributions): passes that do not raise
+    /// it learn nothing new.
+    pub fn posted(&self) -> usize {
+        self.p2p.values().map(Vec::len).sum::<usize>() + self.coll.values().map(BTreeMap::len).sum::<usize>()
+    }
 }
 
 /// What every rank shares: the program, its index, the mail.

@@ -293,6 +293,7 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
     let n = opts.ranks;
     let factor = opts.what_if.compute_factor();
     let mut result = None;
+    let mut posted_before = 0;
     for pass in 0..eval::MAX_PASSES {
         let last = pass + 1 == eval::MAX_PASSES;
         let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
@@ -350,7 +351,9 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
             }
             compute.push(row);
         }
-        if missed && !last {
+        let posted = sh.mail.borrow().posted();
+        if missed && !last && posted > posted_before {
+            posted_before = posted;
             continue;
         }
         if let Some(e) = first_err {
