@@ -23,6 +23,8 @@ use crate::model::trace::{Counts, Peer, Tag, TraceAction, COMM_WORLD};
 
 use super::skeleton::{cart_coords, cart_rank, dims_create, Program, Sink, Unresolved, ASSUMED_P};
 
+/// The error a sample run ends with when its budget is spent.
+const SAMPLE_DONE: &str = "\u{1}sample budget spent";
 /// Passes at most; passes stop earlier once one adds no value that the ranks exchange (a
 /// harness that reduces a flag per communicator it tries needs a pass per reduction).
 pub const MAX_PASSES: usize = 32;
@@ -37,6 +39,17 @@ const INTERPRET_BELOW: f64 = 256.0;
 const MAX_CALL_DEPTH: usize = 200;
 /// Lines of program output kept per rank.
 const MAX_OUTPUT_LINES: usize = 1000;
+/// A sample run (the program's own data, to measure how often data-dependent branches are
+/// taken) stops after this many statements, or after SAMPLE_S seconds.
+const SAMPLE_STEPS: u64 = 4_000_000;
+const SAMPLE_S: f64 = 2.0;
+/// Elements an array may grow to in a sample run (its bulk data are real there).
+const SAMPLE_ARRAY: i64 = 1 << 22;
+/// Evaluations of a branch a sample must see before its rate replaces the assumption.
+const SAMPLE_MIN: u64 = 64;
+/// A sample run stops once an arm was seen this often (its rate known to about 0.4%); arms
+/// seen fewer than SAMPLE_MIN times by then keep the assumption.
+const SAMPLE_ENOUGH: u64 = 16384;
 
 /// A value of the program's scalar part.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,7 +155,8 @@ pub struct Shared<'p, 'a> {
     prog: &'p Program<'a>,
     funcs: HashMap<&'p str, &'p Function>,
     files: HashMap<*const Function, &'p str>,
-    blocks: HashMap<String, usize>,
+    /// Blocks by file, then (line, column, kind name).
+    blocks: HashMap<String, HashMap<(u32, u32, &'static str), usize>>,
     consts: HashMap<&'p str, &'p CExpr>,
     structs: HashMap<&'p str, Vec<String>>,
     typedefs: HashMap<&'p str, &'p CType>,
@@ -153,6 +167,30 @@ pub struct Shared<'p, 'a> {
     pub mail: std::cell::RefCell<Mail>,
     pub deadline: Instant,
     pub budget_s: f64,
+    /// Rates of data-dependent branch arms measured by sample runs: arm block -> rate.
+    rates: std::cell::RefCell<HashMap<usize, SampledRate>>,
+    /// Loops a sample run started from (each is sampled once, by the first rank to reach it).
+    sampled: std::cell::RefCell<HashSet<usize>>,
+}
+
+/// How often a branch arm was taken in a sample run.
+#[derive(Clone, Debug)]
+struct SampledRate {
+    rate: f64,
+    seen: u64,
+    /// The loop the sample ran (file:line) and the rank that ran it.
+    from: String,
+}
+
+/// A sample run's state: its budget and what it saw (arm block -> (taken, evaluations)).
+#[derive(Clone, Debug)]
+struct Sample {
+    until_step: u64,
+    until: Instant,
+    seen: HashMap<usize, (u64, u64)>,
+    /// The arms to measure (data-dependent ones under the loop).
+    arms: std::collections::BTreeSet<usize>,
+    enough: bool,
 }
 
 impl<'p, 'a> Shared<'p, 'a> {
@@ -179,11 +217,16 @@ impl<'p, 'a> Shared<'p, 'a> {
             mail: Default::default(),
             deadline: Instant::now() + std::time::Duration::from_secs_f64(budget_s),
             budget_s,
+            rates: Default::default(),
+            sampled: Default::default(),
         };
         s.mail.borrow_mut().next_comm = 1;
         for (i, b) in prog.model.blocks.iter().enumerate() {
             let key = b.id.split('#').next().unwrap_or(&b.id).to_string();
-            s.blocks.entry(key).or_insert(i);
+            let mut parts = key.rsplitn(4, ':');
+            let (Some(_), Some(col), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next(), parts.next()) else { continue };
+            let (Ok(line), Ok(col)) = (line.parse::<u32>(), col.parse::<u32>()) else { continue };
+            s.blocks.entry(file.to_string()).or_default().entry((line, col, b.kind.name())).or_insert(i);
         }
         for u in units {
             for f in &u.functions {
@@ -210,7 +253,7 @@ impl<'p, 'a> Shared<'p, 'a> {
     }
 
     fn block(&self, file: &str, line: u32, col: u32, kind: BlockKind) -> Option<usize> {
-        self.blocks.get(&format!("{file}:{line}:{col}:{}", kind.name())).copied()
+        self.blocks.get(file)?.get(&(line, col, kind.name())).copied()
     }
 }
 
@@ -268,6 +311,7 @@ fn replay(recs: &[Rec], sink: &mut dyn Sink) -> Result<(), Unresolved> {
 }
 
 /// One rank's interpreter.
+#[derive(Clone)]
 pub struct Interp<'s, 'p, 'a> {
     sh: &'s Shared<'p, 'a>,
     rank: u32,
@@ -308,6 +352,10 @@ pub struct Interp<'s, 'p, 'a> {
     /// The C library's rand()/random() state (seeded 1, as a process starts); None once a loop
     /// that calls it was charged without running it (the sequence is then not known).
     rng: Option<GlibcRandom>,
+    /// Set in a sample run (a copy of the interpreter that runs a loop on real bulk data).
+    sample: Option<Box<Sample>>,
+    /// A data-dependent branch was weighted by the assumed probability (no sampled rate).
+    pub guessed: bool,
 }
 
 type R<T> = Result<T, Unresolved>;
@@ -393,10 +441,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             depth: 0,
             enums,
             strict_comm: false,
-            debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some(),
+            debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some_and(|v| v != "sample"),
             maybe_array: HashSet::new(),
             free: Vec::new(),
             rng: Some(GlibcRandom::new(1)),
+            sample: None,
+            guessed: false,
         }
     }
 
@@ -416,6 +466,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     fn tick(&mut self) -> R<()> {
         self.steps += 1;
+        if let Some(sm) = &self.sample {
+            if sm.enough || self.steps >= sm.until_step || (self.steps % 4096 == 0 && Instant::now() > sm.until) {
+                return Err(self.err(SAMPLE_DONE));
+            }
+        }
         if self.steps % 4096 == 0 && Instant::now() > self.sh.deadline {
             return Err(self.err(format!(
                 "evaluation stopped after {} s (the time budget) at rank {}: a loop the interpreter could neither count nor extrapolate",
@@ -512,14 +567,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if (off as usize) < v.len() {
                     return Some(v[off as usize]);
                 }
-                if off >= SMALL_ARRAY {
+                if off >= if self.sample.is_some() { SAMPLE_ARRAY } else { SMALL_ARRAY } {
                     return None;
                 }
                 let bulk = *bulk;
-                let mut v = v.clone();
+                let Cell::Ar(mut v, _) = std::mem::replace(&mut self.heap[c], Cell::Ar(Vec::new(), bulk)) else { return None };
+                let why: Rc<str> = Rc::from(if bulk { "bulk data (allocated memory)" } else { "array element never set" });
                 while v.len() <= off as usize {
-                    let why = if bulk { "bulk data (allocated memory)" } else { "array element never set" };
-                    let n = self.alloc(Cell::V(Val::unknown(why)));
+                    let n = self.alloc(Cell::V(Val::U(why.clone())));
                     v.push(n);
                 }
                 let r = v[off as usize];
@@ -831,6 +886,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             Stmt::If { cond, then, otherwise, .. } => {
                 self.charge_kind(sp, BlockKind::Straight);
                 let c = self.eval_sink(cond, sink)?;
+                if self.sample.is_some() {
+                    if let Some(t) = c.truth() {
+                        self.observe(then, t);
+                        if let Some(o) = otherwise {
+                            self.observe(o, !t);
+                        }
+                    }
+                }
                 match c.truth() {
                     Some(true) => self.arm(then, sink),
                     Some(false) => match otherwise {
@@ -894,6 +957,64 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
     }
 
+    /// A sample run saw the arm `s` taken or not.
+    fn observe(&mut self, s: &Stmt, taken: bool) {
+        let Some(b) = self.sh.block(self.file, s.span().line_start, s.span().col, BlockKind::Branch) else { return };
+        if let Some(sm) = self.sample.as_mut().filter(|sm| sm.arms.contains(&b)) {
+            let e = sm.seen.entry(b).or_insert((0, 0));
+            e.0 += taken as u64;
+            e.1 += 1;
+            sm.enough |= e.1 >= SAMPLE_ENOUGH;
+        }
+    }
+
+    /// The probability a data-dependent arm is weighted by: its sampled rate, else the
+    /// assumption (noted).
+    fn arm_rate(&mut self, b: Option<usize>) -> f64 {
+        if let Some(r) = b.and_then(|b| self.sh.rates.borrow().get(&b).map(|r| r.rate)) {
+            return r;
+        }
+        self.guessed = true;
+        self.assumed_p
+    }
+
+    /// Before a loop without communication whose body holds branches on data is charged or
+    /// interpreted with assumed rates: a copy of the interpreter runs the loop on the program's
+    /// own data (arrays real up to SAMPLE_ARRAY elements, every inner loop interpreted) for
+    /// SAMPLE_STEPS statements, counting how often each such arm is taken. Arms seen at least
+    /// SAMPLE_MIN times get that rate, for every rank. Nothing the copy does reaches the
+    /// prediction; it is the static counterpart of a traced run's iteration sampling.
+    fn sample_branches(&mut self, s: &'p Stmt, lb: usize) {
+        if self.sample.is_some() || self.weight != 1.0 || self.sh.sampled.borrow().contains(&lb) {
+            return;
+        }
+        let arms = self.sh.prog.data_branches_under(lb);
+        if arms.is_empty() || arms.iter().all(|a| self.sh.rates.borrow().contains_key(a)) {
+            return;
+        }
+        self.sh.sampled.borrow_mut().insert(lb);
+        let mut copy = self.clone();
+        let now = Instant::now();
+        let until = (now + std::time::Duration::from_secs_f64(SAMPLE_S)).min(self.sh.deadline);
+        copy.sample = Some(Box::new(Sample { until_step: self.steps + SAMPLE_STEPS, until, seen: HashMap::new(), arms: arms.clone(), enough: false }));
+        copy.pending.clear();
+        copy.weight = 1.0;
+        let r = copy.iterate(s, Some(lb), false, &mut NullSink);
+        // Budget spent, a value not known, the end of the loop: what was seen counts.
+        let _ = r;
+        let Some(sm) = copy.sample.take() else { return };
+        let from = format!("{}:{} (rank {})", self.file, s.span().line_start, self.rank);
+        let mut rates = self.sh.rates.borrow_mut();
+        for (b, (taken, seen)) in sm.seen {
+            if arms.contains(&b) && seen >= SAMPLE_MIN {
+                rates.entry(b).or_insert(SampledRate { rate: taken as f64 / seen as f64, seen, from: from.clone() });
+            }
+        }
+        if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+            eprintln!("eval: sample of the loop at {from}: {} steps, {:.3} s", copy.steps - self.steps, now.elapsed().as_secs_f64());
+        }
+    }
+
     /// A branch arm taken for sure: its block, then its statements.
     fn arm(&mut self, s: &'p Stmt, sink: &mut dyn Sink) -> R<Flow> {
         self.charge_kind(s.span(), BlockKind::Branch);
@@ -912,16 +1033,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         let w = self.weight;
         for a in arms {
-            let msg = format!(
-                "{}:{}: branch depends on data: assumed taken half the time (range: never to always)",
-                self.file,
-                a.span().line_start
-            );
+            let b = self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch);
+            let p = self.arm_rate(b);
+            let msg = self.rate_note(b, &format!("{}:{}", self.file, a.span().line_start));
             if !self.assumed.contains(&msg) {
                 self.assumed.push(msg);
             }
             let written = written_idents(a);
-            self.weight = w * self.assumed_p;
+            self.weight = w * p;
             let r = self.arm(a, sink);
             self.weight = w;
             match r {
@@ -938,6 +1057,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.poison(&written, &format!("set under the branch at {}:{line}, which depends on data", self.file));
         }
         Ok(())
+    }
+
+    /// The report's line for a data-dependent arm at `at`: its sampled rate or the assumption.
+    fn rate_note(&self, b: Option<usize>, at: &str) -> String {
+        match b.and_then(|b| self.sh.rates.borrow().get(&b).cloned()) {
+            Some(r) => format!(
+                "{at}: branch depends on data: taken {:.1}% of {} times in a sample run of the loop at {} on the program's own data",
+                100.0 * r.rate,
+                r.seen,
+                r.from
+            ),
+            None => format!("{at}: branch depends on data: assumed taken half the time (range: never to always)"),
+        }
     }
 
     fn poison(&mut self, names: &HashSet<String>, why: &str) {
@@ -971,7 +1103,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             if !has_comm {
                 if let Some(b) = lb {
-                    if self.by_formula(b, s)? {
+                    self.sample_branches(s, b);
+                    if self.sample.is_none() && self.by_formula(b, s)? {
                         return Ok(Flow::Normal);
                     }
                 }
@@ -1014,6 +1147,22 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             };
             if let Some(x) = x {
                 env.insert(v.clone(), x);
+            }
+        }
+        // Data-dependent arms: their sampled rates, else the assumed probability.
+        for e in execs.iter().map(|(_, e)| e) {
+            for v in e.vars() {
+                if let Some(arm) = v.strip_prefix(ASSUMED_P).and_then(|r| r.strip_prefix('@')).and_then(|r| r.parse::<usize>().ok()) {
+                    if !env.contains_key(&v) {
+                        let p = self.arm_rate(Some(arm));
+                        let b = &self.sh.prog.model.blocks[arm];
+                        let note = self.rate_note(Some(arm), &format!("{}:{}", b.file, b.line_start));
+                        if !self.assumed.contains(&note) {
+                            self.assumed.push(note);
+                        }
+                        env.insert(v, p);
+                    }
+                }
             }
         }
         let mut out = Vec::new();
@@ -1175,7 +1324,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     history.pop_front();
                     snaps.pop_front();
                 }
-                if k >= 48 && k % 16 == 0 {
+                if k >= 48 && k % 16 == 0 && self.sample.is_none() {
                     if let Some(rest) = self.remaining(shape.as_ref()) {
                         if self.extrapolate(&history, rest) {
                             self.rng_skipped(body);
@@ -1792,9 +1941,36 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "trunc" => f1(f64::trunc),
             "sin" => f1(f64::sin),
             "cos" => f1(f64::cos),
-            "pow" => match (num(0), num(1)) {
-                (Some(a), Some(b)) => Val::F(a.powf(b)),
-                _ => Val::unknown("pow of a value not known"),
+            "tan" => f1(f64::tan),
+            "asin" => f1(f64::asin),
+            "acos" => f1(f64::acos),
+            "atan" => f1(f64::atan),
+            "sinh" => f1(f64::sinh),
+            "cosh" => f1(f64::cosh),
+            "tanh" => f1(f64::tanh),
+            "exp2" => f1(f64::exp2),
+            "log1p" => f1(f64::ln_1p),
+            "expm1" => f1(f64::exp_m1),
+            "rint" | "nearbyint" => f1(|x| {
+                // Round half to even (the default rounding mode).
+                let r = x.round();
+                if (x - x.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
+                    r - x.signum()
+                } else {
+                    r
+                }
+            }),
+            "pow" | "fmod" | "atan2" | "hypot" | "copysign" | "ldexp" => match (num(0), num(1)) {
+                (Some(a), Some(b)) => Val::F(match func {
+                    "pow" => a.powf(b),
+                    // C's fmod keeps the sign of the dividend, as Rust's % does.
+                    "fmod" => a % b,
+                    "atan2" => a.atan2(b),
+                    "hypot" => a.hypot(b),
+                    "copysign" => a.copysign(b),
+                    _ => a * 2f64.powi(b as i32),
+                }),
+                _ => Val::unknown(format!("{func} of a value not known")),
             },
             "min" | "max" | "MIN" | "MAX" | "fmin" | "fmax" | "imin" | "imax" => {
                 let (a, b) = (vals.first().cloned().unwrap_or(Val::I(0)), vals.get(1).cloned().unwrap_or(Val::I(0)));

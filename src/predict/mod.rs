@@ -328,7 +328,8 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
             for (t, x) in execs.iter_mut().zip(&scratch) {
                 *t += x;
             }
-            let data_branches = !it.assumed.is_empty();
+            // Arms weighted by a sampled rate keep it in the bounds; assumed ones do not.
+            let data_branches = it.guessed;
             assumptions.extend(it.assumed.drain(..));
             // Bounds: the table's spread, and data-dependent branches never / always taken.
             // Without such branches the executions do not change: cost them at the table's

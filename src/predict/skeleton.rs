@@ -4,7 +4,7 @@
 //! communication are not walked: their block executions come from symbolic sums (the same
 //! summation the front end uses for counts), evaluated once per burst.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::model::analysis::{BlockKind, CommSite, ProgramModel};
@@ -14,6 +14,12 @@ use crate::model::trace::{Compute, Peer, Tag, TraceAction, COMM_WORLD};
 /// The symbol standing for the probability of a branch that depends on data (0.5 unless the
 /// caller asks for the bounds 0 and 1).
 pub const ASSUMED_P: &str = "__assumed_p";
+
+/// The probability variable of one data-dependent branch arm (block `b`): bound to a rate
+/// sampled by running the program's own data, or to ASSUMED_P's value when none was.
+pub fn branch_rate_var(b: usize) -> String {
+    format!("{ASSUMED_P}@{b}")
+}
 
 /// Something the skeleton cannot resolve without running the program.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,6 +198,28 @@ impl<'a> Program<'a> {
         &self.vars[i]
     }
 
+    /// The branch arms under block `i` (callees included) whose condition depends on data: the
+    /// ones a sample run of `i` can measure.
+    pub fn data_branches_under(&self, i: usize) -> BTreeSet<usize> {
+        let mut out = BTreeSet::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![i];
+        while let Some(b) = stack.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            let blk = &self.model.blocks[b];
+            if b != i && blk.kind == BlockKind::Branch && blk.cond.is_none() {
+                out.insert(b);
+            }
+            stack.extend(self.children[b].iter().copied());
+            if let Some(cs) = self.calls.get(&b) {
+                stack.extend(cs.iter().map(|(f, _, _)| *f));
+            }
+        }
+        out
+    }
+
     /// Executions of every block of `i`'s subtree per execution of `i` (for a loop block: per
     /// iteration), callees included.
     pub fn own_execs(&self, i: usize) -> Result<Execs, Unresolved> {
@@ -299,7 +327,7 @@ impl<'a> Program<'a> {
                                 "{}:{}: branch depends on data: assumed taken half the time (range: never to always)",
                                 b.file, b.line_start
                             ));
-                            Expr::var(ASSUMED_P)
+                            Expr::var(&branch_rate_var(c))
                         }
                     };
                     own.iter().map(|(j, e)| (*j, cond.clone().mul(e.clone()))).collect()
@@ -373,7 +401,9 @@ impl<'p, 'a> Rank<'p, 'a> {
     }
 
     fn eval(&self, e: &Expr, i: usize, what: &str) -> Result<f64, Unresolved> {
-        e.eval_map(&self.env).map_err(|err| self.prog.unresolved(i, format!("{what}: {err}")))
+        let p = self.env.get(ASSUMED_P).copied();
+        e.eval(&|v| self.env.get(v).copied().or_else(|| v.starts_with(ASSUMED_P).then_some(p).flatten()))
+            .map_err(|err| self.prog.unresolved(i, format!("{what}: {err}")))
     }
 
     fn flush(&mut self, sink: &mut dyn Sink) -> Result<(), Unresolved> {
