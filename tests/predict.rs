@@ -475,6 +475,16 @@ fn eval_rand_follows_the_c_library_sequence() {
     static_matches_run("tests/fixtures/corpus/rand_split.c", 2, &[], &[]);
 }
 
+/// From the corpus (NAS DT): a communication graph built on the heap (malloc'd structs linked
+/// by pointers, calloc + memcpy growth, snprintf/strdup names, strstr, strncmp, pointer
+/// comparisons); message sizes and peers come from walking it. Static values and messages are
+/// the run's.
+#[test]
+fn eval_heap_graph_drives_the_messages() {
+    static_matches_run("tests/fixtures/corpus/heap_graph.c", 2, &[], &["3"]);
+    static_matches_run("tests/fixtures/corpus/heap_graph.c", 3, &[], &["5"]);
+}
+
 /// From the corpus (the MPICH test harness): a loop agrees through an Allreduce per round;
 /// the static evaluation takes as many passes as it needs, and follows the run.
 #[test]

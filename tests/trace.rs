@@ -714,6 +714,24 @@ fn the_users_tree_is_never_written() {
     assert_eq!(before, snapshot(&user), "the user's directory changed");
 }
 
+/// From the corpus (NAS DT): a program whose main returns 1 after MPI_Finalize on every rank.
+/// The run is whole: the traces are kept, with a warning naming the exit status.
+#[test]
+fn a_nonzero_exit_after_finalize_keeps_the_traces_with_a_warning() {
+    let s = Scratch::new();
+    let t = trace(&s, &fixture("exit_status.c"), 2, &[], &[]);
+    assert!(t.out.status.success(), "{}", t.context());
+    assert!(
+        t.stderr().contains("exited with status 1 after every rank finished"),
+        "{}",
+        t.context()
+    );
+    let meta = t.meta();
+    assert!(meta.complete);
+    assert_eq!(meta.exit_status, Some(1));
+    assert_eq!(meta.rank_traces.len(), 2);
+}
+
 #[test]
 fn a_crashing_rank_leaves_flagged_partial_traces_and_exit_2() {
     let s = Scratch::new();

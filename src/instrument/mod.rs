@@ -821,7 +821,17 @@ fn trace_in(
     write_artifact(&out_dir.join("analysis.json"), &model)?;
     write_artifact(&out_dir.join("meta.json"), &meta)?;
 
-    if !r.status.success() || !complete {
+    // Every rank finished its trace (MPI_Finalize reached) and the program then exited with a
+    // non-zero status (NAS DT's main returns 1): the run is whole; say so and keep it.
+    let finished_then_exited =
+        !r.status.success() && complete && r.status.code().is_some() && meta.rank_traces.iter().all(|t| t.events.is_some());
+    if finished_then_exited {
+        warnings.push(format!(
+            "the program exited with status {} after every rank finished (MPI_Finalize reached): the traces are whole and kept",
+            r.status.code().unwrap_or_default()
+        ));
+    }
+    if (!r.status.success() && !finished_then_exited) || !complete {
         let bad: Vec<String> = meta
             .rank_traces
             .iter()

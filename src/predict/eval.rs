@@ -1857,7 +1857,86 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         for a in args {
             vals.push(self.eval_sink(a, sink)?);
         }
+        if matches!(func, "memcpy" | "memmove") {
+            let count = args.get(2).and_then(|n| self.elements_in(n));
+            self.copy_elements(vals.first(), vals.get(1), count);
+            return Ok(vals.first().cloned().unwrap_or(Val::I(0)));
+        }
         self.libc(func, vals)
+    }
+
+    /// Elements a byte count `n * sizeof(T)` (or `sizeof(T) * n`) stands for: n.
+    fn elements_in(&mut self, bytes: &CExpr) -> Option<i64> {
+        match bytes {
+            CExpr::Binary { op, left, right } if op == "*" => {
+                let (n, _) = match (&**left, &**right) {
+                    (n, CExpr::Sizeof { .. }) | (CExpr::Sizeof { .. }, n) => (n, ()),
+                    _ => return None,
+                };
+                self.eval(n).ok()?.int()
+            }
+            CExpr::Sizeof { .. } => Some(1),
+            _ => None,
+        }
+    }
+
+    /// memcpy on the element model: `count` elements from `src` to `dst` (each element's cell
+    /// copied, structs field by field); an unknown count leaves `dst`'s elements unknown.
+    fn copy_elements(&mut self, dst: Option<&Val>, src: Option<&Val>, count: Option<i64>) {
+        let Some(Val::P(dc, doff)) = dst.cloned() else { return };
+        match (src.cloned(), count) {
+            (Some(Val::P(sc, soff)), Some(n)) if n >= 0 && n <= SMALL_ARRAY => {
+                let vals: Vec<Option<Cell>> = (0..n)
+                    .map(|k| self.elem(sc, soff + k).map(|e| self.heap[e].clone()))
+                    .collect();
+                for (k, v) in vals.into_iter().enumerate() {
+                    let Some(e) = self.elem(dc, doff + k as i64) else { break };
+                    self.heap[e] = match v {
+                        Some(Cell::V(v)) => Cell::V(v),
+                        Some(Cell::St(_)) | Some(Cell::Ar(..)) => {
+                            // An aggregate element: a copy of it.
+                            let src = self.elem(sc, soff + k as i64).unwrap_or(e);
+                            let c = self.copy_cell(src);
+                            self.heap[c].clone()
+                        }
+                        None => Cell::V(Val::unknown("copied from bulk data")),
+                    };
+                }
+            }
+            _ => {
+                if let Cell::Ar(els, _) = self.heap[dc].clone() {
+                    for el in els.into_iter().skip(doff.max(0) as usize) {
+                        if matches!(self.heap[el], Cell::V(_)) {
+                            self.heap[el] = Cell::V(Val::unknown("written by memcpy"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes `text` and a terminating NUL into the char array at `p` (sprintf, strcpy).
+    fn write_text(&mut self, p: Option<&Val>, text: &str) {
+        let Some(Val::P(c, o)) = p.cloned() else { return };
+        for (k, b) in text.bytes().chain(std::iter::once(0)).enumerate() {
+            let Some(e) = self.elem(c, o + k as i64) else { return };
+            self.heap[e] = Cell::V(Val::I(b as i64));
+        }
+    }
+
+    /// printf-style formatting of `vals` (strings read from char arrays).
+    fn format_vals(&self, fmt: &str, vals: &[Val]) -> String {
+        let mut rest = Vec::new();
+        for v in vals {
+            rest.push(match v {
+                Val::S(..) | Val::P(..) => match self.text_arg(Some(v)) {
+                    Some(t) => Val::S(Rc::from(t.as_str()), 0),
+                    None => v.clone(),
+                },
+                other => other.clone(),
+            });
+        }
+        format_c(fmt, &rest)
     }
 
     fn text_arg(&self, v: Option<&Val>) -> Option<String> {
@@ -2027,17 +2106,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     return Ok(Val::I(0));
                 }
                 if let Some(fmt) = self.text_arg(vals.get(skip)) {
-                    let mut rest = Vec::new();
-                    for v in &vals[skip + 1..] {
-                        rest.push(match v {
-                            Val::S(..) | Val::P(..) => match self.text_arg(Some(v)) {
-                                Some(t) => Val::S(Rc::from(t.as_str()), 0),
-                                None => v.clone(),
-                            },
-                            other => other.clone(),
-                        });
-                    }
-                    let text = format_c(&fmt, &rest);
+                    let text = self.format_vals(&fmt, &vals[skip + 1..]);
                     self.partial_line.push_str(&text);
                     while let Some(k) = self.partial_line.find('\n') {
                         let line: String = self.partial_line.drain(..=k).collect();
@@ -2046,6 +2115,70 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 Val::I(0)
             }
+            "sprintf" | "snprintf" => {
+                let at = if func == "snprintf" { 2 } else { 1 };
+                match self.text_arg(vals.get(at)) {
+                    Some(fmt) => {
+                        let mut text = self.format_vals(&fmt, &vals[(at + 1).min(vals.len())..]);
+                        let full = text.len() as i64;
+                        // snprintf's bound (when known: `sizeof buf` may not be).
+                        if let Some(cap) = num(1).filter(|_| func == "snprintf") {
+                            let cap = cap.max(0.0) as usize;
+                            text.truncate(cap.saturating_sub(1));
+                        }
+                        let p = vals.first().cloned();
+                        self.write_text(p.as_ref(), &text);
+                        Val::I(full)
+                    }
+                    None => {
+                        let p = vals.first().cloned();
+                        self.copy_elements(p.as_ref(), None, None);
+                        Val::unknown(format!("{func} of a format not known"))
+                    }
+                }
+            }
+            "strcpy" | "strncpy" | "strcat" | "strncat" => {
+                let p = vals.first().cloned();
+                match self.text_arg(vals.get(1)) {
+                    Some(mut t) => {
+                        if func.starts_with("strn") {
+                            t = t.chars().take(num(2).unwrap_or(0.0).max(0.0) as usize).collect();
+                        }
+                        if func.ends_with("cat") {
+                            t = self.text_arg(p.as_ref()).unwrap_or_default() + &t;
+                        }
+                        self.write_text(p.as_ref(), &t);
+                    }
+                    None => self.copy_elements(p.as_ref(), None, None),
+                }
+                p.unwrap_or(Val::I(0))
+            }
+            "strdup" | "strndup" => match self.text_arg(vals.first()) {
+                Some(mut t) => {
+                    if func == "strndup" {
+                        t = t.chars().take(num(1).unwrap_or(0.0).max(0.0) as usize).collect();
+                    }
+                    Val::S(Rc::from(t.as_str()), 0)
+                }
+                None => Val::unknown(format!("{func} of a string not known")),
+            },
+            "strstr" | "strchr" | "strrchr" => {
+                let hay = self.text_arg(vals.first());
+                let found = match (func, &hay) {
+                    ("strstr", Some(h)) => self.text_arg(vals.get(1)).map(|n| h.find(n.as_str())),
+                    (_, Some(h)) => vals.get(1).and_then(|v| v.int()).map(|c| {
+                        let c = c as u8 as char;
+                        if func == "strchr" { h.find(c) } else { h.rfind(c) }
+                    }),
+                    _ => None,
+                };
+                match (found, vals.first()) {
+                    (Some(None), _) => Val::I(0),
+                    (Some(Some(k)), Some(Val::S(s, o))) => Val::S(s.clone(), o + k),
+                    (Some(Some(k)), Some(Val::P(c, o))) => Val::P(*c, o + k as i64),
+                    _ => Val::unknown(format!("{func} of a string not known")),
+                }
+            }
             "puts" => {
                 if let Some(t) = self.text_arg(vals.first()) {
                     self.push_line(t);
@@ -2053,8 +2186,20 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 Val::I(0)
             }
             "getopt" | "getopt_long" | "getopt_long_only" => self.getopt(func, &vals),
-            "malloc" | "calloc" | "realloc" => {
+            "malloc" | "realloc" => {
                 let c = self.alloc(Cell::Ar(Vec::new(), true));
+                Val::P(c, 0)
+            }
+            // calloc's memory is zeroed: elements read before a store are 0.
+            "calloc" => {
+                let n = num(0).unwrap_or(0.0).max(0.0) as i64;
+                let mut els = Vec::new();
+                if n <= SMALL_ARRAY {
+                    for _ in 0..n {
+                        els.push(self.alloc(Cell::V(Val::I(0))));
+                    }
+                }
+                let c = self.alloc(Cell::Ar(els, true));
                 Val::P(c, 0)
             }
             // The environment the prediction runs in stands for the run's (a variable that is
@@ -2079,7 +2224,23 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 Val::I(0)
             }
             "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => Val::unknown(format!("{func}() is known only at run time")),
-            "free" | "memset" | "memcpy" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
+            "memset" => {
+                // memset(p, 0, n): zeroes; another byte leaves the elements unknown.
+                let p = vals.first().cloned();
+                if let (Some(Val::P(c, o)), Some(0)) = (&p, vals.get(1).and_then(|v| v.int())) {
+                    if let Cell::Ar(els, _) = self.heap[*c].clone() {
+                        for el in els.into_iter().skip((*o).max(0) as usize) {
+                            if matches!(self.heap[el], Cell::V(_)) {
+                                self.heap[el] = Cell::V(Val::I(0));
+                            }
+                        }
+                    }
+                } else {
+                    self.copy_elements(p.as_ref(), None, None);
+                }
+                p.unwrap_or(Val::I(0))
+            }
+            "free" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
             _ => {
                 // A library routine: what it writes through pointers is not known.
                 for v in &vals {
@@ -3060,6 +3221,9 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
         ("+", Val::P(c, o), Val::I(i)) => return Val::P(*c, o + i),
         ("-", Val::P(c, o), Val::I(i)) => return Val::P(*c, o - i),
         ("==" | "!=", Val::P(..), Val::I(0)) | ("==" | "!=", Val::S(..), Val::I(0)) => return Val::I((op == "!=") as i64),
+        ("==" | "!=", Val::I(0), Val::P(..)) | ("==" | "!=", Val::I(0), Val::S(..)) => return Val::I((op == "!=") as i64),
+        ("==" | "!=", Val::P(c1, o1), Val::P(c2, o2)) => return Val::I(((c1 == c2 && o1 == o2) == (op == "==")) as i64),
+        ("-", Val::P(c1, o1), Val::P(c2, o2)) if c1 == c2 => return Val::I(o1 - o2),
         _ => {}
     }
     match (a, b) {
