@@ -485,6 +485,13 @@ fn eval_heap_graph_drives_the_messages() {
     static_matches_run("tests/fixtures/corpus/heap_graph.c", 3, &[], &["5"]);
 }
 
+/// From the corpus (the MPICH test harness): communicators handed out through a pointer,
+/// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
+#[test]
+fn eval_comm_null_comparison_and_logical_reduction() {
+    static_matches_run("tests/fixtures/corpus/comm_null_rounds.c", 2, &[], &[]);
+}
+
 /// From the corpus (the MPICH test harness): a loop agrees through an Allreduce per round;
 /// the static evaluation takes as many passes as it needs, and follows the run.
 #[test]

@@ -3215,6 +3215,8 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
     match (op, &a, &b) {
         ("==", Val::Comm(x), Val::Comm(y)) => return Val::I((x == y) as i64),
         ("!=", Val::Comm(x), Val::Comm(y)) => return Val::I((x != y) as i64),
+        // A communicator is never MPI_COMM_NULL (-1 here).
+        ("==" | "!=", Val::Comm(_), Val::I(-1)) | ("==" | "!=", Val::I(-1), Val::Comm(_)) => return Val::I((op == "!=") as i64),
         ("==" | "!=", Val::S(x, o1), Val::S(y, o2)) => return Val::I(((Rc::ptr_eq(x, y) && o1 == o2) == (op == "==")) as i64),
         ("-", Val::S(x, o1), Val::S(y, o2)) if Rc::ptr_eq(x, y) => return Val::I(*o1 as i64 - *o2 as i64),
         ("+", Val::S(s, o), Val::I(i)) => return Val::S(s.clone(), (*o as i64 + i).max(0) as usize),
@@ -3283,8 +3285,17 @@ fn reduce_op(op: &str, a: Val, b: Val) -> Val {
             Some(false) => b,
             None => Val::unknown("reduction of bulk data"),
         },
-        "MPI_LAND" => Val::I((a.truth().unwrap_or(false) && b.truth().unwrap_or(false)) as i64),
-        "MPI_LOR" => Val::I((a.truth().unwrap_or(false) || b.truth().unwrap_or(false)) as i64),
+        // A known false (true) decides a logical and (or); otherwise an unknown stays unknown.
+        "MPI_LAND" => match (a.truth(), b.truth()) {
+            (Some(false), _) | (_, Some(false)) => Val::I(0),
+            (Some(true), Some(true)) => Val::I(1),
+            _ => if a.is_unknown() { a } else { b },
+        },
+        "MPI_LOR" => match (a.truth(), b.truth()) {
+            (Some(true), _) | (_, Some(true)) => Val::I(1),
+            (Some(false), Some(false)) => Val::I(0),
+            _ => if a.is_unknown() { a } else { b },
+        },
         _ => Val::unknown(format!("reduction {op}")),
     }
 }
