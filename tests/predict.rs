@@ -332,6 +332,11 @@ fn static_matches_run(src: &str, ranks: u32, defines: &[&str], args: &[&str]) {
 }
 
 #[test]
+fn eval_static_locals_keep_their_value_across_calls() {
+    static_matches_run("tests/fixtures/eval/static_locals.c", 2, &[], &[]);
+}
+
+#[test]
 fn eval_argv_ternary_and_renamed_main_parameters() {
     static_matches_run("tests/fixtures/eval/argv_ternary.c", 3, &[], &["50"]);
 }
@@ -378,13 +383,17 @@ fn eval_small_arrays_math_and_unreached_input_file() {
     static_matches_run("tests/fixtures/eval/scalars_math.c", 4, &[], &["37"]);
 }
 
+/// A convergence loop over an array: run to its end where the array is small (calloc'd
+/// doubles stay doubles; a short loop storing into it is not extrapolated), so the static path
+/// takes the run's iterations; over a large array it needs a trace and says so in one line.
 #[test]
-fn eval_convergence_loop_needs_a_trace() {
-    let out = predict(&["tests/fixtures/eval/convergence.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE]);
+fn eval_convergence_loop_runs_when_small_and_needs_a_trace_when_large() {
+    static_matches_run("tests/fixtures/eval/convergence.c", 2, &[], &["64"]);
+    let out = predict(&["tests/fixtures/eval/convergence.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE, "--", "100000"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("convergence.c:14") && err.contains("depends on data") && err.contains("--trace-ranks"), "{err}");
+    assert!(err.contains("convergence.c:18") && err.contains("depends on data") && err.contains("--trace-ranks"), "{err}");
 }
 
 /// From the corpus (NAS's `logprocs = ilog2(nprocs)`): a call whose callee returns from inside

@@ -133,6 +133,8 @@ pub struct VarDecl {
     pub ty: CType,
     pub init: Option<CExpr>,
     pub span: Span,
+    /// Declared `static` (inside a function: one variable for every call, initialised once).
+    pub is_static: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -23,6 +23,7 @@ pub const PRIMITIVE_TYPE: &str = "primitive_type";
 pub const SIZED_TYPE_SPECIFIER: &str = "sized_type_specifier";
 pub const TYPE_IDENTIFIER: &str = "type_identifier";
 pub const TYPE_QUALIFIER: &str = "type_qualifier";
+pub const STORAGE_CLASS_SPECIFIER: &str = "storage_class_specifier";
 pub const LINKAGE_SPECIFICATION: &str = "linkage_specification";
 pub const DECLARATION_LIST: &str = "declaration_list";
 pub const NAMESPACE_DEFINITION: &str = "namespace_definition";

@@ -672,6 +672,8 @@ impl<'a> Lower<'a> {
         let base = self.base_type(t);
         let is_const = self.is_const(n);
         let mut c = n.walk();
+        let is_static = n.children(&mut c).any(|ch| ch.kind() == k::STORAGE_CLASS_SPECIFIER && self.text(ch) == "static");
+        let mut c = n.walk();
         let ds: Vec<Node> = n.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
         let mut out = Vec::new();
         for d in ds {
@@ -686,7 +688,7 @@ impl<'a> Lower<'a> {
                 None
             };
             if let Some(name) = name {
-                out.push(VarDecl { name, ty, init, span: span(d) });
+                out.push(VarDecl { name, ty, init, span: span(d), is_static });
             }
         }
         out
@@ -726,7 +728,7 @@ impl<'a> Lower<'a> {
                 if let Some(pd) = p.child_by_field_name(k::F_DECLARATOR) {
                     let (pname, ty) = self.declarator(pd, CType::new(base));
                     if let Some(pname) = pname {
-                        params.push(VarDecl { name: pname, ty, init: None, span: span(p) });
+                        params.push(VarDecl { name: pname, ty, init: None, span: span(p), is_static: false });
                     }
                 }
             }

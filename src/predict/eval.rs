@@ -35,6 +35,9 @@ const SMALL_MESSAGE: i64 = 4096;
 /// A loop without communication whose formula gives more executions than this is charged by
 /// the formula; shorter ones are interpreted (their scalars then stay exact).
 const INTERPRET_BELOW: f64 = 256.0;
+/// Iterations a loop that stores into small arrays or structs may have left to be run to its
+/// end rather than extrapolated.
+const EXACT_BELOW: u64 = 4096;
 /// Calls nested deeper than this stop the evaluation (recursion).
 const MAX_CALL_DEPTH: usize = 200;
 /// Lines of program output kept per rank.
@@ -43,6 +46,8 @@ const MAX_OUTPUT_LINES: usize = 1000;
 /// taken) stops after this many statements, or after SAMPLE_S seconds.
 const SAMPLE_STEPS: u64 = 4_000_000;
 const SAMPLE_S: f64 = 2.0;
+/// Seconds all the sample runs of one prediction may take together.
+const SAMPLE_TOTAL_S: f64 = 6.0;
 /// Elements an array may grow to in a sample run (its bulk data are real there).
 const SAMPLE_ARRAY: i64 = 1 << 22;
 /// Evaluations of a branch a sample must see before its rate replaces the assumption.
@@ -171,6 +176,8 @@ pub struct Shared<'p, 'a> {
     rates: std::cell::RefCell<HashMap<usize, SampledRate>>,
     /// Loops a sample run started from (each is sampled once, by the first rank to reach it).
     sampled: std::cell::RefCell<HashSet<usize>>,
+    /// Seconds spent in sample runs so far.
+    sample_spent: std::cell::Cell<f64>,
 }
 
 /// How often a branch arm was taken in a sample run.
@@ -191,6 +198,8 @@ struct Sample {
     /// The arms to measure (data-dependent ones under the loop).
     arms: std::collections::BTreeSet<usize>,
     enough: bool,
+    /// Meetings with its arms on unknown data.
+    unknown: u64,
 }
 
 impl<'p, 'a> Shared<'p, 'a> {
@@ -219,6 +228,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             budget_s,
             rates: Default::default(),
             sampled: Default::default(),
+            sample_spent: Default::default(),
         };
         s.mail.borrow_mut().next_comm = 1;
         for (i, b) in prog.model.blocks.iter().enumerate() {
@@ -348,6 +358,11 @@ pub struct Interp<'s, 'p, 'a> {
     pub strict_comm: bool,
     debug: bool,
     maybe_array: HashSet<usize>,
+    /// Static locals: (file, declaration offset) -> their one cell, kept across calls.
+    statics: HashMap<(&'p str, u32), usize>,
+    /// The calloc/memset being evaluated zeroes floating-point elements.
+    zero_float: bool,
+    static_cells: HashSet<usize>,
     free: Vec<usize>,
     /// The C library's rand()/random() state (seeded 1, as a process starts); None once a loop
     /// that calls it was charged without running it (the sequence is then not known).
@@ -447,6 +462,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             rng: Some(GlibcRandom::new(1)),
             sample: None,
             guessed: false,
+            statics: HashMap::new(),
+            zero_float: false,
+            static_cells: HashSet::new(),
         }
     }
 
@@ -495,7 +513,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn pop_scope(&mut self) {
         if let Some(sc) = self.scopes.pop() {
             for (_, c) in sc {
-                if !self.maybe_array.contains(&c) {
+                if !self.maybe_array.contains(&c) && !self.static_cells.contains(&c) {
                     self.free.push(c);
                 }
             }
@@ -843,6 +861,29 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.charge_kind(sp, BlockKind::Straight);
                 for d in ds {
                     self.line = d.span.line_start;
+                    // A static local: one cell for every call, initialised the first time.
+                    if d.is_static && !self.scopes.is_empty() {
+                        let key = (self.file, d.span.byte_start);
+                        if let Some(c) = self.statics.get(&key).copied() {
+                            self.declare(&d.name, c);
+                            continue;
+                        }
+                        let c = self.new_cell_for(&d.ty);
+                        self.statics.insert(key, c);
+                        self.static_cells.insert(c);
+                        match &d.init {
+                            Some(init) => self.init_cell(c, &d.ty, init)?,
+                            // Zero-initialised, as every object of static storage.
+                            None if d.ty.indirection == 0 && self.struct_fields(&d.ty).is_none() => {
+                                self.set(c, convert(Val::I(0), &d.ty));
+                            }
+                            None => {
+                                self.maybe_array.insert(c);
+                            }
+                        }
+                        self.declare(&d.name, c);
+                        continue;
+                    }
                     let c = self.new_cell_for(&d.ty);
                     if let Some(init) = &d.init {
                         // Initialisers may call MPI or user functions.
@@ -985,7 +1026,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// SAMPLE_MIN times get that rate, for every rank. Nothing the copy does reaches the
     /// prediction; it is the static counterpart of a traced run's iteration sampling.
     fn sample_branches(&mut self, s: &'p Stmt, lb: usize) {
-        if self.sample.is_some() || self.weight != 1.0 || self.sh.sampled.borrow().contains(&lb) {
+        let left = SAMPLE_TOTAL_S - self.sh.sample_spent.get();
+        if self.sample.is_some() || self.weight != 1.0 || left <= 0.0 || self.sh.sampled.borrow().contains(&lb) {
             return;
         }
         let arms = self.sh.prog.data_branches_under(lb);
@@ -995,13 +1037,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.sh.sampled.borrow_mut().insert(lb);
         let mut copy = self.clone();
         let now = Instant::now();
-        let until = (now + std::time::Duration::from_secs_f64(SAMPLE_S)).min(self.sh.deadline);
-        copy.sample = Some(Box::new(Sample { until_step: self.steps + SAMPLE_STEPS, until, seen: HashMap::new(), arms: arms.clone(), enough: false }));
+        let until = (now + std::time::Duration::from_secs_f64(SAMPLE_S.min(left))).min(self.sh.deadline);
+        copy.sample = Some(Box::new(Sample { until_step: self.steps + SAMPLE_STEPS, until, seen: HashMap::new(), arms: arms.clone(), enough: false, unknown: 0 }));
         copy.pending.clear();
         copy.weight = 1.0;
         let r = copy.iterate(s, Some(lb), false, &mut NullSink);
         // Budget spent, a value not known, the end of the loop: what was seen counts.
         let _ = r;
+        self.sh.sample_spent.set(self.sh.sample_spent.get() + now.elapsed().as_secs_f64());
         let Some(sm) = copy.sample.take() else { return };
         let from = format!("{}:{} (rank {})", self.file, s.span().line_start, self.rank);
         let mut rates = self.sh.rates.borrow_mut();
@@ -1028,6 +1071,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             if let Some(b) = self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch) {
                 if self.sh.prog.has_comm(b) {
                     return Err(self.err(format!("branch around communication depends on data ({why})")));
+                }
+            }
+        }
+        // A sample run that meets its arms on unknown data (bulk data from before the loop)
+        // cannot measure them: it ends after SAMPLE_MIN such meetings.
+        if let Some(sm) = &mut self.sample {
+            let hit = arms.iter().any(|a| {
+                self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch).is_some_and(|b| sm.arms.contains(&b))
+            });
+            if hit {
+                sm.unknown += 1;
+                if sm.unknown >= SAMPLE_MIN {
+                    return Err(self.err(SAMPLE_DONE));
                 }
             }
         }
@@ -1325,8 +1381,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     snaps.pop_front();
                 }
                 if k >= 48 && k % 16 == 0 && self.sample.is_none() {
-                    if let Some(rest) = self.remaining(shape.as_ref()) {
+                    // A loop that stores into small arrays or structs runs to its end when
+                    // that is short (its stores stay exact); extrapolated, they are unknown.
+                    let writes = self.writes_small_state(body);
+                    let rest = self.remaining(shape.as_ref()).filter(|r| !writes || *r > EXACT_BELOW);
+                    if let Some(rest) = rest {
                         if self.extrapolate(&history, rest) {
+                            if writes {
+                                self.poison_arrays(body, &format!("stored by the loop at {}:{line}, extrapolated", self.file));
+                            }
                             self.rng_skipped(body);
                             let sh = shape.as_ref().unwrap();
                             let now = self.snapshot(&written);
@@ -1857,12 +1920,37 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         for a in args {
             vals.push(self.eval_sink(a, sink)?);
         }
+        // Zeroed memory holds zeros of its element type (sizeof's), so that a double stored
+        // there later is not truncated as if into an int.
+        if matches!(func, "calloc" | "memset") {
+            let at = if func == "calloc" { 1 } else { 2 };
+            self.zero_float = args.get(at).and_then(sizeof_type).is_some_and(|t| self.is_floating(&t));
+        }
         if matches!(func, "memcpy" | "memmove") {
             let count = args.get(2).and_then(|n| self.elements_in(n));
             self.copy_elements(vals.first(), vals.get(1), count);
             return Ok(vals.first().cloned().unwrap_or(Val::I(0)));
         }
         self.libc(func, vals)
+    }
+
+    fn is_floating(&self, t: &CType) -> bool {
+        if t.indirection > 0 {
+            return false;
+        }
+        match &t.base {
+            Base::Float | Base::Double => true,
+            Base::Named(n) => self.sh.typedefs.get(n.as_str()).is_some_and(|t| self.is_floating(t)),
+            _ => false,
+        }
+    }
+
+    fn zero(&self) -> Val {
+        if self.zero_float {
+            Val::F(0.0)
+        } else {
+            Val::I(0)
+        }
     }
 
     /// Elements a byte count `n * sizeof(T)` (or `sizeof(T) * n`) stands for: n.
@@ -2195,8 +2283,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let n = num(0).unwrap_or(0.0).max(0.0) as i64;
                 let mut els = Vec::new();
                 if n <= SMALL_ARRAY {
+                    let z = self.zero();
                     for _ in 0..n {
-                        els.push(self.alloc(Cell::V(Val::I(0))));
+                        els.push(self.alloc(Cell::V(z.clone())));
                     }
                 }
                 let c = self.alloc(Cell::Ar(els, true));
@@ -2228,10 +2317,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 // memset(p, 0, n): zeroes; another byte leaves the elements unknown.
                 let p = vals.first().cloned();
                 if let (Some(Val::P(c, o)), Some(0)) = (&p, vals.get(1).and_then(|v| v.int())) {
+                    let z = self.zero();
                     if let Cell::Ar(els, _) = self.heap[*c].clone() {
                         for el in els.into_iter().skip((*o).max(0) as usize) {
                             if matches!(self.heap[el], Cell::V(_)) {
-                                self.heap[el] = Cell::V(Val::I(0));
+                                self.heap[el] = Cell::V(z.clone());
                             }
                         }
                     }
@@ -3161,6 +3251,16 @@ fn merge(v: Vec<(usize, f64)>) -> Vec<(usize, f64)> {
         }
     }
     out
+}
+
+/// The type in a byte count `sizeof(T)`, `n * sizeof(T)` or `sizeof(T) * n`.
+fn sizeof_type(e: &CExpr) -> Option<CType> {
+    match e {
+        CExpr::Sizeof { ty: Some(t), .. } => Some(t.clone()),
+        CExpr::Binary { op, left, right } if op == "*" => sizeof_type(left).or_else(|| sizeof_type(right)),
+        CExpr::Cast { value, .. } => sizeof_type(value),
+        _ => None,
+    }
 }
 
 fn num_val(v: f64) -> Val {
