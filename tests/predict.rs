@@ -494,6 +494,28 @@ fn eval_heap_graph_drives_the_messages() {
     static_matches_run("tests/fixtures/corpus/heap_graph.c", 3, &[], &["5"]);
 }
 
+/// From the corpus (MPICH's redscat): a collective inside an inline helper of a header outside
+/// the sources is not analysed; the static report says so instead of predicting silently
+/// without it. With the header beside the sources the collective is simulated.
+#[test]
+fn corpus_helper_outside_the_sources_is_named_in_the_assumptions() {
+    let dir = root().join("tests/fixtures/corpus/outside_helper");
+    let cflags = format!("-I{}", dir.join("inc").display());
+    let src = dir.join("src");
+    let p = json(&[src.to_str().unwrap(), "-n", "2", "--static-only", "--platform", LOCALHOST, "--cflags", &cflags]);
+    let notes = p["assumptions"].to_string();
+    assert!(notes.contains("helper_bcast takes a communicator but is defined outside the analysed sources"), "{notes}");
+    assert_eq!(p["messages"].as_u64(), Some(0));
+    let scratch = common::Scratch::new("mpicast-helper");
+    for f in ["src/main.c", "inc/helper.h"] {
+        let to = scratch.path().join(f.rsplit('/').next().unwrap());
+        std::fs::copy(dir.join(f), to).unwrap();
+    }
+    let p = json(&[scratch.path().to_str().unwrap(), "-n", "2", "--static-only", "--platform", LOCALHOST]);
+    assert!(!p["assumptions"].to_string().contains("helper_bcast"), "{}", p["assumptions"]);
+    assert_eq!(p["messages"].as_u64(), Some(1), "the broadcast is simulated");
+}
+
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
 /// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
 #[test]

@@ -2332,6 +2332,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             "free" | "srand48" | "fflush" | "assert" | "fclose" => Val::I(0),
             _ => {
+                // A routine without a body here, given a communicator: a helper defined outside
+                // the analysed sources (a test harness's header) may communicate; say so.
+                if vals.iter().any(|v| matches!(v, Val::Comm(_))) {
+                    let note = format!(
+                        "{}:{}: {func} takes a communicator but is defined outside the analysed sources: communication inside it is not predicted (put its header beside the sources to have it analysed)",
+                        self.file, self.line
+                    );
+                    if !self.assumed.contains(&note) {
+                        self.assumed.push(note);
+                    }
+                }
                 // A library routine: what it writes through pointers is not known.
                 for v in &vals {
                     if let Val::P(c, o) = v {
