@@ -1205,18 +1205,16 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 env.insert(v.clone(), x);
             }
         }
-        // Data-dependent arms: their sampled rates, else the assumed probability.
+        // Data-dependent arms: their sampled rates, else the assumed probability (noted, and
+        // the guess flagged, only once the formula is used).
+        let mut arms = Vec::new();
         for e in execs.iter().map(|(_, e)| e) {
             for v in e.vars() {
                 if let Some(arm) = v.strip_prefix(ASSUMED_P).and_then(|r| r.strip_prefix('@')).and_then(|r| r.parse::<usize>().ok()) {
                     if !env.contains_key(&v) {
-                        let p = self.arm_rate(Some(arm));
-                        let b = &self.sh.prog.model.blocks[arm];
-                        let note = self.rate_note(Some(arm), &format!("{}:{}", b.file, b.line_start));
-                        if !self.assumed.contains(&note) {
-                            self.assumed.push(note);
-                        }
-                        env.insert(v, p);
+                        let rate = self.sh.rates.borrow().get(&arm).map(|r| r.rate);
+                        env.insert(v, rate.unwrap_or(self.assumed_p));
+                        arms.push(arm);
                     }
                 }
             }
@@ -1232,6 +1230,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         if total <= INTERPRET_BELOW || self.writes_small_state(s) {
             return Ok(false);
+        }
+        for arm in arms {
+            self.arm_rate(Some(arm));
+            let b = &self.sh.prog.model.blocks[arm];
+            let note = self.rate_note(Some(arm), &format!("{}:{}", b.file, b.line_start));
+            if !self.assumed.contains(&note) {
+                self.assumed.push(note);
+            }
         }
         if self.weight != 0.0 {
             self.pending.extend(out);
