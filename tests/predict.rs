@@ -33,7 +33,11 @@ fn json(args: &[&str]) -> serde_json::Value {
     a.extend(["--machine", MACHINE, "--json", "-"]);
     a.extend(&args[split..]);
     let out = predict(&a);
-    assert!(out.status.success(), "predict {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "predict {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["schema"], "mpicast/prediction");
     assert_eq!(v["version"], 1);
@@ -51,18 +55,30 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 #[test]
 fn formula_one_by_hand() {
     let per_iter = 2.0 + 1.0 + 0.5 + 0.25 + 0.25 + 0.25 + 0.001;
-    let p = json(&["tests/fixtures/predict/formula1.c", "-n", "2", "--platform", LOCALHOST]);
+    let p = json(&[
+        "tests/fixtures/predict/formula1.c",
+        "-n",
+        "2",
+        "--platform",
+        LOCALHOST,
+    ]);
     let ranks = p["ranks_detail"].as_array().unwrap();
     for (r, rank) in ranks.iter().enumerate() {
         let want = 1000.0 * (r as f64 + 1.0) * per_iter * 1e-9;
         let got = rank["compute_s"].as_f64().unwrap();
-        assert!(close(got, want, 2e-3), "rank {r}: compute {got} s, by hand {want} s");
+        assert!(
+            close(got, want, 2e-3),
+            "rank {r}: compute {got} s, by hand {want} s"
+        );
     }
     // Rank 0 waits for rank 1 at the barrier: the makespan is rank 1's compute plus a
     // barrier on shared memory (well under a microsecond).
     let t = p["predicted_s"].as_f64().unwrap();
     let slow = 2000.0 * per_iter * 1e-9;
-    assert!(t >= slow && t < slow + 1e-6, "predicted {t} s, rank 1 computes {slow} s");
+    assert!(
+        t >= slow && t < slow + 1e-6,
+        "predicted {t} s, rank 1 computes {slow} s"
+    );
     let lo = p["interval_s"][0].as_f64().unwrap();
     let hi = p["interval_s"][1].as_f64().unwrap();
     // The fixture's spread is -10% / +20% on every class.
@@ -73,14 +89,40 @@ fn formula_one_by_hand() {
     assert_eq!(top["line_start"], 12);
     assert!(close(top["executions"].as_f64().unwrap(), 3000.0, 1e-9));
     assert!(close(top["seconds"].as_f64().unwrap(), 3000.0 * 3e-9, 1e-6));
-    assert!(close(top["op_seconds"]["double_mul"].as_f64().unwrap(), 3000.0 * 2e-9, 1e-6));
+    assert!(close(
+        top["op_seconds"]["double_mul"].as_f64().unwrap(),
+        3000.0 * 2e-9,
+        1e-6
+    ));
 }
 
 #[test]
 fn what_if_cpu_scale_and_background_load() {
-    let base = json(&["tests/fixtures/predict/formula1.c", "-n", "1", "--platform", LOCALHOST]);
-    let fast = json(&["tests/fixtures/predict/formula1.c", "-n", "1", "--platform", LOCALHOST, "--cpu-scale", "2"]);
-    let busy = json(&["tests/fixtures/predict/formula1.c", "-n", "1", "--platform", LOCALHOST, "--background-load", "0.5"]);
+    let base = json(&[
+        "tests/fixtures/predict/formula1.c",
+        "-n",
+        "1",
+        "--platform",
+        LOCALHOST,
+    ]);
+    let fast = json(&[
+        "tests/fixtures/predict/formula1.c",
+        "-n",
+        "1",
+        "--platform",
+        LOCALHOST,
+        "--cpu-scale",
+        "2",
+    ]);
+    let busy = json(&[
+        "tests/fixtures/predict/formula1.c",
+        "-n",
+        "1",
+        "--platform",
+        LOCALHOST,
+        "--background-load",
+        "0.5",
+    ]);
     let c = |v: &serde_json::Value| v["ranks_detail"][0]["compute_s"].as_f64().unwrap();
     assert!(close(c(&fast), c(&base) / 2.0, 1e-9));
     assert!(close(c(&busy), c(&base) * 2.0, 1e-9));
@@ -93,11 +135,23 @@ fn what_if_cpu_scale_and_background_load() {
 fn pi_dartboard_pattern_from_program_arguments() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let p = json(&["examples/pi_dartboard.c", "-n", "3", "--platform", LOCALHOST, "--save-traces", d, "--", "1000", "7"]);
+    let p = json(&[
+        "examples/pi_dartboard.c",
+        "-n",
+        "3",
+        "--platform",
+        LOCALHOST,
+        "--save-traces",
+        d,
+        "--",
+        "1000",
+        "7",
+    ]);
     assert_eq!(p["bindings"]["darts_arg"], 1000.0);
     assert_eq!(p["bindings"]["rounds_arg"], 7.0);
     let actions = |r: u32| -> Vec<TraceAction> {
-        let mut rd = mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(Path::new(d), r)).unwrap();
+        let mut rd =
+            mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(Path::new(d), r)).unwrap();
         let mut v = Vec::new();
         while let Some((a, _)) = rd.next_action().unwrap() {
             v.push(a);
@@ -107,26 +161,54 @@ fn pi_dartboard_pattern_from_program_arguments() {
     let recvs: Vec<u32> = actions(0)
         .iter()
         .filter_map(|a| match a {
-            TraceAction::Recv { from: Peer::Rank(f), bytes, .. } => {
+            TraceAction::Recv {
+                from: Peer::Rank(f),
+                bytes,
+                ..
+            } => {
                 assert_eq!(*bytes, Some(8));
                 Some(*f)
             }
             _ => None,
         })
         .collect();
-    assert_eq!(recvs, [1, 2].repeat(7), "rank 0 receives from 1 then 2, 7 rounds");
+    assert_eq!(
+        recvs,
+        [1, 2].repeat(7),
+        "rank 0 receives from 1 then 2, 7 rounds"
+    );
     for r in 1..3 {
         let sends = actions(r)
             .iter()
-            .filter(|a| matches!(a, TraceAction::Send { to: 0, bytes: 8, tag: 1, .. }))
+            .filter(|a| {
+                matches!(
+                    a,
+                    TraceAction::Send {
+                        to: 0,
+                        bytes: 8,
+                        tag: 1,
+                        ..
+                    }
+                )
+            })
             .count();
         assert_eq!(sends, 7, "rank {r} sends one estimate per round");
     }
     // 7 rounds x 1000 darts x 3 ranks through the dart loop's body.
-    let body = p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 42).expect("dart loop body");
+    let body = p["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["line_start"] == 42)
+        .expect("dart loop body");
     assert!(close(body["executions"].as_f64().unwrap(), 21000.0, 1e-9));
     let assumptions = p["assumptions"].as_array().unwrap();
-    assert!(assumptions.iter().any(|a| a.as_str().unwrap().contains("pi_dartboard.c:45")), "{assumptions:?}");
+    assert!(
+        assumptions
+            .iter()
+            .any(|a| a.as_str().unwrap().contains("pi_dartboard.c:45")),
+        "{assumptions:?}"
+    );
 }
 
 /// A 2D grid from MPI_Dims_create / MPI_Cart_create / MPI_Cart_shift: on 4 ranks (2 x 2, not
@@ -135,9 +217,22 @@ fn pi_dartboard_pattern_from_program_arguments() {
 fn jacobi2d_cartesian_neighbours() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    json(&["examples/jacobi2d.c", "-n", "4", "--platform", LOCALHOST, "--save-traces", d, "--", "64", "3", "1"]);
+    json(&[
+        "examples/jacobi2d.c",
+        "-n",
+        "4",
+        "--platform",
+        LOCALHOST,
+        "--save-traces",
+        d,
+        "--",
+        "64",
+        "3",
+        "1",
+    ]);
     for r in 0..4u32 {
-        let mut rd = mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(Path::new(d), r)).unwrap();
+        let mut rd =
+            mpicast::trace::TraceReader::open(&mpicast::trace::rank_file(Path::new(d), r)).unwrap();
         let mut peers = std::collections::BTreeSet::new();
         let mut n = 0;
         while let Some((a, _)) = rd.next_action().unwrap() {
@@ -150,7 +245,10 @@ fn jacobi2d_cartesian_neighbours() {
                     peers.insert(to);
                     n += 1;
                 }
-                TraceAction::Recv { from: Peer::Rank(f), .. } => {
+                TraceAction::Recv {
+                    from: Peer::Rank(f),
+                    ..
+                } => {
                     peers.insert(f);
                     n += 1;
                 }
@@ -158,38 +256,100 @@ fn jacobi2d_cartesian_neighbours() {
             }
         }
         let (row, col) = (r / 2, r % 2);
-        let want: std::collections::BTreeSet<u32> = [(1 - row) * 2 + col, row * 2 + (1 - col)].into_iter().collect();
+        let want: std::collections::BTreeSet<u32> = [(1 - row) * 2 + col, row * 2 + (1 - col)]
+            .into_iter()
+            .collect();
         assert_eq!(peers, want, "rank {r}");
-        assert_eq!(n, 3 * 4, "rank {r}: 4 halo calls per iteration, 3 iterations (half to PROC_NULL)");
+        assert_eq!(
+            n,
+            3 * 4,
+            "rank {r}: 4 halo calls per iteration, 3 iterations (half to PROC_NULL)"
+        );
     }
 }
 
 #[test]
 fn unresolvable_communication_says_where_and_what_to_do() {
-    let out = predict(&["examples/isort.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE]);
+    let out = predict(&[
+        "examples/isort.c",
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--machine",
+        MACHINE,
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("examples/isort.c:151") && err.contains("MPI_Alltoallv") && err.contains("--trace-ranks"), "{err}");
+    assert!(
+        err.contains("examples/isort.c:151")
+            && err.contains("MPI_Alltoallv")
+            && err.contains("--trace-ranks"),
+        "{err}"
+    );
 }
 
 #[test]
 fn bad_program_argument_and_missing_platform() {
-    let out = predict(&["examples/pi_dartboard.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "lots"]);
+    let out = predict(&[
+        "examples/pi_dartboard.c",
+        "-n",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--machine",
+        MACHINE,
+        "--",
+        "lots",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("program argument 1") && err.contains("lots"), "{err}");
-    let out = predict(&["examples/pi_dartboard.c", "-n", "2", "--platform", "nowhere.xml", "--machine", MACHINE]);
+    assert!(
+        err.contains("program argument 1") && err.contains("lots"),
+        "{err}"
+    );
+    let out = predict(&[
+        "examples/pi_dartboard.c",
+        "-n",
+        "2",
+        "--platform",
+        "nowhere.xml",
+        "--machine",
+        MACHINE,
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere.xml"));
 }
 
 #[test]
 fn readable_report() {
-    let out = predict(&["examples/pi_dartboard.c", "-n", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "1000", "2"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = predict(&[
+        "examples/pi_dartboard.c",
+        "-n",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--machine",
+        MACHINE,
+        "--",
+        "1000",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    for want in ["predicted time:", "hottest blocks", "throw_darts", "op classes:", "assumptions:"] {
+    for want in [
+        "predicted time:",
+        "hottest blocks",
+        "throw_darts",
+        "op classes:",
+        "assumptions:",
+    ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
 }
@@ -203,12 +363,23 @@ fn trace_path_agrees_with_static_path() {
     let mut st = vec!["examples/jacobi2d.c", "-n", "2", "--platform", LOCALHOST];
     st.extend(args);
     let s = json(&st);
-    let mut tr = vec!["examples/jacobi2d.c", "-n", "2", "--platform", LOCALHOST, "--trace-ranks", "2"];
+    let mut tr = vec![
+        "examples/jacobi2d.c",
+        "-n",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--trace-ranks",
+        "2",
+    ];
     tr.extend(args);
     let t = json(&tr);
     assert_eq!(s["mode"], "static");
     assert_eq!(t["mode"], "trace");
-    let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+    let (ps, pt) = (
+        s["predicted_s"].as_f64().unwrap(),
+        t["predicted_s"].as_f64().unwrap(),
+    );
     assert!(close(pt, ps, 1e-6), "trace path {pt} s, static path {ps} s");
     assert_eq!(s["messages"], t["messages"]);
 }
@@ -217,7 +388,11 @@ fn trace_path_agrees_with_static_path() {
 #[test]
 fn trace_ranks_for_what_static_cannot_resolve() {
     for ex in ["examples/obstacle3d.c", "examples/isort.c"] {
-        let args: &[&str] = if ex.contains("obstacle") { &["--", "24", "30"] } else { &["--", "20000", "2"] };
+        let args: &[&str] = if ex.contains("obstacle") {
+            &["--", "24", "30"]
+        } else {
+            &["--", "20000", "2"]
+        };
         let mut a = vec![ex, "-n", "2", "--platform", LOCALHOST, "--trace-ranks", "2"];
         a.extend(args);
         let p = json(&a);
@@ -231,15 +406,35 @@ fn trace_ranks_for_what_static_cannot_resolve() {
 /// the same ranks, and the prediction says where the static path stopped.
 #[test]
 fn static_path_falls_back_to_a_traced_run() {
-    let p = json(&["examples/isort.c", "-n", "2", "--platform", LOCALHOST, "--", "20000", "2"]);
+    let p = json(&[
+        "examples/isort.c",
+        "-n",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "20000",
+        "2",
+    ]);
     assert_eq!(p["mode"], "trace");
     let f = &p["fallback"];
     assert_eq!(f["traced_ranks"], 2);
     let why = f["static_error"].as_str().unwrap();
-    assert!(why.contains("isort.c:151") && why.contains("MPI_Alltoallv"), "{why}");
+    assert!(
+        why.contains("isort.c:151") && why.contains("MPI_Alltoallv"),
+        "{why}"
+    );
     assert!(p["messages"].as_u64().unwrap() > 0);
-    let launch: Vec<&str> = p["launch"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    assert!(launch.contains(&"--bind-to") && launch.ends_with(&["20000", "2"]), "{launch:?}");
+    let launch: Vec<&str> = p["launch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        launch.contains(&"--bind-to") && launch.ends_with(&["20000", "2"]),
+        "{launch:?}"
+    );
 }
 
 /// A program whose first argument must equal its rank count is traced at 2 ranks with
@@ -248,13 +443,45 @@ fn static_path_falls_back_to_a_traced_run() {
 #[test]
 fn trace_args_drive_the_traced_run() {
     let src = "tests/fixtures/build/chain_args.c";
-    let p = json(&[src, "-n", "4", "--trace-ranks", "2", "--trace-args", "2 1000 20", "--platform", LOCALHOST, "--", "4", "1000", "20"]);
+    let p = json(&[
+        src,
+        "-n",
+        "4",
+        "--trace-ranks",
+        "2",
+        "--trace-args",
+        "2 1000 20",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "4",
+        "1000",
+        "20",
+    ]);
     assert_eq!(p["ranks"], 4);
     assert_eq!(p["args"], serde_json::json!(["2", "1000", "20"]));
     assert_eq!(p["bindings"]["n"], 1000.0);
-    assert_eq!(p["messages"], 3 * 20, "3 links of the chain, 20 messages each");
+    assert_eq!(
+        p["messages"],
+        3 * 20,
+        "3 links of the chain, 20 messages each"
+    );
     // Without --trace-args the traced run gets "4 ..." on 2 ranks, and the program refuses.
-    let out = predict(&[src, "-n", "4", "--trace-ranks", "2", "--platform", LOCALHOST, "--machine", MACHINE, "--", "4", "1000", "20"]);
+    let out = predict(&[
+        src,
+        "-n",
+        "4",
+        "--trace-ranks",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--machine",
+        MACHINE,
+        "--",
+        "4",
+        "1000",
+        "20",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("traced run at 2 ranks"));
 }
@@ -266,9 +493,19 @@ fn mpi_actions(dir: &Path, rank: u32) -> Vec<String> {
     let mut out = Vec::new();
     while let Some((a, _)) = rd.next_action().unwrap() {
         out.push(match a {
-            TraceAction::Send { to, bytes, tag, .. } | TraceAction::Isend { to, bytes, tag, .. } => format!("send to {to} {bytes} B tag {tag}"),
-            TraceAction::Recv { from, .. } | TraceAction::Irecv { from, .. } => format!("recv from {from:?}"),
-            TraceAction::Sendrecv { to, send_bytes, from, .. } => format!("sendrecv to {to} {send_bytes} B from {from:?}"),
+            TraceAction::Send { to, bytes, tag, .. }
+            | TraceAction::Isend { to, bytes, tag, .. } => {
+                format!("send to {to} {bytes} B tag {tag}")
+            }
+            TraceAction::Recv { from, .. } | TraceAction::Irecv { from, .. } => {
+                format!("recv from {from:?}")
+            }
+            TraceAction::Sendrecv {
+                to,
+                send_bytes,
+                from,
+                ..
+            } => format!("sendrecv to {to} {send_bytes} B from {from:?}"),
             TraceAction::Barrier { .. } => "barrier".into(),
             TraceAction::Bcast { bytes, root, .. } => format!("bcast {bytes} B root {root}"),
             TraceAction::Reduce { bytes, root, .. } => format!("reduce {bytes} B root {root}"),
@@ -277,7 +514,10 @@ fn mpi_actions(dir: &Path, rank: u32) -> Vec<String> {
             TraceAction::Gather { bytes, root, .. } => format!("gather {bytes} B root {root}"),
             TraceAction::Allgather { bytes, .. } => format!("allgather {bytes} B"),
             TraceAction::Alltoall { bytes, .. } => format!("alltoall {bytes} B"),
-            TraceAction::Compute { .. } | TraceAction::CommDef { .. } | TraceAction::Wait { .. } | TraceAction::Waitall { .. } => continue,
+            TraceAction::Compute { .. }
+            | TraceAction::CommDef { .. }
+            | TraceAction::Wait { .. }
+            | TraceAction::Waitall { .. } => continue,
             other => format!("{other:?}"),
         });
     }
@@ -287,13 +527,31 @@ fn mpi_actions(dir: &Path, rank: u32) -> Vec<String> {
 /// The lines starting with `rank ` that a real run prints (mpicc, mpirun), sorted.
 fn real_run_lines(scratch: &common::Scratch, src: &str, ranks: u32, args: &[&str]) -> Vec<String> {
     let exe = scratch.path().join("prog");
-    let out = Command::new("mpicc").args(["-O1", "-o", exe.to_str().unwrap(), src, "-lm"]).current_dir(root()).output().expect("mpicc");
-    assert!(out.status.success(), "mpicc {src}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("mpicc")
+        .args(["-O1", "-o", exe.to_str().unwrap(), src, "-lm"])
+        .current_dir(root())
+        .output()
+        .expect("mpicc");
+    assert!(
+        out.status.success(),
+        "mpicc {src}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut cmd = Command::new("mpirun");
-    cmd.args(scratch.mpirun_args().split_whitespace()).args(["-n", &ranks.to_string(), exe.to_str().unwrap()]).args(args);
+    cmd.args(scratch.mpirun_args().split_whitespace())
+        .args(["-n", &ranks.to_string(), exe.to_str().unwrap()])
+        .args(args);
     let out = cmd.output().expect("mpirun");
-    assert!(out.status.success(), "mpirun {src}: {}", String::from_utf8_lossy(&out.stderr));
-    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("rank ")).map(str::to_string).collect();
+    assert!(
+        out.status.success(),
+        "mpirun {src}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("rank "))
+        .map(str::to_string)
+        .collect();
     lines.sort();
     lines
 }
@@ -305,7 +563,15 @@ fn static_matches_run(src: &str, ranks: u32, defines: &[&str], args: &[&str]) {
     let scratch = common::Scratch::new("mpicast-eval");
     let saved = scratch.path().join("static");
     let n = ranks.to_string();
-    let mut a = vec![src, "-n", &n, "--platform", LOCALHOST, "--save-traces", saved.to_str().unwrap()];
+    let mut a = vec![
+        src,
+        "-n",
+        &n,
+        "--platform",
+        LOCALHOST,
+        "--save-traces",
+        saved.to_str().unwrap(),
+    ];
     for d in defines {
         a.extend(["-D", d]);
     }
@@ -317,17 +583,30 @@ fn static_matches_run(src: &str, ranks: u32, defines: &[&str], args: &[&str]) {
         .as_array()
         .expect("static_output")
         .iter()
-        .flat_map(|r| r["lines"].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()))
+        .flat_map(|r| {
+            r["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_string())
+        })
         .filter(|l| l.starts_with("rank "))
         .collect();
     got.sort();
     // -D binds the program's variable: the real run gets the same value through its argument.
     let want = real_run_lines(&scratch, src, ranks, args);
     assert!(!want.is_empty(), "{src}: the run printed nothing");
-    assert_eq!(got, want, "{src}: values the static evaluation computed vs what the run printed");
+    assert_eq!(
+        got, want,
+        "{src}: values the static evaluation computed vs what the run printed"
+    );
     let traced = scratch.trace("traced", &root().join(src), ranks, args);
     for r in 0..ranks {
-        assert_eq!(mpi_actions(&saved, r), mpi_actions(&traced, r), "{src}: rank {r}: static messages vs the trace's");
+        assert_eq!(
+            mpi_actions(&saved, r),
+            mpi_actions(&traced, r),
+            "{src}: rank {r}: static messages vs the trace's"
+        );
     }
 }
 
@@ -346,26 +625,64 @@ fn eval_define_binds_a_program_variable() {
     // -D n=64 wins over the program argument: the run is given 64 itself.
     let scratch = common::Scratch::new("mpicast-eval-d");
     let d = scratch.path().to_str().unwrap();
-    let p = json(&["tests/fixtures/eval/argv_ternary.c", "-n", "2", "--platform", LOCALHOST, "-D", "n=64", "--save-traces", d, "--", "50"]);
-    let lines: Vec<&str> = p["static_output"].as_array().unwrap().iter().flat_map(|r| r["lines"].as_array().unwrap()).map(|l| l.as_str().unwrap()).collect();
+    let p = json(&[
+        "tests/fixtures/eval/argv_ternary.c",
+        "-n",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "-D",
+        "n=64",
+        "--save-traces",
+        d,
+        "--",
+        "50",
+    ]);
+    let lines: Vec<&str> = p["static_output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["lines"].as_array().unwrap())
+        .map(|l| l.as_str().unwrap())
+        .collect();
     assert_eq!(lines, ["rank 0: n=64 count=64", "rank 1: n=64 count=128"]);
     // A value that is not a number is not refused: it binds the communicator variable.
-    static_matches_run("tests/fixtures/eval/comms.c", 4, &["comm=MPI_COMM_WORLD"], &[]);
+    static_matches_run(
+        "tests/fixtures/eval/comms.c",
+        4,
+        &["comm=MPI_COMM_WORLD"],
+        &[],
+    );
 }
 
 #[test]
 fn eval_getopt_into_a_config_struct() {
-    static_matches_run("tests/fixtures/eval/getopt_config.c", 3, &[], &["-n", "20", "-v", "-i", "3", "-a", "0.25"]);
+    static_matches_run(
+        "tests/fixtures/eval/getopt_config.c",
+        3,
+        &[],
+        &["-n", "20", "-v", "-i", "3", "-a", "0.25"],
+    );
 }
 
 #[test]
 fn eval_getopt_long() {
-    static_matches_run("tests/fixtures/eval/getopt_long_opts.c", 2, &[], &["--length", "12", "--quiet", "-m", "64"]);
+    static_matches_run(
+        "tests/fixtures/eval/getopt_long_opts.c",
+        2,
+        &[],
+        &["--length", "12", "--quiet", "-m", "64"],
+    );
 }
 
 #[test]
 fn eval_hand_written_option_parser() {
-    static_matches_run("tests/fixtures/eval/hand_parser.c", 3, &[], &["-n", "7", "--reps=2", "-t", "0.01"]);
+    static_matches_run(
+        "tests/fixtures/eval/hand_parser.c",
+        3,
+        &[],
+        &["-n", "7", "--reps=2", "-t", "0.01"],
+    );
 }
 
 #[test]
@@ -389,18 +706,43 @@ fn eval_small_arrays_math_and_unreached_input_file() {
 #[test]
 fn eval_convergence_loop_runs_when_small_and_needs_a_trace_when_large() {
     static_matches_run("tests/fixtures/eval/convergence.c", 2, &[], &["64"]);
-    let out = predict(&["tests/fixtures/eval/convergence.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE, "--", "100000"]);
+    let out = predict(&[
+        "tests/fixtures/eval/convergence.c",
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--machine",
+        MACHINE,
+        "--",
+        "100000",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("convergence.c:18") && err.contains("depends on data") && err.contains("--trace-ranks"), "{err}");
+    assert!(
+        err.contains("convergence.c:18")
+            && err.contains("depends on data")
+            && err.contains("--trace-ranks"),
+        "{err}"
+    );
 }
 
 /// From the corpus (NAS's `logprocs = ilog2(nprocs)`): a call whose callee returns from inside
 /// its loop, assigned to a variable, no longer stops the static path.
 #[test]
 fn corpus_call_returning_from_a_loop_resolves_statically() {
-    let p = json(&["tests/fixtures/corpus/return_in_loop.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--", "4"]);
+    let p = json(&[
+        "tests/fixtures/corpus/return_in_loop.c",
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "4",
+    ]);
     assert_eq!(p["mode"], "static");
     assert_eq!(p["messages"], 1, "the broadcast after the checks");
 }
@@ -410,12 +752,26 @@ fn corpus_call_returning_from_a_loop_resolves_statically() {
 /// predicted statically, with the messages and time of the trace path.
 #[test]
 fn corpus_unused_headers_environment_and_comm_self_resolve_statically() {
-    for src in ["tests/fixtures/corpus/unused_header", "tests/fixtures/corpus/env_and_self.c"] {
+    for src in [
+        "tests/fixtures/corpus/unused_header",
+        "tests/fixtures/corpus/env_and_self.c",
+    ] {
         let s = json(&[src, "-n", "2", "--static-only", "--platform", LOCALHOST]);
-        let t = json(&[src, "-n", "2", "--trace-ranks", "2", "--platform", LOCALHOST]);
+        let t = json(&[
+            src,
+            "-n",
+            "2",
+            "--trace-ranks",
+            "2",
+            "--platform",
+            LOCALHOST,
+        ]);
         assert_eq!(s["mode"], "static", "{src}");
         assert_eq!(s["messages"], t["messages"], "{src}");
-        let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+        let (ps, pt) = (
+            s["predicted_s"].as_f64().unwrap(),
+            t["predicted_s"].as_f64().unwrap(),
+        );
         assert!(close(ps, pt, 0.02), "{src}: static {ps} s, trace {pt} s");
     }
 }
@@ -439,23 +795,79 @@ fn executions(p: &serde_json::Value, line: u64, kind: &str) -> f64 {
 /// agree.
 #[test]
 fn corpus_statement_macro_loops_resolve_statically() {
-    let s = json(&["tests/fixtures/corpus/macro_loop.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--", "30000"]);
-    let t = json(&["tests/fixtures/corpus/macro_loop.c", "-n", "2", "--trace-ranks", "2", "--platform", LOCALHOST, "--", "30000"]);
+    let s = json(&[
+        "tests/fixtures/corpus/macro_loop.c",
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "30000",
+    ]);
+    let t = json(&[
+        "tests/fixtures/corpus/macro_loop.c",
+        "-n",
+        "2",
+        "--trace-ranks",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "30000",
+    ]);
     assert_eq!(s["mode"], "static");
-    assert_eq!(executions(&s, 19, "straight"), 60000.0, "the body, 30000 times on each of 2 ranks");
-    let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+    assert_eq!(
+        executions(&s, 19, "straight"),
+        60000.0,
+        "the body, 30000 times on each of 2 ranks"
+    );
+    let (ps, pt) = (
+        s["predicted_s"].as_f64().unwrap(),
+        t["predicted_s"].as_f64().unwrap(),
+    );
     assert!(close(ps, pt, 0.02), "static {ps} s, trace {pt} s");
 
     let dir = root().join("tests/fixtures/corpus/forced_header");
     let cflags = format!("-include {}", dir.join("shim/sample.h").display());
     let src = dir.join("src");
     let src = src.to_str().unwrap();
-    let s = json(&[src, "-n", "2", "--static-only", "--platform", LOCALHOST, "--cflags", &cflags, "--", "64"]);
-    let t = json(&[src, "-n", "2", "--trace-ranks", "2", "--platform", LOCALHOST, "--cflags", &cflags, "--", "64"]);
+    let s = json(&[
+        src,
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--cflags",
+        &cflags,
+        "--",
+        "64",
+    ]);
+    let t = json(&[
+        src,
+        "-n",
+        "2",
+        "--trace-ranks",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--cflags",
+        &cflags,
+        "--",
+        "64",
+    ]);
     assert_eq!(s["mode"], "static");
-    assert_eq!(executions(&s, 14, "straight"), 64.0 * 64.0 * 64.0, "32 rows x 64 x 64 on each rank");
+    assert_eq!(
+        executions(&s, 14, "straight"),
+        64.0 * 64.0 * 64.0,
+        "32 rows x 64 x 64 on each rank"
+    );
     assert_eq!(executions(&t, 14, "straight"), 64.0 * 64.0 * 64.0);
-    let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+    let (ps, pt) = (
+        s["predicted_s"].as_f64().unwrap(),
+        t["predicted_s"].as_f64().unwrap(),
+    );
     assert!(close(ps, pt, 0.02), "static {ps} s, trace {pt} s");
 }
 
@@ -465,16 +877,48 @@ fn corpus_statement_macro_loops_resolve_statically() {
 /// traced run's count within 2%, where the assumed half was 36% off.
 #[test]
 fn corpus_branch_on_refilled_array_is_charged_at_the_sampled_rate() {
-    let s = json(&["tests/fixtures/corpus/stale_array.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--", "64"]);
-    let t = json(&["tests/fixtures/corpus/stale_array.c", "-n", "2", "--trace-ranks", "2", "--platform", LOCALHOST, "--", "64"]);
+    let s = json(&[
+        "tests/fixtures/corpus/stale_array.c",
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "64",
+    ]);
+    let t = json(&[
+        "tests/fixtures/corpus/stale_array.c",
+        "-n",
+        "2",
+        "--trace-ranks",
+        "2",
+        "--platform",
+        LOCALHOST,
+        "--",
+        "64",
+    ]);
     let body = executions(&s, 33, "straight");
     assert_eq!(body, 2.0 * 64.0 * 4096.0);
     assert_eq!(executions(&t, 33, "straight"), body);
-    let (arm, run) = (executions(&s, 36, "straight"), executions(&t, 36, "straight"));
-    assert!(close(arm, run, 0.02), "static {arm} executions of the arm, the run {run}");
-    assert!((run / body - 0.5).abs() > 0.1, "the run's rate {} is far from the assumed half", run / body);
+    let (arm, run) = (
+        executions(&s, 36, "straight"),
+        executions(&t, 36, "straight"),
+    );
+    assert!(
+        close(arm, run, 0.02),
+        "static {arm} executions of the arm, the run {run}"
+    );
+    assert!(
+        (run / body - 0.5).abs() > 0.1,
+        "the run's rate {} is far from the assumed half",
+        run / body
+    );
     let notes = s["assumptions"].to_string();
-    assert!(notes.contains("sample run of the loop at") && notes.contains("stale_array.c:30"), "{notes}");
+    assert!(
+        notes.contains("sample run of the loop at") && notes.contains("stale_array.c:30"),
+        "{notes}"
+    );
 }
 
 /// From the corpus (MPICH's ctxsplit): rand() draws the split colours and a message length;
@@ -502,18 +946,47 @@ fn corpus_helper_outside_the_sources_is_named_in_the_assumptions() {
     let dir = root().join("tests/fixtures/corpus/outside_helper");
     let cflags = format!("-I{}", dir.join("inc").display());
     let src = dir.join("src");
-    let p = json(&[src.to_str().unwrap(), "-n", "2", "--static-only", "--platform", LOCALHOST, "--cflags", &cflags]);
+    let p = json(&[
+        src.to_str().unwrap(),
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+        "--cflags",
+        &cflags,
+    ]);
     let notes = p["assumptions"].to_string();
-    assert!(notes.contains("helper_bcast takes a communicator but is defined outside the analysed sources"), "{notes}");
+    assert!(
+        notes.contains(
+            "helper_bcast takes a communicator but is defined outside the analysed sources"
+        ),
+        "{notes}"
+    );
     assert_eq!(p["messages"].as_u64(), Some(0));
     let scratch = common::Scratch::new("mpicast-helper");
     for f in ["src/main.c", "inc/helper.h"] {
         let to = scratch.path().join(f.rsplit('/').next().unwrap());
         std::fs::copy(dir.join(f), to).unwrap();
     }
-    let p = json(&[scratch.path().to_str().unwrap(), "-n", "2", "--static-only", "--platform", LOCALHOST]);
-    assert!(!p["assumptions"].to_string().contains("helper_bcast"), "{}", p["assumptions"]);
-    assert_eq!(p["messages"].as_u64(), Some(1), "the broadcast is simulated");
+    let p = json(&[
+        scratch.path().to_str().unwrap(),
+        "-n",
+        "2",
+        "--static-only",
+        "--platform",
+        LOCALHOST,
+    ]);
+    assert!(
+        !p["assumptions"].to_string().contains("helper_bcast"),
+        "{}",
+        p["assumptions"]
+    );
+    assert_eq!(
+        p["messages"].as_u64(),
+        Some(1),
+        "the broadcast is simulated"
+    );
 }
 
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
@@ -528,4 +1001,51 @@ fn eval_comm_null_comparison_and_logical_reduction() {
 #[test]
 fn eval_reduction_per_round_needs_more_passes() {
     static_matches_run("tests/fixtures/corpus/harness_reduce_loop.c", 2, &[], &[]);
+}
+
+/// From the corpus (NAS IS): a randlc-style generator truncating doubles into an int, key and
+/// count arrays behind an anonymous typedef'd struct of pointers, a zero-initialised histogram
+/// and malloc'd buffers summed by MPI_Allreduce: the static values and messages are the run's.
+#[test]
+fn eval_typed_keys_histogram_and_reduced_counts() {
+    static_matches_run("tests/fixtures/corpus/typed_keys.c", 2, &[], &["200"]);
+    static_matches_run("tests/fixtures/corpus/typed_keys.c", 3, &[], &["150"]);
+}
+
+/// From the corpus (NAS IS): a message count from a histogram of 100,000 generated keys. The
+/// static path refuses and names --estimate-bulk; with it, the key and histogram loops run on
+/// their first iterations, the sums are scaled (noted) and the count is the run's within 2%.
+#[test]
+fn estimate_bulk_scales_a_prefix_of_a_long_histogram_loop() {
+    let src = "tests/fixtures/corpus/bulk_histogram.c";
+    let out = predict(&[src, "-n", "2", "--static-only", "--platform", LOCALHOST]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bulk_histogram.c:56") && err.contains("--estimate-bulk"),
+        "{err}"
+    );
+    let s = json(&[
+        src,
+        "-n",
+        "2",
+        "--static-only",
+        "--estimate-bulk",
+        "--platform",
+        LOCALHOST,
+    ]);
+    assert_eq!(s["mode"], "static");
+    let count = |l: &str| -> f64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
+    let got = count(s["static_output"][0]["lines"][0].as_str().unwrap());
+    let scratch = common::Scratch::new("mpicast-eval");
+    let want = count(&real_run_lines(&scratch, src, 2, &[])[0]);
+    assert!(
+        close(got, want, 0.02),
+        "estimated count {got}, the run's {want}"
+    );
+    let notes = s["assumptions"].to_string();
+    assert!(
+        notes.contains("sums over the first") && notes.contains("bulk_histogram.c:48"),
+        "{notes}"
+    );
 }

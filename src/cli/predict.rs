@@ -58,6 +58,12 @@ pub struct Args {
     /// falling back to a traced run.
     #[arg(long, conflicts_with_all = ["trace", "trace_ranks"])]
     static_only: bool,
+    /// Static path: where a message count or loop bound depends on what a long loop computes
+    /// from bulk data (a histogram of generated keys), run that loop's first iterations and
+    /// scale its sums to all of them (an estimate, listed in the assumptions) instead of
+    /// refusing.
+    #[arg(long)]
+    estimate_bulk: bool,
     /// Stop a traced run after this many seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
     trace_timeout: f64,
@@ -123,7 +129,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.ranks == 0 {
         bail!("-n must be at least 1");
     }
-    for (name, v) in [("--cpu-scale", args.cpu_scale), ("--bw-scale", args.bw_scale), ("--lat-scale", args.lat_scale)] {
+    for (name, v) in [
+        ("--cpu-scale", args.cpu_scale),
+        ("--bw-scale", args.bw_scale),
+        ("--lat-scale", args.lat_scale),
+    ] {
         if let Some(v) = v {
             if !(v > 0.0 && v.is_finite()) {
                 bail!("{name} {v}: must be a positive number");
@@ -140,7 +150,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let files = frontend::collect_sources(&args.inputs)?;
     let defines = args.build.bindings(&build, &files);
-    let opts = frontend::Options { bindings: defines.clone(), assume_branches: args.assume_branches };
+    let opts = frontend::Options {
+        bindings: defines.clone(),
+        assume_branches: args.assume_branches,
+    };
     let model = frontend::analyze_built(&files, &opts, &build);
     // The static path's own failure (an unbound parameter included) is not the end: unless
     // --static-only, the prediction falls back to a traced run.
@@ -163,7 +176,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bail!("{}: no such platform file", platform.display());
     }
     let mapping = match &args.mapping {
-        Some(p) => Mapping::Hosts { hosts: crate::sim::replay::read_mapping_file(p)? },
+        Some(p) => Mapping::Hosts {
+            hosts: crate::sim::replay::read_mapping_file(p)?,
+        },
         None => Mapping::RoundRobin,
     };
     let what_if = WhatIf {
@@ -180,7 +195,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args: args.program_args.clone(),
         machine,
         machine_path,
-        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
+        variant: if args.costs == "fitted" {
+            Variant::Fitted
+        } else {
+            Variant::Throughput
+        },
         platform,
         cfg: Vec::new(),
         eager_threshold: None,
@@ -192,12 +211,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
         save_traces: args.save_traces.clone(),
         defines: args.build.define.clone(),
         build: build.clone(),
+        estimate_bulk: args.estimate_bulk,
     };
-    let run = TraceRun { inputs: &args.inputs, measured: args.measured, build: &build, launch: &launch, args: &trace_args, timeout_s: args.trace_timeout };
+    let run = TraceRun {
+        inputs: &args.inputs,
+        measured: args.measured,
+        build: &build,
+        launch: &launch,
+        args: &trace_args,
+        timeout_s: args.trace_timeout,
+    };
     let req = scale_request(args.ranks, &args.scaling, args.force_topology.as_deref())?;
     let from_trace = |dir: &Path| -> Result<Prediction> {
-        let (_, p) = predict::predict_trace_scaled(dir, &popts, args.measured, args.allow_incomplete, Some(&req))
-            .map_err(|e| with_hint(e, &model))?;
+        let (_, p) = predict::predict_trace_scaled(
+            dir,
+            &popts,
+            args.measured,
+            args.allow_incomplete,
+            Some(&req),
+        )
+        .map_err(|e| with_hint(e, &model))?;
         Ok(p)
     };
     let prediction = match (&args.trace, args.trace_ranks) {
@@ -213,7 +246,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             };
             match attempt {
                 Ok(p) => p,
-                Err(e) if args.static_only || !static_failure(&e) => return Err(with_hint(e, &model)),
+                Err(e) if args.static_only || !static_failure(&e) => {
+                    return Err(with_hint(e, &model))
+                }
                 Err(e) => {
                     let why = super::one_line(&e);
                     let k = fallback_ranks(args.ranks);
@@ -221,7 +256,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     eprintln!("mpicast: predicting from a traced run at {k} rank{} instead (--static-only refuses)", if k == 1 { "" } else { "s" });
                     let (_tmp, out) = take_trace(&run, k)?;
                     let mut p = from_trace(&out)?;
-                    p.fallback = Some(crate::model::prediction::Fallback { static_error: why, traced_ranks: k });
+                    p.fallback = Some(crate::model::prediction::Fallback {
+                        static_error: why,
+                        traced_ranks: k,
+                    });
                     p
                 }
             }
@@ -256,9 +294,14 @@ pub(super) struct TraceRun<'a> {
 pub(super) fn take_trace(run: &TraceRun, k: u32) -> Result<(tempfile::TempDir, PathBuf)> {
     let source = match run.inputs {
         [one] => one.clone(),
-        _ => bail!("a traced run takes one source file or directory (give the program's directory)"),
+        _ => {
+            bail!("a traced run takes one source file or directory (give the program's directory)")
+        }
     };
-    let t = tempfile::Builder::new().prefix("mpicast-trace-run").tempdir().context("cannot create a temporary directory")?;
+    let t = tempfile::Builder::new()
+        .prefix("mpicast-trace-run")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let out = t.path().join("traces");
     let files = frontend::collect_sources(run.inputs)?;
     let opts = crate::instrument::TraceOptions {
@@ -305,24 +348,45 @@ fn static_failure(e: &anyhow::Error) -> bool {
         return true;
     }
     let text = super::one_line(e);
-    ["unbound parameter", "not known before running", "needs a trace", "cannot be evaluated", "unresolved", "data-dependent"]
-        .iter()
-        .any(|k| text.contains(k))
+    [
+        "unbound parameter",
+        "not known before running",
+        "needs a trace",
+        "cannot be evaluated",
+        "unresolved",
+        "data-dependent",
+    ]
+    .iter()
+    .any(|k| text.contains(k))
 }
 
 /// Ranks of the traced run a fallback makes: the predicted count when this host runs it
 /// without much oversubscription, else 4 (scaled to N).
 fn fallback_ranks(n: u32) -> u32 {
-    let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1) as u32;
-    if n <= (2 * cores).max(4) { n } else { 4 }
+    let cores = std::thread::available_parallelism()
+        .map(|c| c.get())
+        .unwrap_or(1) as u32;
+    if n <= (2 * cores).max(4) {
+        n
+    } else {
+        4
+    }
 }
 
 /// The scaling request of `--scaling` and `--force-topology`.
-pub(super) fn scale_request(ranks: u32, scaling: &str, force: Option<&str>) -> Result<crate::scale::Request> {
+pub(super) fn scale_request(
+    ranks: u32,
+    scaling: &str,
+    force: Option<&str>,
+) -> Result<crate::scale::Request> {
     Ok(crate::scale::Request {
         to_ranks: ranks,
-        mode: crate::scale::Mode::parse(scaling).ok_or_else(|| anyhow::anyhow!("--scaling {scaling}: program, weak or strong"))?,
-        force: force.map(crate::scale::detect::parse_topology).transpose().map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
+        mode: crate::scale::Mode::parse(scaling)
+            .ok_or_else(|| anyhow::anyhow!("--scaling {scaling}: program, weak or strong"))?,
+        force: force
+            .map(crate::scale::detect::parse_topology)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
     })
 }
 
@@ -333,7 +397,10 @@ pub(super) fn write_text(path: &Path, text: &str) -> Result<()> {
 
 /// `--json FILE` (`-`: stdout). True when the artifact went to stdout, which then holds nothing
 /// else.
-pub(super) fn json_out<T: crate::model::Artifact>(path: Option<&Path>, artifact: &T) -> Result<bool> {
+pub(super) fn json_out<T: crate::model::Artifact>(
+    path: Option<&Path>,
+    artifact: &T,
+) -> Result<bool> {
     match path {
         Some(p) if p.as_os_str() == "-" => {
             print!("{}", crate::model::to_json(artifact));
@@ -348,18 +415,33 @@ pub(super) fn json_out<T: crate::model::Artifact>(path: Option<&Path>, artifact:
 }
 
 /// Adds what would resolve an unbound parameter.
-pub(super) fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> anyhow::Error {
+pub(super) fn with_hint(
+    e: anyhow::Error,
+    model: &crate::model::analysis::ProgramModel,
+) -> anyhow::Error {
     let text = super::one_line(&e);
-    if let Some(name) = text.split("unbound parameter ").nth(1).map(|s| s.split_whitespace().next().unwrap_or("")) {
-        let from_argv = model.parameters.iter().find(|p| p.name == name).and_then(|p| p.argv_index);
+    if let Some(name) = text
+        .split("unbound parameter ")
+        .nth(1)
+        .map(|s| s.split_whitespace().next().unwrap_or(""))
+    {
+        let from_argv = model
+            .parameters
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.argv_index);
         let hint = match from_argv {
             Some(k) => format!("pass program argument {k} after `--`, or -D {name}=VALUE"),
-            None => format!("bind it with -D {name}=VALUE, or predict from a trace (--trace-ranks K)"),
+            None => {
+                format!("bind it with -D {name}=VALUE, or predict from a trace (--trace-ranks K)")
+            }
         };
         return anyhow::anyhow!("{text}; {hint}");
     }
     if e.downcast_ref::<predict::skeleton::Unresolved>().is_some() {
-        return anyhow::anyhow!("{text}; the static path cannot go on: predict from a trace (--trace-ranks K)");
+        return anyhow::anyhow!(
+            "{text}; the static path cannot go on: predict from a trace (--trace-ranks K)"
+        );
     }
     e
 }
@@ -373,7 +455,13 @@ fn hostname() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -407,10 +495,22 @@ pub(super) fn default_platform() -> Result<PathBuf> {
     let dir = cached(&format!("networks/{}", hostname()));
     let p = dir.join("platform.xml");
     if !p.is_file() {
-        std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-        eprintln!("mpicast: no network measurement for this host yet: measuring one, cached in {}", dir.display());
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
+        eprintln!(
+            "mpicast: no network measurement for this host yet: measuring one, cached in {}",
+            dir.display()
+        );
         let table = dir.join("network.json");
-        run_self(&["bench", "network", "--quick", "-o", &table.to_string_lossy(), "--platform-out", &p.to_string_lossy()])?;
+        run_self(&[
+            "bench",
+            "network",
+            "--quick",
+            "-o",
+            &table.to_string_lossy(),
+            "--platform-out",
+            &p.to_string_lossy(),
+        ])?;
     }
     Ok(p)
 }
@@ -420,7 +520,10 @@ pub(super) fn fmt_s(s: f64) -> String {
 }
 
 pub(super) fn short_path(p: &str) -> String {
-    Path::new(p).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| p.to_string())
+    Path::new(p)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.to_string())
 }
 
 /// The readable report: prediction, per-rank split, hottest blocks and functions, op classes.
@@ -434,13 +537,21 @@ pub fn render(p: &Prediction) -> String {
         prog.join(" "),
         p.ranks,
         if p.ranks == 1 { "" } else { "s" },
-        if p.mode == "static" { "static path".to_string() } else { p.mode.clone() },
+        if p.mode == "static" {
+            "static path".to_string()
+        } else {
+            p.mode.clone()
+        },
         short_path(&p.platform),
         p.machine.hostname,
         p.costs
     );
     if let Some(f) = &p.fallback {
-        let _ = writeln!(o, "from a traced run at {} ranks: the static path stopped at {}", f.traced_ranks, f.static_error);
+        let _ = writeln!(
+            o,
+            "from a traced run at {} ranks: the static path stopped at {}",
+            f.traced_ranks, f.static_error
+        );
     }
     if !p.launch.is_empty() {
         let _ = writeln!(o, "traced run: {}", crate::mpi::build::show(&p.launch));
@@ -483,8 +594,16 @@ pub fn render(p: &Prediction) -> String {
         fmt_s(p.interval_s[0]),
         fmt_s(p.interval_s[1])
     );
-    let _ = writeln!(o, "{:>5}  {:<12} {:>11} {:>11} {:>11} {:>11}", "rank", "host", "finish", "compute", "comm", "waiting");
-    let shown = if p.ranks_detail.len() > 16 { 8 } else { p.ranks_detail.len() };
+    let _ = writeln!(
+        o,
+        "{:>5}  {:<12} {:>11} {:>11} {:>11} {:>11}",
+        "rank", "host", "finish", "compute", "comm", "waiting"
+    );
+    let shown = if p.ranks_detail.len() > 16 {
+        8
+    } else {
+        p.ranks_detail.len()
+    };
     for r in p.ranks_detail.iter().take(shown) {
         let _ = writeln!(
             o,
@@ -498,11 +617,19 @@ pub fn render(p: &Prediction) -> String {
         );
     }
     if shown < p.ranks_detail.len() {
-        let _ = writeln!(o, "  ... {} more ranks (all in --json)", p.ranks_detail.len() - shown);
+        let _ = writeln!(
+            o,
+            "  ... {} more ranks (all in --json)",
+            p.ranks_detail.len() - shown
+        );
     }
     if !p.blocks.is_empty() {
         let _ = writeln!(o, "\nhottest blocks (compute, all ranks)");
-        let _ = writeln!(o, "{:>6} {:>11} {:>12}  {:<28} {}", "share", "time", "executions", "block", "op classes");
+        let _ = writeln!(
+            o,
+            "{:>6} {:>11} {:>12}  {:<28} {}",
+            "share", "time", "executions", "block", "op classes"
+        );
         for b in &p.blocks {
             let mut ops: Vec<(&crate::model::ops::OpClass, &f64)> = b.op_seconds.iter().collect();
             ops.sort_by(|a, b| b.1.total_cmp(a.1));
@@ -517,7 +644,13 @@ pub fn render(p: &Prediction) -> String {
                 100.0 * b.share,
                 fmt_s(b.seconds),
                 b.executions,
-                format!("{}:{}-{} {}", short_path(&b.file), b.line_start, b.line_end, b.kind),
+                format!(
+                    "{}:{}-{} {}",
+                    short_path(&b.file),
+                    b.line_start,
+                    b.line_end,
+                    b.kind
+                ),
                 split.join(", ")
             );
         }
@@ -525,14 +658,26 @@ pub fn render(p: &Prediction) -> String {
     if !p.functions.is_empty() {
         let _ = writeln!(o, "\nfunctions (own blocks, all ranks)");
         for f in p.functions.iter().filter(|f| f.self_seconds > 0.0) {
-            let _ = writeln!(o, "{:>5.1}% {:>11}  {} ({}:{})", 100.0 * f.share, fmt_s(f.self_seconds), f.name, short_path(&f.file), f.line_start);
+            let _ = writeln!(
+                o,
+                "{:>5.1}% {:>11}  {} ({}:{})",
+                100.0 * f.share,
+                fmt_s(f.self_seconds),
+                f.name,
+                short_path(&f.file),
+                f.line_start
+            );
         }
     }
     let total: f64 = p.op_classes.values().sum();
     if total > 0.0 {
         let mut v: Vec<_> = p.op_classes.iter().collect();
         v.sort_by(|a, b| b.1.total_cmp(a.1));
-        let parts: Vec<String> = v.iter().take(8).map(|(c, s)| format!("{} {:.0}%", c.name(), 100.0 * **s / total)).collect();
+        let parts: Vec<String> = v
+            .iter()
+            .take(8)
+            .map(|(c, s)| format!("{} {:.0}%", c.name(), 100.0 * **s / total))
+            .collect();
         let _ = writeln!(o, "\nop classes: {}", parts.join(", "));
     }
     let mut by_rank: BTreeMap<&str, ()> = BTreeMap::new();
@@ -548,6 +693,10 @@ pub fn render(p: &Prediction) -> String {
     for w in &p.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
-    let _ = writeln!(o, "\n({} messages simulated; prediction took {:.2} s)", p.messages, p.wall_s);
+    let _ = writeln!(
+        o,
+        "\n({} messages simulated; prediction took {:.2} s)",
+        p.messages, p.wall_s
+    );
     o
 }

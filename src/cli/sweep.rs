@@ -9,7 +9,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::predict::{default_machine, default_platform, fmt_s, json_out, scale_request, short_path, take_trace, with_hint, write_text};
+use super::predict::{
+    default_machine, default_platform, fmt_s, json_out, scale_request, short_path, take_trace,
+    with_hint, write_text,
+};
 use crate::frontend;
 use crate::model::machine::Variant;
 use crate::model::sweep::{Sweep, SweepPoint};
@@ -83,8 +86,14 @@ pub fn parse_ranks(s: &str) -> Result<Vec<u32>> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if let Some((a, b)) = part.split_once("..") {
-            let a: u32 = a.trim().parse().map_err(|_| anyhow::anyhow!("-n {s}: {a:?} is not a rank count"))?;
-            let b: u32 = b.trim().parse().map_err(|_| anyhow::anyhow!("-n {s}: {b:?} is not a rank count"))?;
+            let a: u32 = a
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("-n {s}: {a:?} is not a rank count"))?;
+            let b: u32 = b
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("-n {s}: {b:?} is not a rank count"))?;
             if a == 0 || b < a {
                 bail!("-n {s}: a range goes from 1 or more up to at least its start");
             }
@@ -97,7 +106,9 @@ pub fn parse_ranks(s: &str) -> Result<Vec<u32>> {
                 };
             }
         } else {
-            let n: u32 = part.parse().map_err(|_| anyhow::anyhow!("-n {s}: {part:?} is not a rank count"))?;
+            let n: u32 = part
+                .parse()
+                .map_err(|_| anyhow::anyhow!("-n {s}: {part:?} is not a rank count"))?;
             if n == 0 {
                 bail!("-n {s}: rank counts start at 1");
             }
@@ -120,14 +131,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let files = frontend::collect_sources(&args.inputs)?;
     let defines = args.build.bindings(&build, &files);
-    let model = frontend::analyze_built(&files, &frontend::Options { bindings: defines.clone(), assume_branches: false }, &build);
+    let model = frontend::analyze_built(
+        &files,
+        &frontend::Options {
+            bindings: defines.clone(),
+            assume_branches: false,
+        },
+        &build,
+    );
     let (bindings, notes) = predict::bind_parameters(&model, &defines, &args.program_args)?;
     let machine_path = match &args.machine {
         Some(p) => p.clone(),
         None => default_machine()?,
     };
     let machine = crate::machine::load_table(&machine_path)?;
-    let platforms = if args.platform.is_empty() { vec![default_platform()?] } else { args.platform.clone() };
+    let platforms = if args.platform.is_empty() {
+        vec![default_platform()?]
+    } else {
+        args.platform.clone()
+    };
     for p in &platforms {
         if !p.is_file() {
             bail!("{}: no such platform file", p.display());
@@ -137,7 +159,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let trace_dir = match (&args.trace, args.trace_ranks) {
         (Some(d), _) => Some(d.clone()),
         (None, Some(k)) => {
-            let run = super::predict::TraceRun { inputs: &args.inputs, measured: args.measured, build: &build, launch: &launch, args: &trace_args, timeout_s: 600.0 };
+            let run = super::predict::TraceRun {
+                inputs: &args.inputs,
+                measured: args.measured,
+                build: &build,
+                launch: &launch,
+                args: &trace_args,
+                timeout_s: 600.0,
+            };
             let (t, out) = take_trace(&run, k)?;
             _tmp = t;
             Some(out)
@@ -150,22 +179,34 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args: args.program_args.clone(),
         machine,
         machine_path,
-        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
+        variant: if args.costs == "fitted" {
+            Variant::Fitted
+        } else {
+            Variant::Throughput
+        },
         platform: platforms[0].clone(),
         cfg: Vec::new(),
         eager_threshold: None,
         mapping: Mapping::RoundRobin,
-        what_if: WhatIf { hosts: args.hosts, cores_per_host: args.cores_per_host, ..WhatIf::default() },
+        what_if: WhatIf {
+            hosts: args.hosts,
+            cores_per_host: args.cores_per_host,
+            ..WhatIf::default()
+        },
         timeline: false,
         top: 10,
         assumptions: notes,
         save_traces: None,
         defines: args.build.define.clone(),
         build: build.clone(),
+        estimate_bulk: false,
     };
     let total = (ranks.len() * platforms.len()) as u64;
     let bar = ProgressBar::new(total);
-    bar.set_style(ProgressStyle::with_template("sweep [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_style(
+        ProgressStyle::with_template("sweep [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     let mut points = Vec::new();
     let mut mode = String::from("static");
     let mut topology = None;
@@ -173,13 +214,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for platform in &platforms {
         let mut first: Option<(u32, f64)> = None;
         for &n in &ranks {
-            bar.set_message(format!("{n} ranks on {}", short_path(&platform.display().to_string())));
-            let opts = predict::Options { ranks: n, platform: platform.clone(), ..base.clone() };
+            bar.set_message(format!(
+                "{n} ranks on {}",
+                short_path(&platform.display().to_string())
+            ));
+            let opts = predict::Options {
+                ranks: n,
+                platform: platform.clone(),
+                ..base.clone()
+            };
             let started = Instant::now();
             let p = match &trace_dir {
                 Some(dir) => {
                     let req = scale_request(n, &args.scaling, args.force_topology.as_deref())?;
-                    predict::predict_trace_scaled(dir, &opts, args.measured, false, Some(&req)).map(|x| x.1)
+                    predict::predict_trace_scaled(dir, &opts, args.measured, false, Some(&req))
+                        .map(|x| x.1)
                 }
                 None => predict::predict_static(&model, &opts),
             }
@@ -187,7 +236,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .with_context(|| format!("{n} ranks on {}", platform.display()))?;
             if let Some(s) = &p.scaling {
                 mode = format!("trace scaled from {} ranks", s.from_ranks);
-                topology.get_or_insert_with(|| format!("{} ({}; trace: {}; source: {})", s.topology, s.agreement, s.trace_topology.clone().unwrap_or_else(|| "not recognised".into()), s.static_topology.clone().unwrap_or_else(|| "not recognised".into())));
+                topology.get_or_insert_with(|| {
+                    format!(
+                        "{} ({}; trace: {}; source: {})",
+                        s.topology,
+                        s.agreement,
+                        s.trace_topology
+                            .clone()
+                            .unwrap_or_else(|| "not recognised".into()),
+                        s.static_topology
+                            .clone()
+                            .unwrap_or_else(|| "not recognised".into())
+                    )
+                });
             } else if trace_dir.is_some() {
                 mode = p.mode.clone();
             }
@@ -197,8 +258,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 }
             }
             let (b_n, b_t) = *first.get_or_insert((n, p.predicted_s));
-            let speedup = if p.predicted_s > 0.0 { b_t * b_n as f64 / p.predicted_s } else { 0.0 };
-            let crit = p.ranks_detail.iter().max_by(|a, b| a.finish_s.total_cmp(&b.finish_s));
+            let speedup = if p.predicted_s > 0.0 {
+                b_t * b_n as f64 / p.predicted_s
+            } else {
+                0.0
+            };
+            let crit = p
+                .ranks_detail
+                .iter()
+                .max_by(|a, b| a.finish_s.total_cmp(&b.finish_s));
             points.push(SweepPoint {
                 platform: platform.display().to_string(),
                 ranks: n,
@@ -251,13 +319,32 @@ pub fn render(s: &Sweep) -> String {
     use std::fmt::Write;
     let mut o = String::new();
     let prog: Vec<String> = s.program.iter().map(|f| short_path(f)).collect();
-    let _ = writeln!(o, "{} {} ({}; {} scaling)", prog.join(" "), s.args.join(" "), s.mode, s.scaling);
+    let _ = writeln!(
+        o,
+        "{} {} ({}; {} scaling)",
+        prog.join(" "),
+        s.args.join(" "),
+        s.mode,
+        s.scaling
+    );
     if let Some(t) = &s.topology {
         let _ = writeln!(o, "topology: {t}");
     }
     for platform in &s.platforms {
         let _ = writeln!(o, "\nplatform {}", short_path(platform));
-        let _ = writeln!(o, "{:>7} {:>11} {:>23} {:>8} {:>10} {:>11} {:>11} {:>11} {:>10}", "ranks", "time", "interval", "speedup", "efficiency", "compute", "comm", "waiting", "messages");
+        let _ = writeln!(
+            o,
+            "{:>7} {:>11} {:>23} {:>8} {:>10} {:>11} {:>11} {:>11} {:>10}",
+            "ranks",
+            "time",
+            "interval",
+            "speedup",
+            "efficiency",
+            "compute",
+            "comm",
+            "waiting",
+            "messages"
+        );
         for p in s.points.iter().filter(|p| &p.platform == platform) {
             let _ = writeln!(
                 o,
@@ -277,6 +364,12 @@ pub fn render(s: &Sweep) -> String {
     for a in &s.assumptions {
         let _ = writeln!(o, "assumption: {a}");
     }
-    let _ = writeln!(o, "(speedup: time at {} ranks x {} / time; sweep took {:.1} s)", s.ranks.first().copied().unwrap_or(1), s.ranks.first().copied().unwrap_or(1), s.wall_s);
+    let _ = writeln!(
+        o,
+        "(speedup: time at {} ranks x {} / time; sweep took {:.1} s)",
+        s.ranks.first().copied().unwrap_or(1),
+        s.ranks.first().copied().unwrap_or(1),
+        s.wall_s
+    );
     o
 }

@@ -76,7 +76,9 @@ pub fn lower_file_with(file: &str, text: &str, lang: Lang, macros: &FnMacros) ->
             .stack_size(LOWER_STACK_BYTES)
             .spawn_scoped(scope, || lower_file_here(file, text, lang, macros))
         {
-            Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(_) => lower_file_here(file, text, lang, macros),
         }
     })
@@ -103,9 +105,16 @@ fn lower_file_here(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Uni
 }
 
 fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
-    let mut unit = Unit { file: file.to_string(), lines: text.lines().count() as u32, ..Default::default() };
+    let mut unit = Unit {
+        file: file.to_string(),
+        lines: text.lines().count() as u32,
+        ..Default::default()
+    };
     let Some(mut parser) = parser_for(lang) else {
-        unit.diags.push(LowerDiag { line: 0, message: "the C/C++ grammar could not be loaded".into() });
+        unit.diags.push(LowerDiag {
+            line: 0,
+            message: "the C/C++ grammar could not be loaded".into(),
+        });
         return unit;
     };
     let Some(tree) = parse_in_budget(&mut parser, text, parse_budget(text.len())) else {
@@ -124,13 +133,30 @@ fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
         (tree, text.as_bytes())
     } else {
         masked = blank(text.as_bytes(), &masks);
-        match std::str::from_utf8(&masked).ok().and_then(|m| parse_in_budget(&mut parser, m, parse_budget(m.len()))) {
+        match std::str::from_utf8(&masked)
+            .ok()
+            .and_then(|m| parse_in_budget(&mut parser, m, parse_budget(m.len())))
+        {
             Some(t) => (t, masked.as_slice()),
             None => (tree, text.as_bytes()),
         }
     };
-    let masks = if std::ptr::eq(src, text.as_bytes()) { Vec::new() } else { masks };
-    let mut l = Lower { src, masks, macro_until: 0, pragma_run: None, unit, error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: 0 };
+    let masks = if std::ptr::eq(src, text.as_bytes()) {
+        Vec::new()
+    } else {
+        masks
+    };
+    let mut l = Lower {
+        src,
+        masks,
+        macro_until: 0,
+        pragma_run: None,
+        unit,
+        error_lines: Vec::new(),
+        call_depth: 0,
+        macros,
+        expansion_depth: 0,
+    };
     let root = tree.root_node();
     l.top_items(root, 0);
     l.collect_errors(root);
@@ -139,7 +165,10 @@ fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
     err.sort_unstable();
     err.dedup();
     for line in err.into_iter().take(20) {
-        unit.diags.push(LowerDiag { line, message: "syntax error (the code around it may be miscounted)".into() });
+        unit.diags.push(LowerDiag {
+            line,
+            message: "syntax error (the code around it may be miscounted)".into(),
+        });
     }
     unit
 }
@@ -147,7 +176,11 @@ fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros) -> Unit {
 /// Parses within `budget` (see [`parse_budget`]): tree-sitter's error recovery can take time quadratic in the
 /// length of hostile input (tens of KB of `;;;;` in a for header take seconds). None when the
 /// budget ran out.
-fn parse_in_budget(parser: &mut Parser, text: &str, budget: std::time::Duration) -> Option<tree_sitter::Tree> {
+fn parse_in_budget(
+    parser: &mut Parser,
+    text: &str,
+    budget: std::time::Duration,
+) -> Option<tree_sitter::Tree> {
     let started = std::time::Instant::now();
     let mut calls = 0u32;
     let mut out_of_time = |_: &tree_sitter::ParseState| {
@@ -183,7 +216,17 @@ fn parse_expansion(text: &str, macros: &FnMacros, depth: usize) -> Option<CExpr>
     if tree.root_node().has_error() {
         return None;
     }
-    let mut l = Lower { src: wrapped.as_bytes(), masks: Vec::new(), macro_until: 0, pragma_run: None, unit: Unit::default(), error_lines: Vec::new(), call_depth: 0, macros, expansion_depth: depth };
+    let mut l = Lower {
+        src: wrapped.as_bytes(),
+        masks: Vec::new(),
+        macro_until: 0,
+        pragma_run: None,
+        unit: Unit::default(),
+        error_lines: Vec::new(),
+        call_depth: 0,
+        macros,
+        expansion_depth: depth,
+    };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
 }
@@ -243,7 +286,8 @@ fn directive_runs(tree: &tree_sitter::Tree, src: &[u8]) -> Vec<Mask> {
             Some(n.start_byte())
         } else if n.is_error() {
             let last = n.child(n.child_count().saturating_sub(1));
-            last.filter(|c| c.kind() == k::ELSE || c.kind() == k::DO).map(|c| c.end_byte())
+            last.filter(|c| c.kind() == k::ELSE || c.kind() == k::DO)
+                .map(|c| c.end_byte())
         } else {
             None
         };
@@ -265,12 +309,19 @@ fn directive_runs(tree: &tree_sitter::Tree, src: &[u8]) -> Vec<Mask> {
 }
 
 fn line_start_of(src: &[u8], at: usize) -> usize {
-    src[..at.min(src.len())].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1)
+    src[..at.min(src.len())]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |p| p + 1)
 }
 
 /// 1-based line of a byte offset.
 fn line_of(src: &[u8], at: usize) -> u32 {
-    src[..at.min(src.len())].iter().filter(|&&c| c == b'\n').count() as u32 + 1
+    src[..at.min(src.len())]
+        .iter()
+        .filter(|&&c| c == b'\n')
+        .count() as u32
+        + 1
 }
 
 /// The end of the logical line at `at` (backslash continuations joined): the offset of its
@@ -324,7 +375,11 @@ fn skip_blank_and_comments(src: &[u8], mut i: usize) -> usize {
 
 fn directive_run(src: &[u8], gap: usize) -> Option<Mask> {
     let first = skip_blank_and_comments(src, gap);
-    let at_line_start = |i: usize| src[line_start_of(src, i)..i].iter().all(|&c| c == b' ' || c == b'\t');
+    let at_line_start = |i: usize| {
+        src[line_start_of(src, i)..i]
+            .iter()
+            .all(|&c| c == b' ' || c == b'\t')
+    };
     if first >= src.len() || src[first] != b'#' || !at_line_start(first) {
         return None;
     }
@@ -367,9 +422,16 @@ fn directive_run(src: &[u8], gap: usize) -> Option<Mask> {
                 if f < src.len() && src[f] == b'#' && at_line_start(f) {
                     match directive_word(src, f) {
                         b"if" | b"ifdef" | b"ifndef" => d += 1,
-                        b"endif" if d == 0 => break Some((from.unwrap_or(line_start_of(src, f)), logical_line_end(src, f))),
+                        b"endif" if d == 0 => {
+                            break Some((
+                                from.unwrap_or(line_start_of(src, f)),
+                                logical_line_end(src, f),
+                            ))
+                        }
                         b"endif" => d -= 1,
-                        b"else" | b"elif" | b"elifdef" | b"elifndef" if d == 0 && from.is_none() => {
+                        b"else" | b"elif" | b"elifdef" | b"elifndef"
+                            if d == 0 && from.is_none() =>
+                        {
                             from = Some(line_start_of(src, f))
                         }
                         _ => {}
@@ -383,7 +445,12 @@ fn directive_run(src: &[u8], gap: usize) -> Option<Mask> {
         }
         _ => return None,
     };
-    Some(Mask { start, next, lines, tail })
+    Some(Mask {
+        start,
+        next,
+        lines,
+        tail,
+    })
 }
 
 /// The text with the masks' directive lines (and tails) blanked; newlines stay.
@@ -415,18 +482,29 @@ impl<'a> Lower<'a> {
     /// A call of a function-like macro whose replacement is an expression, as its expansion.
     fn macro_use(&mut self, call: Node<'a>, func: &str) -> Option<CExpr> {
         // MPICAST_PROBA(cond, p) is an annotation the analysis reads, whatever its definition.
-        if self.macros.is_empty() || self.expansion_depth >= MAX_EXPANSION_DEPTH || func == "MPICAST_PROBA" {
+        if self.macros.is_empty()
+            || self.expansion_depth >= MAX_EXPANSION_DEPTH
+            || func == "MPICAST_PROBA"
+        {
             return None;
         }
         let al = call.child_by_field_name(k::F_ARGUMENTS)?;
-        let args: Vec<String> = self.named_children(al).into_iter().filter(|a| a.kind() != "comment").map(|a| self.text(a)).collect();
+        let args: Vec<String> = self
+            .named_children(al)
+            .into_iter()
+            .filter(|a| a.kind() != "comment")
+            .map(|a| self.text(a))
+            .collect();
         let text = self.macros.expand(func, &args)?;
         parse_expansion(&text, self.macros, self.expansion_depth + 1)
     }
 
     fn diag(&mut self, n: Node, message: String) {
         if self.unit.diags.len() < 200 {
-            self.unit.diags.push(LowerDiag { line: line(n), message });
+            self.unit.diags.push(LowerDiag {
+                line: line(n),
+                message,
+            });
         }
     }
 
@@ -471,7 +549,10 @@ impl<'a> Lower<'a> {
         }
         let alt = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| a.id());
         let mut cursor = n.walk();
-        let kids: Vec<Node> = n.named_children(&mut cursor).filter(|c| Some(c.id()) != alt).collect();
+        let kids: Vec<Node> = n
+            .named_children(&mut cursor)
+            .filter(|c| Some(c.id()) != alt)
+            .collect();
         for c in kids {
             self.top_item(c, depth);
         }
@@ -508,11 +589,13 @@ impl<'a> Lower<'a> {
             k::PREPROC_IF | k::PREPROC_IFDEF => self.top_items_no_alternative(c, depth + 1),
             // The body once (a declaration list, or one declaration or function): visiting both
             // the node's children and its body doubled the work at every nesting level.
-            k::LINKAGE_SPECIFICATION | k::NAMESPACE_DEFINITION => match c.child_by_field_name(k::F_BODY) {
-                Some(b) if depth <= MAX_DEPTH => self.top_item(b, depth + 1),
-                Some(_) => self.diag(c, too_deep()),
-                None => self.top_items(c, depth + 1),
-            },
+            k::LINKAGE_SPECIFICATION | k::NAMESPACE_DEFINITION => {
+                match c.child_by_field_name(k::F_BODY) {
+                    Some(b) if depth <= MAX_DEPTH => self.top_item(b, depth + 1),
+                    Some(_) => self.diag(c, too_deep()),
+                    None => self.top_items(c, depth + 1),
+                }
+            }
             k::DECLARATION_LIST => self.top_items(c, depth + 1),
             k::STRUCT_SPECIFIER | k::UNION_SPECIFIER | k::ENUM_SPECIFIER => self.type_spec_decl(c),
             _ => {}
@@ -520,9 +603,13 @@ impl<'a> Lower<'a> {
     }
 
     fn define(&mut self, n: Node<'a>) {
-        let Some(name) = n.child_by_field_name(k::F_NAME) else { return };
+        let Some(name) = n.child_by_field_name(k::F_NAME) else {
+            return;
+        };
         let name = self.text(name);
-        let Some(v) = n.child_by_field_name(k::F_VALUE) else { return };
+        let Some(v) = n.child_by_field_name(k::F_VALUE) else {
+            return;
+        };
         let text = self.text(v);
         let text = text.trim();
         if text.is_empty() {
@@ -534,11 +621,29 @@ impl<'a> Lower<'a> {
     }
 
     fn typedef(&mut self, n: Node<'a>) {
-        let Some(tnode) = n.child_by_field_name(k::F_TYPE) else { return };
-        self.type_spec_decl(tnode);
-        let base = self.base_type(tnode);
+        let Some(tnode) = n.child_by_field_name(k::F_TYPE) else {
+            return;
+        };
         let mut c = n.walk();
         let decls: Vec<Node> = n.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
+        // `typedef struct { ... } name;`: the struct is known by the typedef's name.
+        let anonymous = matches!(tnode.kind(), k::STRUCT_SPECIFIER | k::UNION_SPECIFIER)
+            && tnode.child_by_field_name(k::F_NAME).is_none()
+            && tnode.child_by_field_name(k::F_BODY).is_some();
+        let alias = decls
+            .first()
+            .and_then(|d| self.declarator(*d, CType::unknown()).0)
+            .filter(|_| anonymous);
+        let base = match alias {
+            Some(name) => {
+                self.struct_body(tnode, name.clone());
+                Base::Struct(name)
+            }
+            None => {
+                self.type_spec_decl(tnode);
+                self.base_type(tnode)
+            }
+        };
         for d in decls {
             let (name, ty) = self.declarator(d, CType::new(base.clone()));
             if let Some(name) = name {
@@ -557,36 +662,22 @@ impl<'a> Lower<'a> {
     fn type_spec_decl(&mut self, t: Node<'a>) {
         match t.kind() {
             k::STRUCT_SPECIFIER | k::UNION_SPECIFIER => {
-                let (Some(name), Some(body)) = (t.child_by_field_name(k::F_NAME), t.child_by_field_name(k::F_BODY))
-                else {
-                    return;
-                };
-                let name = self.text(name);
-                let mut fields = Vec::new();
-                for f in self.named_children(body) {
-                    if f.kind() != k::FIELD_DECLARATION {
-                        continue;
-                    }
-                    let Some(ft) = f.child_by_field_name(k::F_TYPE) else { continue };
-                    let base = self.base_type(ft);
-                    let mut c = f.walk();
-                    let ds: Vec<Node> = f.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
-                    for d in ds {
-                        let (fname, ty) = self.declarator(d, CType::new(base.clone()));
-                        if let Some(fname) = fname {
-                            fields.push((fname, ty));
-                        }
-                    }
+                if let Some(name) = t.child_by_field_name(k::F_NAME) {
+                    let name = self.text(name);
+                    self.struct_body(t, name);
                 }
-                self.unit.structs.push((name, fields));
             }
             k::ENUM_SPECIFIER => {
-                let Some(body) = t.child_by_field_name(k::F_BODY) else { return };
+                let Some(body) = t.child_by_field_name(k::F_BODY) else {
+                    return;
+                };
                 for e in self.named_children(body) {
                     if e.kind() != k::ENUMERATOR {
                         continue;
                     }
-                    let Some(name) = e.child_by_field_name(k::F_NAME) else { continue };
+                    let Some(name) = e.child_by_field_name(k::F_NAME) else {
+                        continue;
+                    };
                     let value = e.child_by_field_name(k::F_VALUE).map(|v| self.expr(v, 0));
                     let name = self.text(name);
                     self.unit.enums.push((name, value));
@@ -594,6 +685,32 @@ impl<'a> Lower<'a> {
             }
             _ => {}
         }
+    }
+
+    /// A struct's or union's fields (when it has a body), recorded under `name`.
+    fn struct_body(&mut self, t: Node<'a>, name: String) {
+        let Some(body) = t.child_by_field_name(k::F_BODY) else {
+            return;
+        };
+        let mut fields = Vec::new();
+        for f in self.named_children(body) {
+            if f.kind() != k::FIELD_DECLARATION {
+                continue;
+            }
+            let Some(ft) = f.child_by_field_name(k::F_TYPE) else {
+                continue;
+            };
+            let base = self.base_type(ft);
+            let mut c = f.walk();
+            let ds: Vec<Node> = f.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
+            for d in ds {
+                let (fname, ty) = self.declarator(d, CType::new(base.clone()));
+                if let Some(fname) = fname {
+                    fields.push((fname, ty));
+                }
+            }
+        }
+        self.unit.structs.push((name, fields));
     }
 
     fn base_type(&self, t: Node<'a>) -> Base {
@@ -611,9 +728,11 @@ impl<'a> Lower<'a> {
                 }
             }
             k::TYPE_IDENTIFIER => Base::Named(text),
-            k::STRUCT_SPECIFIER | k::UNION_SPECIFIER => {
-                Base::Struct(t.child_by_field_name(k::F_NAME).map(|n| self.text(n)).unwrap_or_default())
-            }
+            k::STRUCT_SPECIFIER | k::UNION_SPECIFIER => Base::Struct(
+                t.child_by_field_name(k::F_NAME)
+                    .map(|n| self.text(n))
+                    .unwrap_or_default(),
+            ),
             k::ENUM_SPECIFIER => Base::Int,
             _ => {
                 // C++ qualified and template types, and anything else: keep the spelling.
@@ -633,7 +752,9 @@ impl<'a> Lower<'a> {
         let mut cur = d;
         for _ in 0..64 {
             match cur.kind() {
-                k::IDENTIFIER | k::FIELD_IDENTIFIER | k::TYPE_IDENTIFIER => return (Some(self.text(cur)), ty),
+                k::IDENTIFIER | k::FIELD_IDENTIFIER | k::TYPE_IDENTIFIER => {
+                    return (Some(self.text(cur)), ty)
+                }
                 k::POINTER_DECLARATOR
                 | k::ARRAY_DECLARATOR
                 | k::ABSTRACT_POINTER_DECLARATOR
@@ -644,16 +765,18 @@ impl<'a> Lower<'a> {
                         None => return (None, ty),
                     }
                 }
-                k::FUNCTION_DECLARATOR | k::INIT_DECLARATOR => match cur.child_by_field_name(k::F_DECLARATOR) {
-                    Some(inner) => cur = inner,
-                    None => return (None, ty),
-                },
-                k::PARENTHESIZED_DECLARATOR | k::ATTRIBUTED_DECLARATOR | k::REFERENCE_DECLARATOR => {
-                    match cur.named_child(0) {
+                k::FUNCTION_DECLARATOR | k::INIT_DECLARATOR => {
+                    match cur.child_by_field_name(k::F_DECLARATOR) {
                         Some(inner) => cur = inner,
                         None => return (None, ty),
                     }
                 }
+                k::PARENTHESIZED_DECLARATOR
+                | k::ATTRIBUTED_DECLARATOR
+                | k::REFERENCE_DECLARATOR => match cur.named_child(0) {
+                    Some(inner) => cur = inner,
+                    None => return (None, ty),
+                },
                 k::QUALIFIED_IDENTIFIER => return (Some(self.text(cur)), ty),
                 _ => return (None, ty),
             }
@@ -663,16 +786,22 @@ impl<'a> Lower<'a> {
 
     fn is_const(&self, decl: Node<'a>) -> bool {
         let mut c = decl.walk();
-        let r = decl.children(&mut c).any(|ch| ch.kind() == k::TYPE_QUALIFIER && self.text(ch) == "const");
+        let r = decl
+            .children(&mut c)
+            .any(|ch| ch.kind() == k::TYPE_QUALIFIER && self.text(ch) == "const");
         r
     }
 
     fn declaration(&mut self, n: Node<'a>, depth: usize) -> Vec<VarDecl> {
-        let Some(t) = n.child_by_field_name(k::F_TYPE) else { return Vec::new() };
+        let Some(t) = n.child_by_field_name(k::F_TYPE) else {
+            return Vec::new();
+        };
         let base = self.base_type(t);
         let is_const = self.is_const(n);
         let mut c = n.walk();
-        let is_static = n.children(&mut c).any(|ch| ch.kind() == k::STORAGE_CLASS_SPECIFIER && self.text(ch) == "static");
+        let is_static = n
+            .children(&mut c)
+            .any(|ch| ch.kind() == k::STORAGE_CLASS_SPECIFIER && self.text(ch) == "static");
         let mut c = n.walk();
         let ds: Vec<Node> = n.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
         let mut out = Vec::new();
@@ -683,12 +812,19 @@ impl<'a> Lower<'a> {
             let (name, mut ty) = self.declarator(d, CType::new(base.clone()));
             ty.is_const = is_const;
             let init = if d.kind() == k::INIT_DECLARATOR {
-                d.child_by_field_name(k::F_VALUE).map(|v| self.expr(v, depth + 1))
+                d.child_by_field_name(k::F_VALUE)
+                    .map(|v| self.expr(v, depth + 1))
             } else {
                 None
             };
             if let Some(name) = name {
-                out.push(VarDecl { name, ty, init, span: span(d), is_static });
+                out.push(VarDecl {
+                    name,
+                    ty,
+                    init,
+                    span: span(d),
+                    is_static,
+                });
             }
         }
         out
@@ -714,7 +850,13 @@ impl<'a> Lower<'a> {
         if fd.kind() != k::FUNCTION_DECLARATOR {
             // `MACRO struct s { ... };` parses as a function named s: a body that is no
             // function's must not be analysed (nor instrumented) as one.
-            self.diag(n, format!("`{}` has no parameter list: not analysed as a function (a macro before it?)", name));
+            self.diag(
+                n,
+                format!(
+                    "`{}` has no parameter list: not analysed as a function (a macro before it?)",
+                    name
+                ),
+            );
             return None;
         }
         let mut params = Vec::new();
@@ -723,19 +865,33 @@ impl<'a> Lower<'a> {
                 if p.kind() != k::PARAMETER_DECLARATION {
                     continue;
                 }
-                let Some(pt) = p.child_by_field_name(k::F_TYPE) else { continue };
+                let Some(pt) = p.child_by_field_name(k::F_TYPE) else {
+                    continue;
+                };
                 let base = self.base_type(pt);
                 if let Some(pd) = p.child_by_field_name(k::F_DECLARATOR) {
                     let (pname, ty) = self.declarator(pd, CType::new(base));
                     if let Some(pname) = pname {
-                        params.push(VarDecl { name: pname, ty, init: None, span: span(p), is_static: false });
+                        params.push(VarDecl {
+                            name: pname,
+                            ty,
+                            init: None,
+                            span: span(p),
+                            is_static: false,
+                        });
                     }
                 }
             }
         }
         let body = n.child_by_field_name(k::F_BODY)?;
         let body = self.stmt(body, 0);
-        Some(Function { name, ret, params, body, span: span(n) })
+        Some(Function {
+            name,
+            ret,
+            params,
+            body,
+            span: span(n),
+        })
     }
 
     /// A statement's span with its place: where text may go before, inside and around it.
@@ -743,10 +899,15 @@ impl<'a> Lower<'a> {
         let mut sp = span(n);
         let p = &mut sp.place;
         match n.kind() {
-            k::COMPOUND_STATEMENT if self.src.get(n.start_byte()) == Some(&b'{') => p.inner = n.start_byte() as u32 + 1,
+            k::COMPOUND_STATEMENT if self.src.get(n.start_byte()) == Some(&b'{') => {
+                p.inner = n.start_byte() as u32 + 1
+            }
             k::CASE_STATEMENT => {
                 let mut c = n.walk();
-                let colon = n.children(&mut c).find(|c| c.kind() == k::COLON).map(|c| c.end_byte() as u32);
+                let colon = n
+                    .children(&mut c)
+                    .find(|c| c.kind() == k::COLON)
+                    .map(|c| c.end_byte() as u32);
                 p.inner = colon.unwrap_or(0);
             }
             _ => {}
@@ -801,7 +962,11 @@ impl<'a> Lower<'a> {
             k::PREPROC_CALL => n
                 .child_by_field_name(k::F_DIRECTIVE)
                 .is_some_and(|d| self.text(d).trim_start_matches('#').trim_start() == "pragma"),
-            k::PREPROC_IF | k::PREPROC_IFDEF | k::PREPROC_ELSE | k::PREPROC_ELIF | k::PREPROC_ELIFDEF => {
+            k::PREPROC_IF
+            | k::PREPROC_IFDEF
+            | k::PREPROC_ELSE
+            | k::PREPROC_ELIF
+            | k::PREPROC_ELIFDEF => {
                 let skip: Vec<usize> = [k::F_NAME, k::F_CONDITION]
                     .iter()
                     .filter_map(|f| n.child_by_field_name(f).map(|c| c.id()))
@@ -836,8 +1001,12 @@ impl<'a> Lower<'a> {
             },
             k::DECLARATION => Stmt::Decl(self.declaration(n, d), sp),
             k::IF_STATEMENT => {
-                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
-                let then = n.child_by_field_name(k::F_CONSEQUENCE).map(|c| self.stmt(c, d));
+                let cond = n
+                    .child_by_field_name(k::F_CONDITION)
+                    .map(|c| self.cond_expr(c, d));
+                let then = n
+                    .child_by_field_name(k::F_CONSEQUENCE)
+                    .map(|c| self.stmt(c, d));
                 let otherwise = n.child_by_field_name(k::F_ALTERNATIVE).map(|a| {
                     // else_clause wraps the statement
                     // `else // comment` or `else /* c */ if`: the statement, not the comment.
@@ -865,25 +1034,63 @@ impl<'a> Lower<'a> {
                         Stmt::Expr(self.expr(i, d), span(i))
                     })
                 });
-                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.expr(c, d));
+                let cond = n
+                    .child_by_field_name(k::F_CONDITION)
+                    .map(|c| self.expr(c, d));
                 let update = n.child_by_field_name(k::F_UPDATE).map(|c| self.expr(c, d));
-                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
-                Stmt::For { init, cond, update, body: Box::new(body), span: sp }
+                let body = n
+                    .child_by_field_name(k::F_BODY)
+                    .map(|b| self.stmt(b, d))
+                    .unwrap_or(Stmt::Empty(sp));
+                Stmt::For {
+                    init,
+                    cond,
+                    update,
+                    body: Box::new(body),
+                    span: sp,
+                }
             }
             k::WHILE_STATEMENT => {
-                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
-                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
-                Stmt::While { cond: cond.unwrap_or(CExpr::Unknown("?".into())), body: Box::new(body), span: sp }
+                let cond = n
+                    .child_by_field_name(k::F_CONDITION)
+                    .map(|c| self.cond_expr(c, d));
+                let body = n
+                    .child_by_field_name(k::F_BODY)
+                    .map(|b| self.stmt(b, d))
+                    .unwrap_or(Stmt::Empty(sp));
+                Stmt::While {
+                    cond: cond.unwrap_or(CExpr::Unknown("?".into())),
+                    body: Box::new(body),
+                    span: sp,
+                }
             }
             k::DO_STATEMENT => {
-                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
-                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
-                Stmt::DoWhile { body: Box::new(body), cond: cond.unwrap_or(CExpr::Unknown("?".into())), span: sp }
+                let cond = n
+                    .child_by_field_name(k::F_CONDITION)
+                    .map(|c| self.cond_expr(c, d));
+                let body = n
+                    .child_by_field_name(k::F_BODY)
+                    .map(|b| self.stmt(b, d))
+                    .unwrap_or(Stmt::Empty(sp));
+                Stmt::DoWhile {
+                    body: Box::new(body),
+                    cond: cond.unwrap_or(CExpr::Unknown("?".into())),
+                    span: sp,
+                }
             }
             k::SWITCH_STATEMENT => {
-                let cond = n.child_by_field_name(k::F_CONDITION).map(|c| self.cond_expr(c, d));
-                let body = n.child_by_field_name(k::F_BODY).map(|b| self.stmt(b, d)).unwrap_or(Stmt::Empty(sp));
-                Stmt::Switch { cond: cond.unwrap_or(CExpr::Unknown("?".into())), body: Box::new(body), span: sp }
+                let cond = n
+                    .child_by_field_name(k::F_CONDITION)
+                    .map(|c| self.cond_expr(c, d));
+                let body = n
+                    .child_by_field_name(k::F_BODY)
+                    .map(|b| self.stmt(b, d))
+                    .unwrap_or(Stmt::Empty(sp));
+                Stmt::Switch {
+                    cond: cond.unwrap_or(CExpr::Unknown("?".into())),
+                    body: Box::new(body),
+                    span: sp,
+                }
             }
             k::CASE_STATEMENT => {
                 let value = n.child_by_field_name(k::F_VALUE);
@@ -895,7 +1102,11 @@ impl<'a> Lower<'a> {
                         self.stmt_into(c, d, &mut body);
                     }
                 }
-                Stmt::Case { value, body, span: sp }
+                Stmt::Case {
+                    value,
+                    body,
+                    span: sp,
+                }
             }
             k::RETURN_STATEMENT => Stmt::Return(n.named_child(0).map(|e| self.expr(e, d)), sp),
             k::BREAK_STATEMENT => Stmt::Break(sp),
@@ -947,7 +1158,9 @@ impl<'a> Lower<'a> {
         }
         if self.pragma_group(c, 0) {
             let (start, end) = (c.start_byte(), c.end_byte());
-            let continues = self.pragma_run.is_some_and(|r| skip_blank_and_comments(self.src, r.2) == start);
+            let continues = self
+                .pragma_run
+                .is_some_and(|r| skip_blank_and_comments(self.src, r.2) == start);
             if !continues {
                 let ls = line_start_of(self.src, start);
                 self.pragma_run = self.src[ls..start]
@@ -985,7 +1198,9 @@ impl<'a> Lower<'a> {
     }
 
     fn op(&self, n: Node<'a>) -> String {
-        n.child_by_field_name(k::F_OPERATOR).map(|o| self.text(o)).unwrap_or_default()
+        n.child_by_field_name(k::F_OPERATOR)
+            .map(|o| self.text(o))
+            .unwrap_or_default()
     }
 
     fn expr(&mut self, n: Node<'a>, depth: usize) -> CExpr {
@@ -1001,7 +1216,11 @@ impl<'a> Lower<'a> {
             k::CHAR_LITERAL => {
                 let t = self.text(n);
                 let b = t.as_bytes();
-                CExpr::Int(if b.len() >= 3 && b[1] != b'\\' { b[1] as i128 } else { 0 })
+                CExpr::Int(if b.len() >= 3 && b[1] != b'\\' {
+                    b[1] as i128
+                } else {
+                    0
+                })
             }
             k::TRUE => CExpr::Int(1),
             k::FALSE | k::NULL | k::NULLPTR => CExpr::Int(0),
@@ -1014,13 +1233,23 @@ impl<'a> Lower<'a> {
                 left: self.field_expr(n, k::F_LEFT, d),
                 right: self.field_expr(n, k::F_RIGHT, d),
             },
-            k::UNARY_EXPRESSION => CExpr::Unary { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d) },
+            k::UNARY_EXPRESSION => CExpr::Unary {
+                op: self.op(n),
+                arg: self.field_expr(n, k::F_ARGUMENT, d),
+            },
             k::UPDATE_EXPRESSION => {
-                let prefix = match (n.child_by_field_name(k::F_OPERATOR), n.child_by_field_name(k::F_ARGUMENT)) {
+                let prefix = match (
+                    n.child_by_field_name(k::F_OPERATOR),
+                    n.child_by_field_name(k::F_ARGUMENT),
+                ) {
                     (Some(o), Some(a)) => o.start_byte() < a.start_byte(),
                     _ => false,
                 };
-                CExpr::Update { op: self.op(n), arg: self.field_expr(n, k::F_ARGUMENT, d), prefix }
+                CExpr::Update {
+                    op: self.op(n),
+                    arg: self.field_expr(n, k::F_ARGUMENT, d),
+                    prefix,
+                }
             }
             k::ASSIGNMENT_EXPRESSION => CExpr::Assign {
                 op: self.op(n),
@@ -1039,20 +1268,32 @@ impl<'a> Lower<'a> {
                 let array = self.field_expr(n, k::F_ARGUMENT, d);
                 let index = match n.child_by_field_name(k::F_INDEX) {
                     Some(i) => self.expr(i, d),
-                    None => match n.child_by_field_name(k::F_INDICES).and_then(|l| l.named_child(0)) {
+                    None => match n
+                        .child_by_field_name(k::F_INDICES)
+                        .and_then(|l| l.named_child(0))
+                    {
                         Some(i) => self.expr(i, d),
                         None => CExpr::Unknown(self.text(n)),
                     },
                 };
-                CExpr::Index { array, index: Box::new(index) }
+                CExpr::Index {
+                    array,
+                    index: Box::new(index),
+                }
             }
             k::FIELD_EXPRESSION => CExpr::Field {
                 base: self.field_expr(n, k::F_ARGUMENT, d),
-                field: n.child_by_field_name(k::F_FIELD).map(|f| self.text(f)).unwrap_or_default(),
+                field: n
+                    .child_by_field_name(k::F_FIELD)
+                    .map(|f| self.text(f))
+                    .unwrap_or_default(),
                 arrow: self.op(n) == "->",
             },
             k::CALL_EXPRESSION => {
-                let func = n.child_by_field_name(k::F_FUNCTION).map(|f| self.text(f)).unwrap_or_default();
+                let func = n
+                    .child_by_field_name(k::F_FUNCTION)
+                    .map(|f| self.text(f))
+                    .unwrap_or_default();
                 if let Some(e) = self.macro_use(n, &func) {
                     return e;
                 }
@@ -1075,11 +1316,21 @@ impl<'a> Lower<'a> {
                         self.call_depth -= 1;
                     }
                 }
-                CExpr::Call { func, args, line: line(n) }
+                CExpr::Call {
+                    func,
+                    args,
+                    line: line(n),
+                }
             }
             k::CAST_EXPRESSION => {
-                let ty = n.child_by_field_name(k::F_TYPE).map(|t| self.type_descriptor(t)).unwrap_or(CType::unknown());
-                CExpr::Cast { ty, value: self.field_expr(n, k::F_VALUE, d) }
+                let ty = n
+                    .child_by_field_name(k::F_TYPE)
+                    .map(|t| self.type_descriptor(t))
+                    .unwrap_or(CType::unknown());
+                CExpr::Cast {
+                    ty,
+                    value: self.field_expr(n, k::F_VALUE, d),
+                }
             }
             k::CONDITIONAL_EXPRESSION => CExpr::Cond {
                 cond: self.field_expr(n, k::F_CONDITION, d),
@@ -1087,11 +1338,18 @@ impl<'a> Lower<'a> {
                 otherwise: self.field_expr(n, k::F_ALTERNATIVE, d),
             },
             k::SIZEOF_EXPRESSION => {
-                let ty = n.child_by_field_name(k::F_TYPE).map(|t| self.type_descriptor(t));
-                let value = n.child_by_field_name(k::F_VALUE).map(|v| Box::new(self.expr(v, d)));
+                let ty = n
+                    .child_by_field_name(k::F_TYPE)
+                    .map(|t| self.type_descriptor(t));
+                let value = n
+                    .child_by_field_name(k::F_VALUE)
+                    .map(|v| Box::new(self.expr(v, d)));
                 CExpr::Sizeof { ty, value }
             }
-            k::COMMA_EXPRESSION => CExpr::Comma(self.field_expr(n, k::F_LEFT, d), self.field_expr(n, k::F_RIGHT, d)),
+            k::COMMA_EXPRESSION => CExpr::Comma(
+                self.field_expr(n, k::F_LEFT, d),
+                self.field_expr(n, k::F_RIGHT, d),
+            ),
             k::INITIALIZER_LIST => {
                 let kids = self.named_children(n);
                 CExpr::InitList(kids.into_iter().map(|c| self.expr(c, d)).collect())
@@ -1101,7 +1359,10 @@ impl<'a> Lower<'a> {
     }
 
     fn type_descriptor(&self, t: Node<'a>) -> CType {
-        let base = t.child_by_field_name(k::F_TYPE).map(|b| self.base_type(b)).unwrap_or(Base::Unknown);
+        let base = t
+            .child_by_field_name(k::F_TYPE)
+            .map(|b| self.base_type(b))
+            .unwrap_or(Base::Unknown);
         let ty = CType::new(base);
         match t.child_by_field_name(k::F_DECLARATOR) {
             Some(d) => self.declarator(d, ty).1,
@@ -1115,7 +1376,8 @@ fn number(text: &str) -> CExpr {
     let t = text.replace('\'', "");
     let lower = t.to_ascii_lowercase();
     let is_hex = lower.starts_with("0x");
-    let is_float = !is_hex && (lower.contains('.') || lower.contains('e')) || (is_hex && lower.contains('p'));
+    let is_float =
+        !is_hex && (lower.contains('.') || lower.contains('e')) || (is_hex && lower.contains('p'));
     if is_float {
         let single = lower.ends_with('f');
         let digits = lower.trim_end_matches(['f', 'l']);
@@ -1150,17 +1412,35 @@ mod tests {
         assert_eq!(number("0x1F"), CExpr::Int(31));
         assert_eq!(number("010"), CExpr::Int(8));
         assert_eq!(number("314159265ULL"), CExpr::Int(314159265));
-        assert_eq!(number("1.5f"), CExpr::Float { value: 1.5, single: true });
-        assert_eq!(number("1e-6"), CExpr::Float { value: 1e-6, single: false });
+        assert_eq!(
+            number("1.5f"),
+            CExpr::Float {
+                value: 1.5,
+                single: true
+            }
+        );
+        assert_eq!(
+            number("1e-6"),
+            CExpr::Float {
+                value: 1e-6,
+                single: false
+            }
+        );
     }
 
     #[test]
     fn lowers_a_loop_and_a_define() {
-        let u = lower_file("t.c", "#define N 100\nint main(void){ int s=0; for(int i=0;i<N;i++) s+=i; return s; }\n", Lang::C);
+        let u = lower_file(
+            "t.c",
+            "#define N 100\nint main(void){ int s=0; for(int i=0;i<N;i++) s+=i; return s; }\n",
+            Lang::C,
+        );
         assert_eq!(u.defines.len(), 1);
         assert_eq!(u.functions.len(), 1);
         assert!(u.diags.is_empty(), "{:?}", u.diags);
-        let Stmt::Compound(v, _) = &u.functions[0].body else { panic!() };
+        let Stmt::Compound(v, _) = &u.functions[0].body else {
+            panic!()
+        };
         assert!(matches!(v[1], Stmt::For { .. }));
     }
 }

@@ -55,6 +55,16 @@ const SAMPLE_MIN: u64 = 64;
 /// A sample run stops once an arm was seen this often (its rate known to about 0.4%); arms
 /// seen fewer than SAMPLE_MIN times by then keep the assumption.
 const SAMPLE_ENOUGH: u64 = 16384;
+/// Prefix runs (a loop whose stores are needed but that is too long to interpret): at most
+/// PREFIX_CAP iterations, ended at an iteration's end after PREFIX_STEPS statements or PREFIX_S
+/// seconds (failed at twice that), PREFIX_TOTAL_S for all of one rank's evaluation; fewer than
+/// PREFIX_MIN iterations is no sample.
+const PREFIX_CAP: u64 = 8192;
+const PREFIX_STEPS: u64 = 6_000_000;
+const PREFIX_S: f64 = 1.5;
+const PREFIX_TOTAL_S: f64 = 8.0;
+const PREFIX_MIN: u64 = 256;
+const PREFIX_FAIL: &str = "\u{1}prefix run failed";
 
 /// A value of the program's scalar part.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,13 +155,17 @@ pub struct Mail {
     /// Communicator ids: (parent, sequence, members) -> id.
     comm_ids: HashMap<(u32, u32, Vec<u32>), u32>,
     next_comm: u32,
+    /// A value posted in this pass differs from the previous pass's (or is new): values
+    /// taken from the previous pass may be stale, another pass is due.
+    pub changed: bool,
 }
 
 impl Mail {
     /// Values posted so far (messages and collective contributions): passes that do not raise
     /// it learn nothing new.
     pub fn posted(&self) -> usize {
-        self.p2p.values().map(Vec::len).sum::<usize>() + self.coll.values().map(BTreeMap::len).sum::<usize>()
+        self.p2p.values().map(Vec::len).sum::<usize>()
+            + self.coll.values().map(BTreeMap::len).sum::<usize>()
     }
 }
 
@@ -164,6 +178,8 @@ pub struct Shared<'p, 'a> {
     blocks: HashMap<String, HashMap<(u32, u32, &'static str), usize>>,
     consts: HashMap<&'p str, &'p CExpr>,
     structs: HashMap<&'p str, Vec<String>>,
+    /// Struct name -> field -> declared type.
+    field_types: HashMap<&'p str, HashMap<&'p str, &'p CType>>,
     typedefs: HashMap<&'p str, &'p CType>,
     globals: Vec<(&'p str, &'p VarDecl)>,
     pub args: Vec<String>,
@@ -178,6 +194,14 @@ pub struct Shared<'p, 'a> {
     sampled: std::cell::RefCell<HashSet<usize>>,
     /// Seconds spent in sample runs so far.
     sample_spent: std::cell::Cell<f64>,
+    /// Loops (by block) to run on a prefix of their iterations instead of leaving what they
+    /// store unknown: chosen after an evaluation that needed such values failed.
+    pub prefix_loops: std::collections::BTreeSet<usize>,
+    /// Loops whose stores into arrays were left unknown in this evaluation (charged by
+    /// formula or extrapolated): candidates for prefix runs.
+    pub prefix_wanted: std::cell::RefCell<std::collections::BTreeSet<usize>>,
+    /// Prefix runs that failed (a value not known, the budget): not tried again.
+    prefix_failed: std::cell::RefCell<HashSet<usize>>,
 }
 
 /// How often a branch arm was taken in a sample run.
@@ -187,6 +211,25 @@ struct SampledRate {
     seen: u64,
     /// The loop the sample ran (file:line) and the rank that ran it.
     from: String,
+}
+
+/// A prefix run's state: the loop it runs (statement address, call depth), how many
+/// iterations it may run, the arrays the loop stores into and when each cell was stored.
+#[derive(Clone, Debug)]
+struct Prefix {
+    stmt: usize,
+    depth: usize,
+    cap: u64,
+    /// Iterations run when the cap or the soft budget ended the loop (None: it ended itself).
+    stopped: Option<u64>,
+    /// Iterations finished so far.
+    iter: u64,
+    /// Cells stored into: the first iteration that stored, and how many stores.
+    writes: HashMap<usize, (u64, u64)>,
+    soft_step: u64,
+    soft_until: Instant,
+    until_step: u64,
+    until: Instant,
 }
 
 /// A sample run's state: its budget and what it saw (arm block -> (taken, evaluations)).
@@ -218,6 +261,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             blocks: HashMap::new(),
             consts: HashMap::new(),
             structs: HashMap::new(),
+            field_types: HashMap::new(),
             typedefs: HashMap::new(),
             globals: Vec::new(),
             args,
@@ -229,14 +273,27 @@ impl<'p, 'a> Shared<'p, 'a> {
             rates: Default::default(),
             sampled: Default::default(),
             sample_spent: Default::default(),
+            prefix_loops: Default::default(),
+            prefix_wanted: Default::default(),
+            prefix_failed: Default::default(),
         };
         s.mail.borrow_mut().next_comm = 1;
         for (i, b) in prog.model.blocks.iter().enumerate() {
             let key = b.id.split('#').next().unwrap_or(&b.id).to_string();
             let mut parts = key.rsplitn(4, ':');
-            let (Some(_), Some(col), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next(), parts.next()) else { continue };
-            let (Ok(line), Ok(col)) = (line.parse::<u32>(), col.parse::<u32>()) else { continue };
-            s.blocks.entry(file.to_string()).or_default().entry((line, col, b.kind.name())).or_insert(i);
+            let (Some(_), Some(col), Some(line), Some(file)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let (Ok(line), Ok(col)) = (line.parse::<u32>(), col.parse::<u32>()) else {
+                continue;
+            };
+            s.blocks
+                .entry(file.to_string())
+                .or_default()
+                .entry((line, col, b.kind.name()))
+                .or_insert(i);
         }
         for u in units {
             for f in &u.functions {
@@ -252,18 +309,31 @@ impl<'p, 'a> Shared<'p, 'a> {
                 s.typedefs.insert(n.as_str(), ty);
             }
             for (n, fields) in &u.structs {
-                s.structs.insert(n.as_str(), fields.iter().map(|(f, _)| f.clone()).collect());
+                s.structs
+                    .insert(n.as_str(), fields.iter().map(|(f, _)| f.clone()).collect());
+                s.field_types.insert(
+                    n.as_str(),
+                    fields.iter().map(|(f, t)| (f.as_str(), t)).collect(),
+                );
             }
             for g in &u.globals {
                 s.globals.push((u.file.as_str(), g));
             }
         }
-        s.structs.entry("option").or_insert_with(|| ["name", "has_arg", "flag", "val"].iter().map(|x| x.to_string()).collect());
+        s.structs.entry("option").or_insert_with(|| {
+            ["name", "has_arg", "flag", "val"]
+                .iter()
+                .map(|x| x.to_string())
+                .collect()
+        });
         s
     }
 
     fn block(&self, file: &str, line: u32, col: u32, kind: BlockKind) -> Option<usize> {
-        self.blocks.get(file)?.get(&(line, col, kind.name())).copied()
+        self.blocks
+            .get(file)?
+            .get(&(line, col, kind.name()))
+            .copied()
     }
 }
 
@@ -358,6 +428,18 @@ pub struct Interp<'s, 'p, 'a> {
     pub strict_comm: bool,
     debug: bool,
     maybe_array: HashSet<usize>,
+    /// Arrays whose elements not yet stored read as this value (zero: the rest of an
+    /// initialiser list, objects of static storage).
+    fill: HashMap<usize, Val>,
+    /// Cells declared with an arithmetic type (for arrays and pointers: of their elements):
+    /// true for integers. A store converts to it, as C's assignment does.
+    num_ty: HashMap<usize, bool>,
+    /// Arrays made wholly unknown by a store at an unknown place, not stored into since: a
+    /// loop storing at unknown places poisons them once, not once per iteration.
+    poisoned: HashSet<usize>,
+    /// Cells declared as a struct, or as pointers to or arrays of one: the struct's name (its
+    /// fields' types type the cells made for them).
+    st_ty: HashMap<usize, &'p str>,
     /// Static locals: (file, declaration offset) -> their one cell, kept across calls.
     statics: HashMap<(&'p str, u32), usize>,
     /// The calloc/memset being evaluated zeroes floating-point elements.
@@ -369,6 +451,10 @@ pub struct Interp<'s, 'p, 'a> {
     rng: Option<GlibcRandom>,
     /// Set in a sample run (a copy of the interpreter that runs a loop on real bulk data).
     sample: Option<Box<Sample>>,
+    /// Set in a prefix run (a copy that runs the first iterations of one loop exactly).
+    prefix: Option<Box<Prefix>>,
+    /// Seconds this rank's evaluation spent in prefix runs.
+    prefix_spent: f64,
     /// A data-dependent branch was weighted by the assumed probability (no sampled rate).
     pub guessed: bool,
 }
@@ -423,7 +509,13 @@ impl GlibcRandom {
 }
 
 impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
-    pub fn new(sh: &'s Shared<'p, 'a>, rank: u32, size: u32, assumed_p: f64, enums: Rc<HashMap<String, CExpr>>) -> Self {
+    pub fn new(
+        sh: &'s Shared<'p, 'a>,
+        rank: u32,
+        size: u32,
+        assumed_p: f64,
+        enums: Rc<HashMap<String, CExpr>>,
+    ) -> Self {
         let mut comms = HashMap::new();
         comms.insert(COMM_WORLD, (0..size).collect());
         Interp {
@@ -458,9 +550,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             strict_comm: false,
             debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some_and(|v| v != "sample"),
             maybe_array: HashSet::new(),
+            fill: HashMap::new(),
+            num_ty: HashMap::new(),
+            poisoned: HashSet::new(),
+            st_ty: HashMap::new(),
             free: Vec::new(),
             rng: Some(GlibcRandom::new(1)),
             sample: None,
+            prefix: None,
+            prefix_spent: 0.0,
             guessed: false,
             statics: HashMap::new(),
             zero_float: false,
@@ -479,14 +577,38 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn err(&self, what: impl Into<String>) -> Unresolved {
-        Unresolved { file: self.file.to_string(), line: self.line, what: what.into() }
+        Unresolved {
+            file: self.file.to_string(),
+            line: self.line,
+            what: what.into(),
+        }
+    }
+
+    /// Statements evaluated so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// In a sample or prefix run every loop is interpreted (no formula, no extrapolation) on
+    /// arrays up to SAMPLE_ARRAY elements.
+    fn exact(&self) -> bool {
+        self.sample.is_some() || self.prefix.is_some()
     }
 
     fn tick(&mut self) -> R<()> {
         self.steps += 1;
         if let Some(sm) = &self.sample {
-            if sm.enough || self.steps >= sm.until_step || (self.steps % 4096 == 0 && Instant::now() > sm.until) {
+            if sm.enough
+                || self.steps >= sm.until_step
+                || (self.steps % 4096 == 0 && Instant::now() > sm.until)
+            {
                 return Err(self.err(SAMPLE_DONE));
+            }
+        }
+        if let Some(px) = &self.prefix {
+            if self.steps >= px.until_step || (self.steps % 4096 == 0 && Instant::now() > px.until)
+            {
+                return Err(self.err(PREFIX_FAIL));
             }
         }
         if self.steps % 4096 == 0 && Instant::now() > self.sh.deadline {
@@ -503,6 +625,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn alloc(&mut self, c: Cell) -> usize {
         if let Some(k) = self.free.pop() {
             self.heap[k] = c;
+            if !self.fill.is_empty() {
+                self.fill.remove(&k);
+            }
+            self.num_ty.remove(&k);
+            self.st_ty.remove(&k);
+            self.touched(k);
             return k;
         }
         self.heap.push(c);
@@ -523,22 +651,147 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn new_cell_for(&mut self, ty: &CType) -> usize {
         if ty.indirection == 0 {
             if let Some(fields) = self.struct_fields(ty) {
+                let sn = self.struct_name(ty);
                 let mut fs = Vec::new();
                 for f in fields {
                     let c = self.alloc(Cell::V(Val::unknown(format!("field {f} never set"))));
+                    if let Some(sn) = sn {
+                        self.type_field(c, sn, &f);
+                    }
                     fs.push((f, c));
                 }
-                return self.alloc(Cell::St(fs));
+                let c = self.alloc(Cell::St(fs));
+                if let Some(sn) = sn {
+                    self.st_ty.insert(c, sn);
+                }
+                return c;
             }
         }
-        self.alloc(Cell::V(Val::unknown("never set")))
+        let c = self.alloc(Cell::V(Val::unknown("never set")));
+        self.type_cell(c, ty);
+        c
+    }
+
+    /// Records a cell's declared type: arithmetic (of its elements), or a struct's name.
+    fn type_cell(&mut self, c: usize, ty: &CType) {
+        if let Some(int) = self.arith(ty) {
+            self.num_ty.insert(c, int);
+        } else if let Some(sn) = self.struct_name(ty) {
+            self.st_ty.insert(c, sn);
+        }
+    }
+
+    /// Types a field's cell from its struct's declaration.
+    fn type_field(&mut self, c: usize, sn: &str, field: &str) {
+        if let Some(ty) = self
+            .sh
+            .field_types
+            .get(sn)
+            .and_then(|f| f.get(field))
+            .copied()
+        {
+            self.type_cell(c, ty);
+            // An array field (or a pointer): an array once indexed before it is set.
+            if ty.indirection > 0 {
+                self.maybe_array.insert(c);
+            }
+        }
+    }
+
+    /// The struct a type names (through typedefs), pointers and arrays included.
+    fn struct_name(&self, ty: &CType) -> Option<&'p str> {
+        let mut base = &ty.base;
+        for _ in 0..8 {
+            match base {
+                Base::Struct(n) => {
+                    return self
+                        .sh
+                        .field_types
+                        .get_key_value(n.as_str())
+                        .map(|(k, _)| *k)
+                }
+                Base::Named(n) => match self.sh.typedefs.get(n.as_str()) {
+                    Some(t) => base = &t.base,
+                    None => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Is the type (pointers and arrays: their elements) an integer (true) or a floating (false)
+    /// type? None for structs and what is not known.
+    fn arith(&self, ty: &CType) -> Option<bool> {
+        let mut base = ty.base.clone();
+        for _ in 0..8 {
+            match &base {
+                Base::Int => return Some(true),
+                Base::Float | Base::Double => return Some(false),
+                Base::Named(n) => match self.sh.typedefs.get(n.as_str()) {
+                    Some(t) => base = t.base.clone(),
+                    None => {
+                        return matches!(
+                            n.as_str(),
+                            "long"
+                                | "size_t"
+                                | "unsigned"
+                                | "short"
+                                | "char"
+                                | "int64_t"
+                                | "int32_t"
+                                | "uint64_t"
+                                | "uint32_t"
+                                | "ssize_t"
+                                | "ptrdiff_t"
+                        )
+                        .then_some(true)
+                    }
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// A store by assignment or initialisation: the value converted to the cell's declared
+    /// type; a pointer stored into a typed pointer gives fresh memory its element type.
+    fn store(&mut self, c: usize, v: Val) -> Val {
+        let v = match (self.num_ty.get(&c), v) {
+            (Some(true), Val::F(f)) => Val::I(f as i64),
+            (Some(false), Val::I(i)) => Val::F(i as f64),
+            (Some(&int), Val::P(t, o)) => {
+                if matches!(&self.heap[t], Cell::Ar(els, _) if els.is_empty()) {
+                    self.num_ty.entry(t).or_insert(int);
+                }
+                Val::P(t, o)
+            }
+            (None, Val::P(t, o)) if self.st_ty.contains_key(&c) => {
+                if matches!(&self.heap[t], Cell::Ar(els, _) if els.is_empty()) {
+                    let sn = self.st_ty[&c];
+                    self.st_ty.entry(t).or_insert(sn);
+                }
+                Val::P(t, o)
+            }
+            (None, Val::F(f)) if matches!(self.heap[c], Cell::V(Val::I(_))) => Val::I(f as i64),
+            (_, v) => v,
+        };
+        self.set(c, v.clone());
+        v
     }
 
     fn struct_fields(&self, ty: &CType) -> Option<Vec<String>> {
         let mut base = ty.base.clone();
         for _ in 0..8 {
             match &base {
-                Base::Struct(n) => return self.sh.structs.get(n.as_str()).cloned().or(Some(Vec::new())),
+                Base::Struct(n) => {
+                    return self
+                        .sh
+                        .structs
+                        .get(n.as_str())
+                        .cloned()
+                        .or(Some(Vec::new()))
+                }
                 Base::Named(n) => match self.sh.typedefs.get(n.as_str()) {
                     Some(t) if t.indirection == 0 => base = t.base.clone(),
                     _ => return None,
@@ -557,6 +810,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn set(&mut self, c: usize, v: Val) {
+        if let Some(px) = &mut self.prefix {
+            let k = px.iter;
+            px.writes
+                .entry(c)
+                .and_modify(|w| w.1 += 1)
+                .or_insert((k, 1));
+        }
         if let Cell::St(fs) = &self.heap[c] {
             // Struct assignment: copy the fields of the source struct.
             if let Val::P(src, 0) = v {
@@ -585,14 +845,38 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if (off as usize) < v.len() {
                     return Some(v[off as usize]);
                 }
-                if off >= if self.sample.is_some() { SAMPLE_ARRAY } else { SMALL_ARRAY } {
+                if off
+                    >= if self.exact() {
+                        SAMPLE_ARRAY
+                    } else {
+                        SMALL_ARRAY
+                    }
+                {
                     return None;
                 }
                 let bulk = *bulk;
-                let Cell::Ar(mut v, _) = std::mem::replace(&mut self.heap[c], Cell::Ar(Vec::new(), bulk)) else { return None };
-                let why: Rc<str> = Rc::from(if bulk { "bulk data (allocated memory)" } else { "array element never set" });
+                let Cell::Ar(mut v, _) =
+                    std::mem::replace(&mut self.heap[c], Cell::Ar(Vec::new(), bulk))
+                else {
+                    return None;
+                };
+                let fill = self.fill.get(&c).cloned().unwrap_or_else(|| {
+                    Val::unknown(if bulk {
+                        "bulk data (allocated memory)"
+                    } else {
+                        "array element never set"
+                    })
+                });
+                let ty = self.num_ty.get(&c).copied();
+                let sn = self.st_ty.get(&c).copied();
                 while v.len() <= off as usize {
-                    let n = self.alloc(Cell::V(Val::U(why.clone())));
+                    let n = self.alloc(Cell::V(fill.clone()));
+                    if let Some(int) = ty {
+                        self.num_ty.insert(n, int);
+                    }
+                    if let Some(sn) = sn {
+                        self.st_ty.insert(n, sn);
+                    }
                     v.push(n);
                 }
                 let r = v[off as usize];
@@ -626,6 +910,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             _ => {}
         }
         let fc = self.alloc(Cell::V(Val::unknown(format!("field {name} never set"))));
+        if let Some(sn) = self.st_ty.get(&c).copied() {
+            self.type_field(fc, sn, name);
+        }
         match &mut self.heap[c] {
             Cell::St(fs) => fs.push((name.to_string(), fc)),
             other => *other = Cell::St(vec![(name.to_string(), fc)]),
@@ -662,6 +949,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     cells.push(e);
                 }
                 self.heap[c] = Cell::Ar(cells, false);
+                // Elements after the list's are zero.
+                self.zero_fill(c, &elem_ty);
             } else if let Some(fields) = self.struct_fields(ty) {
                 for (k, it) in items.iter().enumerate() {
                     let Some(f) = fields.get(k) else { break };
@@ -686,7 +975,18 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// Runs main with argv = program name + the program's arguments.
     pub fn run(&mut self, sink: &mut dyn Sink) -> R<()> {
         let Some(main) = self.sh.funcs.get("main").copied() else {
-            return Err(Unresolved { file: self.sh.prog.model.files.first().cloned().unwrap_or_default(), line: 0, what: "no main function".into() });
+            return Err(Unresolved {
+                file: self
+                    .sh
+                    .prog
+                    .model
+                    .files
+                    .first()
+                    .cloned()
+                    .unwrap_or_default(),
+                line: 0,
+                what: "no main function".into(),
+            });
         };
         // Globals, then main's parameters.
         for (file, g) in self.sh.globals.clone() {
@@ -698,7 +998,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 Some(init) => self.init_cell(c, &g.ty, init)?,
                 None => {
                     if g.ty.indirection > 0 {
+                        // Static storage: an array of zeros (a pointer's indexing is null's).
                         self.maybe_array.insert(c);
+                        self.zero_fill(c, &g.ty.deref());
                     } else if !matches!(self.heap[c], Cell::St(_)) {
                         self.set(c, Val::I(0));
                     }
@@ -708,7 +1010,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let mut argv = vec![Rc::<str>::from("program")];
         argv.extend(self.sh.args.iter().map(|a| Rc::from(a.as_str())));
         let argc = argv.len() as i64;
-        let mut cells: Vec<usize> = argv.into_iter().map(|s| self.alloc(Cell::V(Val::S(s, 0)))).collect();
+        let mut cells: Vec<usize> = argv
+            .into_iter()
+            .map(|s| self.alloc(Cell::V(Val::S(s, 0))))
+            .collect();
         cells.push(self.alloc(Cell::V(Val::I(0))));
         let argv_cell = self.alloc(Cell::Ar(cells, false));
         let mut args = Vec::new();
@@ -757,11 +1062,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     fn call_user(&mut self, f: &'p Function, args: Vec<Val>, sink: &mut dyn Sink) -> R<Val> {
         if self.depth >= MAX_CALL_DEPTH {
-            return Err(self.err(format!("calls nest deeper than {MAX_CALL_DEPTH} levels (recursion in {})", f.name)));
+            return Err(self.err(format!(
+                "calls nest deeper than {MAX_CALL_DEPTH} levels (recursion in {})",
+                f.name
+            )));
         }
         let saved_file = self.file;
         let saved_line = self.line;
-        self.file = self.sh.files.get(&(f as *const Function)).copied().unwrap_or(saved_file);
+        self.file = self
+            .sh
+            .files
+            .get(&(f as *const Function))
+            .copied()
+            .unwrap_or(saved_file);
         self.depth += 1;
         let outer = std::mem::take(&mut self.scopes);
         self.saved_scopes.push(outer);
@@ -771,11 +1084,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             let c = self.alloc(Cell::V(Val::unknown("argument not passed")));
             if let Some(v) = args.get(k) {
                 // A struct passed by value: a copy.
-                if let (Val::P(src, 0), Cell::St(_)) = (v, &self.heap.get(match v {
-                    Val::P(s, _) => *s,
-                    _ => 0,
-                }).cloned().unwrap_or(Cell::V(Val::I(0))))
-                {
+                if let (Val::P(src, 0), Cell::St(_)) = (
+                    v,
+                    &self
+                        .heap
+                        .get(match v {
+                            Val::P(s, _) => *s,
+                            _ => 0,
+                        })
+                        .cloned()
+                        .unwrap_or(Cell::V(Val::I(0))),
+                ) {
                     if p.ty.indirection == 0 {
                         let copy = self.copy_cell(*src);
                         self.declare(&p.name, copy);
@@ -845,11 +1164,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             Stmt::Label(inner, _) => self.stmt(inner, sink),
             Stmt::Expr(e, _) => {
-                if let Some(b) = self.sh.block(self.file, sp.line_start, sp.col, BlockKind::Comm) {
+                if let Some(b) = self
+                    .sh
+                    .block(self.file, sp.line_start, sp.col, BlockKind::Comm)
+                {
                     self.charge(Some(b));
                     self.flush(sink)?;
                     if self.weight != 1.0 {
-                        return Err(self.err("communication under a branch that depends on data".to_string()));
+                        return Err(self
+                            .err("communication under a branch that depends on data".to_string()));
                     }
                 } else {
                     self.charge_kind(sp, BlockKind::Straight);
@@ -874,11 +1197,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         match &d.init {
                             Some(init) => self.init_cell(c, &d.ty, init)?,
                             // Zero-initialised, as every object of static storage.
-                            None if d.ty.indirection == 0 && self.struct_fields(&d.ty).is_none() => {
+                            None if d.ty.indirection == 0
+                                && self.struct_fields(&d.ty).is_none() =>
+                            {
                                 self.set(c, convert(Val::I(0), &d.ty));
                             }
                             None => {
                                 self.maybe_array.insert(c);
+                                self.zero_fill(c, &d.ty.deref());
                             }
                         }
                         self.declare(&d.name, c);
@@ -892,7 +1218,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         } else {
                             let v = self.eval_sink(init, sink)?;
                             let v = convert(v, &d.ty);
-                            self.set(c, v);
+                            self.store(c, v);
                         }
                     } else if d.ty.indirection > 0 {
                         // An array or a pointer (the IR does not say which): an array once it
@@ -924,7 +1250,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.charge_kind(sp, BlockKind::Straight);
                 Ok(Flow::Normal)
             }
-            Stmt::If { cond, then, otherwise, .. } => {
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
                 self.charge_kind(sp, BlockKind::Straight);
                 let c = self.eval_sink(cond, sink)?;
                 if self.sample.is_some() {
@@ -961,7 +1292,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 };
                 if v.num().is_none() {
                     let why = v.why();
-                    return self.unknown_arms(&cases, sp.line_start, &why, sink).map(|_| Flow::Normal);
+                    return self
+                        .unknown_arms(&cases, sp.line_start, &why, sink)
+                        .map(|_| Flow::Normal);
                 }
                 let x = v.num().unwrap_or(0.0);
                 let mut start = None;
@@ -975,9 +1308,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     }
                 }
                 if start.is_none() {
-                    start = cases.iter().position(|c| matches!(c, Stmt::Case { value: None, .. }));
+                    start = cases
+                        .iter()
+                        .position(|c| matches!(c, Stmt::Case { value: None, .. }));
                 }
-                let Some(start) = start else { return Ok(Flow::Normal) };
+                let Some(start) = start else {
+                    return Ok(Flow::Normal);
+                };
                 for c in &cases[start..] {
                     let bsp = c.span();
                     self.charge_kind(bsp, BlockKind::Branch);
@@ -1000,7 +1337,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// A sample run saw the arm `s` taken or not.
     fn observe(&mut self, s: &Stmt, taken: bool) {
-        let Some(b) = self.sh.block(self.file, s.span().line_start, s.span().col, BlockKind::Branch) else { return };
+        let Some(b) = self.sh.block(
+            self.file,
+            s.span().line_start,
+            s.span().col,
+            BlockKind::Branch,
+        ) else {
+            return;
+        };
         if let Some(sm) = self.sample.as_mut().filter(|sm| sm.arms.contains(&b)) {
             let e = sm.seen.entry(b).or_insert((0, 0));
             e.0 += taken as u64;
@@ -1027,7 +1371,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// prediction; it is the static counterpart of a traced run's iteration sampling.
     fn sample_branches(&mut self, s: &'p Stmt, lb: usize) {
         let left = SAMPLE_TOTAL_S - self.sh.sample_spent.get();
-        if self.sample.is_some() || self.weight != 1.0 || left <= 0.0 || self.sh.sampled.borrow().contains(&lb) {
+        if self.exact()
+            || self.weight != 1.0
+            || left <= 0.0
+            || self.sh.sampled.borrow().contains(&lb)
+        {
             return;
         }
         let arms = self.sh.prog.data_branches_under(lb);
@@ -1037,24 +1385,42 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.sh.sampled.borrow_mut().insert(lb);
         let mut copy = self.clone();
         let now = Instant::now();
-        let until = (now + std::time::Duration::from_secs_f64(SAMPLE_S.min(left))).min(self.sh.deadline);
-        copy.sample = Some(Box::new(Sample { until_step: self.steps + SAMPLE_STEPS, until, seen: HashMap::new(), arms: arms.clone(), enough: false, unknown: 0 }));
+        let until =
+            (now + std::time::Duration::from_secs_f64(SAMPLE_S.min(left))).min(self.sh.deadline);
+        copy.sample = Some(Box::new(Sample {
+            until_step: self.steps + SAMPLE_STEPS,
+            until,
+            seen: HashMap::new(),
+            arms: arms.clone(),
+            enough: false,
+            unknown: 0,
+        }));
         copy.pending.clear();
         copy.weight = 1.0;
         let r = copy.iterate(s, Some(lb), false, &mut NullSink);
         // Budget spent, a value not known, the end of the loop: what was seen counts.
         let _ = r;
-        self.sh.sample_spent.set(self.sh.sample_spent.get() + now.elapsed().as_secs_f64());
+        self.sh
+            .sample_spent
+            .set(self.sh.sample_spent.get() + now.elapsed().as_secs_f64());
         let Some(sm) = copy.sample.take() else { return };
         let from = format!("{}:{} (rank {})", self.file, s.span().line_start, self.rank);
         let mut rates = self.sh.rates.borrow_mut();
         for (b, (taken, seen)) in sm.seen {
             if arms.contains(&b) && seen >= SAMPLE_MIN {
-                rates.entry(b).or_insert(SampledRate { rate: taken as f64 / seen as f64, seen, from: from.clone() });
+                rates.entry(b).or_insert(SampledRate {
+                    rate: taken as f64 / seen as f64,
+                    seen,
+                    from: from.clone(),
+                });
             }
         }
         if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
-            eprintln!("eval: sample of the loop at {from}: {} steps, {:.3} s", copy.steps - self.steps, now.elapsed().as_secs_f64());
+            eprintln!(
+                "eval: sample of the loop at {from}: {} steps, {:.3} s",
+                copy.steps - self.steps,
+                now.elapsed().as_secs_f64()
+            );
         }
     }
 
@@ -1066,19 +1432,43 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// Arms of a branch whose condition depends on data: each interpreted with the assumed
     /// probability as weight; what they write is unknown afterwards.
-    fn unknown_arms(&mut self, arms: &[&'p Stmt], line: u32, why: &str, sink: &mut dyn Sink) -> R<()> {
+    fn unknown_arms(
+        &mut self,
+        arms: &[&'p Stmt],
+        line: u32,
+        why: &str,
+        sink: &mut dyn Sink,
+    ) -> R<()> {
         for a in arms {
-            if let Some(b) = self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch) {
+            if let Some(b) = self.sh.block(
+                self.file,
+                a.span().line_start,
+                a.span().col,
+                BlockKind::Branch,
+            ) {
                 if self.sh.prog.has_comm(b) {
-                    return Err(self.err(format!("branch around communication depends on data ({why})")));
+                    return Err(self.err(format!(
+                        "branch around communication depends on data ({why})"
+                    )));
                 }
             }
+        }
+        // A prefix run is exact or nothing.
+        if self.prefix.is_some() {
+            return Err(self.err(format!("{PREFIX_FAIL}: a branch depends on data ({why})")));
         }
         // A sample run that meets its arms on unknown data (bulk data from before the loop)
         // cannot measure them: it ends after SAMPLE_MIN such meetings.
         if let Some(sm) = &mut self.sample {
             let hit = arms.iter().any(|a| {
-                self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch).is_some_and(|b| sm.arms.contains(&b))
+                self.sh
+                    .block(
+                        self.file,
+                        a.span().line_start,
+                        a.span().col,
+                        BlockKind::Branch,
+                    )
+                    .is_some_and(|b| sm.arms.contains(&b))
             });
             if hit {
                 sm.unknown += 1;
@@ -1089,7 +1479,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         let w = self.weight;
         for a in arms {
-            let b = self.sh.block(self.file, a.span().line_start, a.span().col, BlockKind::Branch);
+            let b = self.sh.block(
+                self.file,
+                a.span().line_start,
+                a.span().col,
+                BlockKind::Branch,
+            );
             let p = self.arm_rate(b);
             let msg = self.rate_note(b, &format!("{}:{}", self.file, a.span().line_start));
             if !self.assumed.contains(&msg) {
@@ -1110,9 +1505,36 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 Err(e) if e.what.starts_with('\u{0}') => {}
                 Err(e) => return Err(e),
             }
-            self.poison(&written, &format!("set under the branch at {}:{line}, which depends on data", self.file));
+            let why = format!(
+                "set under the branch at {}:{line}, which depends on data",
+                self.file
+            );
+            self.poison(&written, &why);
+            self.poison_stores(a, &why);
         }
         Ok(())
+    }
+
+    /// What a statement stores through indexes, pointers and fields becomes unknown (whole
+    /// arrays; fields of structs reached without side effects).
+    fn poison_stores(&mut self, s: &Stmt, why: &str) {
+        self.poison_arrays(s, why);
+        let mut roots = Vec::new();
+        lvalues(s, &mut roots);
+        for e in roots {
+            if let CExpr::Field { base, .. } = e {
+                if matches!(&**base, CExpr::Ident(_) | CExpr::Field { .. }) {
+                    if let Ok(Some(c)) = self.place(e, &mut NullSink) {
+                        if matches!(self.heap[c], Cell::V(_)) {
+                            self.heap[c] = Cell::V(Val::unknown(format!(
+                                "{}: {why}",
+                                crate::frontend::analyze::cexpr_text(e)
+                            )));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The report's line for a data-dependent arm at `at`: its sampled rate or the assumption.
@@ -1142,11 +1564,16 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     fn loop_stmt(&mut self, s: &'p Stmt, sink: &mut dyn Sink) -> R<Flow> {
         let sp = s.span();
-        let lb = self.sh.block(self.file, sp.line_start, sp.col, BlockKind::Loop);
+        let lb = self
+            .sh
+            .block(self.file, sp.line_start, sp.col, BlockKind::Loop);
         let has_comm = lb.map(|b| self.sh.prog.has_comm(b)).unwrap_or(true);
         self.scopes.push(HashMap::new());
         let r = (|| {
-            if let Stmt::For { init: Some(init), .. } = s {
+            if let Stmt::For {
+                init: Some(init), ..
+            } = s
+            {
                 self.charge_kind(init.span(), BlockKind::Straight);
                 match &**init {
                     Stmt::Expr(e, _) => {
@@ -1160,7 +1587,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             if !has_comm {
                 if let Some(b) = lb {
                     self.sample_branches(s, b);
-                    if self.sample.is_none() && self.by_formula(b, s)? {
+                    if let Some(f) = self.prefix_run(s, b)? {
+                        return Ok(f);
+                    }
+                    if !self.exact() && self.by_formula(b, s)? {
                         return Ok(Flow::Normal);
                     }
                 }
@@ -1174,8 +1604,49 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// Charges a loop without communication from the front end's formula when it resolves
     /// with the interpreter's values and is long; its written scalars become unknown.
     fn by_formula(&mut self, b: usize, s: &'p Stmt) -> R<bool> {
+        let Some((out, arms, total)) = self.formula_charges(b) else {
+            return Ok(false);
+        };
+        if total <= INTERPRET_BELOW || self.writes_small_state(s) {
+            return Ok(false);
+        }
+        self.note_arms(arms);
+        if self.weight != 0.0 {
+            self.pending.extend(out);
+        }
+        self.want_prefix(Some(b), s);
+        let written = written_idents(s);
+        let why = format!(
+            "computed by the loop at {}:{}",
+            self.file,
+            s.span().line_start
+        );
+        self.poison(&written, &why);
+        self.poison_arrays(s, &why);
+        self.rng_skipped(s);
+        Ok(true)
+    }
+
+    /// Data-dependent arms charged at their sampled or assumed rate go into the report.
+    fn note_arms(&mut self, arms: Vec<usize>) {
+        for arm in arms {
+            self.arm_rate(Some(arm));
+            let b = &self.sh.prog.model.blocks[arm];
+            let note = self.rate_note(Some(arm), &format!("{}:{}", b.file, b.line_start));
+            if !self.assumed.contains(&note) {
+                self.assumed.push(note);
+            }
+        }
+    }
+
+    /// A loop's block executions from the front end's formula with the interpreter's values
+    /// (weighted), the data-dependent arms it charges and the total; None when it does not
+    /// resolve.
+    fn formula_charges(&mut self, b: usize) -> Option<(Vec<(usize, f64)>, Vec<usize>, f64)> {
         let prog = self.sh.prog;
-        let Ok(execs) = prog.contrib_execs_pub(b) else { return Ok(false) };
+        let Ok(execs) = prog.contrib_execs_pub(b) else {
+            return None;
+        };
         let mut env = HashMap::new();
         for v in prog.vars_of(b) {
             // A program variable in scope means itself (gemm's matrix `size`); the analysis's
@@ -1189,9 +1660,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 "size" => Some(self.size as f64),
                 ASSUMED_P => Some(self.assumed_p),
                 other => {
-                    if let Some(k) = other.strip_prefix("cart_dims").and_then(|k| k.parse::<usize>().ok()) {
+                    if let Some(k) = other
+                        .strip_prefix("cart_dims")
+                        .and_then(|k| k.parse::<usize>().ok())
+                    {
                         self.cart_dims.get(k).map(|d| *d as f64)
-                    } else if let Some(k) = other.strip_prefix("cart_coord").and_then(|k| k.parse::<usize>().ok()) {
+                    } else if let Some(k) = other
+                        .strip_prefix("cart_coord")
+                        .and_then(|k| k.parse::<usize>().ok())
+                    {
                         let c = cart_coords(self.rank as i64, &self.cart_dims);
                         c.get(k).map(|d| *d as f64)
                     } else if let Some(d) = self.sh.defines.get(other) {
@@ -1210,7 +1687,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let mut arms = Vec::new();
         for e in execs.iter().map(|(_, e)| e) {
             for v in e.vars() {
-                if let Some(arm) = v.strip_prefix(ASSUMED_P).and_then(|r| r.strip_prefix('@')).and_then(|r| r.parse::<usize>().ok()) {
+                if let Some(arm) = v
+                    .strip_prefix(ASSUMED_P)
+                    .and_then(|r| r.strip_prefix('@'))
+                    .and_then(|r| r.parse::<usize>().ok())
+                {
                     if !env.contains_key(&v) {
                         let rate = self.sh.rates.borrow().get(&arm).map(|r| r.rate);
                         env.insert(v, rate.unwrap_or(self.assumed_p));
@@ -1222,68 +1703,418 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let mut out = Vec::new();
         let mut total = 0.0;
         for (j, e) in execs.iter() {
-            let Ok(n) = e.eval_map(&env) else { return Ok(false) };
+            let Ok(n) = e.eval_map(&env) else { return None };
             if n != 0.0 {
                 total += n;
                 out.push((*j, n * self.weight));
             }
         }
-        if total <= INTERPRET_BELOW || self.writes_small_state(s) {
-            return Ok(false);
+        Some((out, arms, total))
+    }
+
+    /// A loop that stored into arrays was charged without running all its iterations: should
+    /// the evaluation fail for want of what it stored, the next one runs a prefix of it.
+    fn want_prefix(&mut self, lb: Option<usize>, s: &Stmt) {
+        let mut roots = Vec::new();
+        lvalues(s, &mut roots);
+        if let (Some(b), false) = (lb, roots.is_empty()) {
+            self.sh.prefix_wanted.borrow_mut().insert(b);
         }
-        for arm in arms {
-            self.arm_rate(Some(arm));
-            let b = &self.sh.prog.model.blocks[arm];
-            let note = self.rate_note(Some(arm), &format!("{}:{}", b.file, b.line_start));
-            if !self.assumed.contains(&note) {
-                self.assumed.push(note);
+    }
+
+    /// The arrays (cells) a loop stores into through an index or a pointer, with the text of
+    /// the array expression; only array expressions without side effects are evaluated.
+    fn store_targets(&mut self, s: &Stmt) -> Vec<(usize, String)> {
+        let mut roots = Vec::new();
+        lvalues(s, &mut roots);
+        let mut out: Vec<(usize, String)> = Vec::new();
+        for e in roots {
+            if let Some((t, name)) = self.store_target(e) {
+                if !out.iter().any(|(c, _)| *c == t) {
+                    out.push((t, name));
+                }
             }
         }
-        if self.weight != 0.0 {
-            self.pending.extend(out);
+        out
+    }
+
+    /// The array (cell) a store through an index or a pointer goes into: the outermost array
+    /// of `a[i][j]`, the pointer's target of `*p` and `*(p + i)`.
+    fn store_target(&mut self, e: &CExpr) -> Option<(usize, String)> {
+        fn pure(e: &CExpr) -> bool {
+            match e {
+                CExpr::Ident(_) | CExpr::Int(_) => true,
+                CExpr::Field { base, .. } => pure(base),
+                CExpr::Index { array, index } => pure(array) && pure(index),
+                CExpr::Cast { value, .. } | CExpr::Deref(value) => pure(value),
+                CExpr::Binary { left, right, .. } => pure(left) && pure(right),
+                _ => false,
+            }
         }
-        let written = written_idents(s);
-        let why = format!("computed by the loop at {}:{}", self.file, s.span().line_start);
-        self.poison(&written, &why);
-        self.poison_arrays(s, &why);
+        let mut e: &CExpr = e;
+        while let CExpr::Cast { value, .. } = e {
+            e = value;
+        }
+        let mut arr = match e {
+            CExpr::Index { array, .. } => &**array,
+            CExpr::Deref(inner) => match &**inner {
+                CExpr::Binary { left, .. } => &**left,
+                other => other,
+            },
+            _ => return None,
+        };
+        while let CExpr::Index { array, .. } = arr {
+            arr = array;
+        }
+        if !pure(arr) {
+            return None;
+        }
+        let target = match self.eval(arr) {
+            Ok(Val::P(c, _)) => Some(c),
+            _ => match arr {
+                CExpr::Ident(_) | CExpr::Field { .. } => {
+                    self.place(arr, &mut NullSink).ok().flatten()
+                }
+                _ => None,
+            },
+        };
+        target
+            .filter(|t| matches!(self.heap[*t], Cell::Ar(..)))
+            .map(|t| (t, crate::frontend::analyze::cexpr_text(arr)))
+    }
+
+    /// Array cell `c` may be stored into: it is no longer wholly unknown.
+    fn touched(&mut self, c: usize) {
+        if !self.poisoned.is_empty() {
+            self.poisoned.remove(&c);
+        }
+    }
+
+    /// Every element of array cell `t` (and of arrays in it) becomes unknown, also those not
+    /// yet read.
+    fn poison_cells(&mut self, t: usize, why: &Rc<str>) {
+        let Cell::Ar(els, _) = &self.heap[t] else {
+            return;
+        };
+        for e in els.clone() {
+            match &self.heap[e] {
+                Cell::V(_) => self.heap[e] = Cell::V(Val::U(why.clone())),
+                Cell::Ar(..) => self.poison_cells(e, why),
+                _ => {}
+            }
+        }
+        self.fill.insert(t, Val::U(why.clone()));
+    }
+
+    /// A store whose place is not known (an index computed from data): the array it goes
+    /// into is unknown from now on, or the prefix run that met it fails.
+    fn lost_store(&mut self, left: &CExpr) -> R<()> {
+        let what = crate::frontend::analyze::cexpr_text(left);
+        if self.prefix.is_some() {
+            return Err(self.err(format!("{PREFIX_FAIL}: {what} is not known")));
+        }
+        if let Some((t, _)) = self.store_target(left) {
+            if self.poisoned.insert(t) {
+                let why: Rc<str> = Rc::from(
+                    format!(
+                        "stored into by `{what}` at {}:{} (a place known only at run time)",
+                        self.file, self.line
+                    )
+                    .as_str(),
+                );
+                self.poison_cells(t, &why);
+            }
+        }
+        Ok(())
+    }
+
+    /// The element values of array cell `t` (non-scalar elements as unknown).
+    fn array_vals(&self, t: usize) -> Vec<Val> {
+        match &self.heap[t] {
+            Cell::Ar(els, _) => els.iter().map(|&e| cell_val(&self.heap[e])).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// In a prefix run, at the end of iteration `k` of its loop: stop at the cap or, past
+    /// PREFIX_MIN iterations, at the soft budget.
+    fn prefix_step(&mut self, k: u64) -> bool {
+        let steps = self.steps;
+        let px = self.prefix.as_mut().unwrap();
+        px.iter = k;
+        if k >= px.cap
+            || (k >= PREFIX_MIN && (steps >= px.soft_step || Instant::now() > px.soft_until))
+        {
+            px.stopped = Some(k);
+            return true;
+        }
+        false
+    }
+
+    /// A loop without communication that an earlier evaluation needed the stores of: a copy
+    /// of the interpreter runs its first iterations exactly. Run to its end, the loop's state
+    /// is exact; stopped after k of n iterations, arrays it accumulates into (cells met again
+    /// and again) get their sums scaled by n/k (an estimate, noted), arrays it fills keep the
+    /// elements stored and the rest become unknown, everything else it changed is unknown.
+    fn prefix_run(&mut self, s: &'p Stmt, lb: usize) -> R<Option<Flow>> {
+        if self.exact()
+            || self.weight != 1.0
+            || !self.sh.prefix_loops.contains(&lb)
+            || self.sh.prefix_failed.borrow().contains(&lb)
+        {
+            return Ok(None);
+        }
+        let left = PREFIX_TOTAL_S - self.prefix_spent;
+        let shape = match s {
+            Stmt::For {
+                init, cond, update, ..
+            } => loop_shape(init.as_deref(), cond.as_ref(), update.as_ref()),
+            _ => None,
+        };
+        let Some(n) = self.remaining(shape.as_ref()) else {
+            return Ok(None);
+        };
+        if left <= 0.0 || n == 0 {
+            return Ok(None);
+        }
+        let targets = self.store_targets(s);
+        if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+            eprintln!(
+                "eval: prefix targets at {}:{} (rank {}): {:?}",
+                self.file,
+                s.span().line_start,
+                self.rank,
+                targets.iter().map(|t| &t.1).collect::<Vec<_>>()
+            );
+        }
+        let now = Instant::now();
+        let soft = PREFIX_S.min(left);
+        let mut copy = self.clone();
+        copy.prefix = Some(Box::new(Prefix {
+            stmt: s as *const Stmt as usize,
+            depth: self.depth,
+            cap: PREFIX_CAP,
+            stopped: None,
+            iter: 0,
+            writes: HashMap::new(),
+            soft_step: self.steps + PREFIX_STEPS,
+            soft_until: now + std::time::Duration::from_secs_f64(soft),
+            until_step: self.steps + 2 * PREFIX_STEPS,
+            until: (now + std::time::Duration::from_secs_f64(2.0 * soft)).min(self.sh.deadline),
+        }));
+        copy.pending.clear();
+        let r = copy.iterate(s, Some(lb), false, &mut NullSink);
+        self.prefix_spent += now.elapsed().as_secs_f64();
+        let line = s.span().line_start;
+        let px = copy.prefix.take().expect("prefix state");
+        if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+            let how = match (&r, px.stopped) {
+                (Err(e), _) => format!(
+                    "failed ({}:{}: {})",
+                    e.file,
+                    e.line,
+                    e.what.trim_start_matches('\u{1}')
+                ),
+                (Ok(_), None) => "ran to its end".to_string(),
+                (Ok(_), Some(k)) => format!("stopped after {k} of {n} iterations"),
+            };
+            eprintln!(
+                "eval: prefix run of the loop at {}:{line} (rank {}): {how}, {} steps, {:.3} s",
+                self.file,
+                self.rank,
+                copy.steps - self.steps,
+                now.elapsed().as_secs_f64()
+            );
+        }
+        let flow = match r {
+            Ok(f) => f,
+            Err(e) if e.what.starts_with('\u{0}') => return Err(e),
+            Err(_) => {
+                self.sh.prefix_failed.borrow_mut().insert(lb);
+                return Ok(None);
+            }
+        };
+        let Some(k) = px.stopped else {
+            // The loop ran to its end: the copy's state (and its charges) are the loop's.
+            let mut pending = std::mem::take(&mut self.pending);
+            pending.append(&mut copy.pending);
+            copy.pending = pending;
+            *self = copy;
+            return Ok(Some(flow));
+        };
+        // Charges: the formula, else the prefix's scaled.
+        match self.formula_charges(lb) {
+            Some((out, arms, _)) => {
+                self.note_arms(arms);
+                self.pending.extend(out);
+            }
+            None => {
+                let mut it = std::mem::take(&mut copy.pending);
+                it.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                let scale = n as f64 / k as f64;
+                self.pending
+                    .extend(merge(it).into_iter().map(|(b, x)| (b, x * scale)));
+            }
+        }
+        let here = format!("{}:{line}", self.file);
+        let var_start = shape
+            .as_ref()
+            .and_then(|sh| self.lookup(&sh.var))
+            .and_then(|c| self.get(c).int().map(|v| (c, v)));
+        // Whatever else the prefix changed is unknown (before the arrays are merged: that
+        // allocates cells).
+        let mut handled: HashSet<usize> = HashSet::new();
+        for (t, _) in &targets {
+            handled.insert(*t);
+            if let Cell::Ar(els, _) = &copy.heap[*t] {
+                handled.extend(els.iter().copied());
+            }
+        }
+        let why: Rc<str> = Rc::from(
+            format!("changed by the loop at {here}, run for {k} of {n} iterations").as_str(),
+        );
+        for c in 0..self.heap.len().min(copy.heap.len()) {
+            if handled.contains(&c) {
+                continue;
+            }
+            if let (Cell::V(a), Cell::V(b)) = (&self.heap[c], &copy.heap[c]) {
+                if a != b && !(a.is_unknown() && b.is_unknown()) {
+                    self.heap[c] = Cell::V(Val::U(why.clone()));
+                }
+            }
+        }
+        for (t, name) in targets.iter() {
+            self.touched(*t);
+            let (Cell::Ar(_, bulk), Cell::Ar(old_els, _)) = (&copy.heap[*t], &self.heap[*t]) else {
+                if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+                    eprintln!(
+                        "eval: prefix of {here}: `{name}` is not an array here ({:?} / {:?})",
+                        std::mem::discriminant(&copy.heap[*t]),
+                        std::mem::discriminant(&self.heap[*t])
+                    );
+                }
+                continue;
+            };
+            let (bulk, old_els) = (*bulk, old_els.clone());
+            let cur = copy.array_vals(*t);
+            let never = self
+                .fill
+                .get(t)
+                .cloned()
+                .unwrap_or_else(|| Val::unknown("never set"));
+            let old: Vec<Val> = (0..cur.len())
+                .map(|i| {
+                    old_els
+                        .get(i)
+                        .map(|&e| cell_val(&self.heap[e]))
+                        .unwrap_or_else(|| never.clone())
+                })
+                .collect();
+            let changed: Vec<bool> = (0..cur.len())
+                .map(|i| cur[i] != old[i] && !(cur[i].is_unknown() && old[i].is_unknown()))
+                .collect();
+            // Accumulation: of the stores into the array, few went to cells first stored in
+            // the second half of the prefix (a histogram meets its cells again and again; a
+            // loop filling an array meets new ones), and every change is numeric.
+            let new_els = match &copy.heap[*t] {
+                Cell::Ar(els, _) => els.clone(),
+                _ => Vec::new(),
+            };
+            let (mut ch2, mut new2) = (0u64, 0u64);
+            for i in (0..cur.len()).filter(|&i| changed[i]) {
+                match px.writes.get(&new_els[i]) {
+                    Some(&(first, stores)) => {
+                        ch2 += stores;
+                        if first * 2 >= k {
+                            new2 += stores;
+                        }
+                    }
+                    None => {
+                        ch2 += 1;
+                        new2 += 1;
+                    }
+                }
+            }
+            let accumulates = ch2 > 0
+                && new2 * 10 <= ch2
+                && (0..cur.len())
+                    .filter(|&i| changed[i])
+                    .all(|i| cur[i].num().is_some() && old[i].num().is_some());
+            if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+                let nch = changed.iter().filter(|c| **c).count();
+                eprintln!("eval: prefix of {here} (rank {}): `{name}` {} elements, {nch} changed ({ch2} stores, {new2} into cells first stored in the second half), {}", self.rank, cur.len(), if accumulates { "sums scaled" } else { "stores kept" });
+            }
+            if accumulates {
+                let scale = n as f64 / k as f64;
+                let mut els = old_els.clone();
+                for i in 0..cur.len() {
+                    let v = match (&old[i], &cur[i]) {
+                        _ if !changed[i] => old[i].clone(),
+                        (Val::I(a), Val::I(b)) => {
+                            Val::I(a + ((b - a) as f64 * scale).round() as i64)
+                        }
+                        (a, b) => {
+                            let (a, b) = (a.num().unwrap_or(0.0), b.num().unwrap_or(0.0));
+                            Val::F(a + (b - a) * scale)
+                        }
+                    };
+                    match old_els.get(i) {
+                        Some(&e) => {
+                            if changed[i] {
+                                self.heap[e] = Cell::V(v);
+                            }
+                        }
+                        None => els.push(self.alloc(Cell::V(v))),
+                    }
+                }
+                self.heap[*t] = Cell::Ar(els, bulk);
+                let note = format!(
+                    "`{name}`: sums over the first {k} of {n} iterations of the loop at {here}, scaled to all {n} (an estimate from the program's own data)"
+                );
+                if !self.assumed.contains(&note) {
+                    self.assumed.push(note);
+                }
+                continue;
+            }
+            let why: Rc<str> = Rc::from(
+                format!("{name}: stored by the loop at {here} after the {k} iterations run")
+                    .as_str(),
+            );
+            let mut els = Vec::with_capacity(cur.len());
+            for i in 0..cur.len() {
+                let v = if changed[i] {
+                    cur[i].clone()
+                } else {
+                    Val::U(why.clone())
+                };
+                match old_els.get(i) {
+                    Some(&e) => {
+                        if matches!(self.heap[e], Cell::V(_)) {
+                            self.heap[e] = Cell::V(v);
+                        }
+                        els.push(e);
+                    }
+                    None => els.push(self.alloc(Cell::V(v))),
+                }
+            }
+            self.heap[*t] = Cell::Ar(els, bulk);
+        }
+        // The loop variable ends at its bound.
+        if let (Some((c, v)), Some(Step::Add(st))) = (var_start, shape.as_ref().map(|sh| &sh.step))
+        {
+            self.heap[c] = Cell::V(Val::I(v + st * n as i64));
+        }
         self.rng_skipped(s);
-        Ok(true)
+        Ok(Some(Flow::Normal))
     }
 
     /// Every element of the arrays the statement stores into (through an index or a pointer)
     /// becomes unknown: a loop charged by formula never ran, so what it stored is not known
     /// (and values stored there before are stale).
     fn poison_arrays(&mut self, s: &Stmt, why: &str) {
-        let mut roots = Vec::new();
-        lvalues(s, &mut roots);
-        let mut seen = HashSet::new();
-        for e in roots {
-            let mut e: &CExpr = e;
-            let name = loop {
-                match e {
-                    CExpr::Index { array, .. } => e = array,
-                    CExpr::Cast { value, .. } | CExpr::Deref(value) => e = value,
-                    CExpr::Binary { left, .. } => e = left,
-                    CExpr::Ident(n) => break Some(n),
-                    _ => break None,
-                }
-            };
-            let Some(c) = name.and_then(|n| self.lookup(n)) else { continue };
-            let target = match &self.heap[c] {
-                Cell::V(Val::P(t, _)) => *t,
-                Cell::Ar(..) => c,
-                _ => continue,
-            };
-            if !seen.insert(target) {
-                continue;
-            }
-            if let Cell::Ar(els, _) = &self.heap[target] {
-                for el in els.clone() {
-                    if matches!(self.heap[el], Cell::V(_)) {
-                        self.heap[el] = Cell::V(Val::unknown(why));
-                    }
-                }
-            }
+        let why: Rc<str> = Rc::from(why);
+        for (t, _) in self.store_targets(s) {
+            self.poison_cells(t, &why);
         }
     }
 
@@ -1300,7 +2131,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     CExpr::Cast { value, .. } => e = value,
                     CExpr::Field { .. } => return true,
                     CExpr::Ident(n) => {
-                        let Some(c) = self.lookup(n) else { return false };
+                        let Some(c) = self.lookup(n) else {
+                            return false;
+                        };
                         let target = match &self.heap[c] {
                             Cell::V(Val::P(t, _)) => *t,
                             Cell::V(Val::U(_)) => return self.maybe_array.contains(&c),
@@ -1314,15 +2147,25 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         })
     }
 
-    fn iterate(&mut self, s: &'p Stmt, lb: Option<usize>, has_comm: bool, sink: &mut dyn Sink) -> R<Flow> {
+    fn iterate(
+        &mut self,
+        s: &'p Stmt,
+        lb: Option<usize>,
+        has_comm: bool,
+        sink: &mut dyn Sink,
+    ) -> R<Flow> {
         let (cond, update, body, do_while) = match s {
-            Stmt::For { cond, update, body, .. } => (cond.as_ref(), update.as_ref(), &**body, false),
+            Stmt::For {
+                cond, update, body, ..
+            } => (cond.as_ref(), update.as_ref(), &**body, false),
             Stmt::While { cond, body, .. } => (Some(cond), None, &**body, false),
             Stmt::DoWhile { body, cond, .. } => (Some(cond), None, &**body, true),
             _ => return Ok(Flow::Normal),
         };
         let shape = match s {
-            Stmt::For { init, cond, update, .. } => loop_shape(init.as_deref(), cond.as_ref(), update.as_ref()),
+            Stmt::For {
+                init, cond, update, ..
+            } => loop_shape(init.as_deref(), cond.as_ref(), update.as_ref()),
             _ => None,
         };
         let line = s.span().line_start;
@@ -1353,7 +2196,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if let Some(rest) = self.remaining(shape.as_ref()) {
                     if rest >= 3 {
                         folded_once = true;
-                        if let Some(f) = self.try_fold(body, lb, update, shape.as_ref(), rest, &written, sink)? {
+                        if let Some(f) =
+                            self.try_fold(body, lb, update, shape.as_ref(), rest, &written, sink)?
+                        {
                             return Ok(f);
                         }
                         // Not alike: the two iterations ran for real (recorded and replayed).
@@ -1363,7 +2208,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
             let start = self.pending.len();
-            let before: Vec<(String, Val)> = if has_comm { Vec::new() } else { self.snapshot(&written) };
+            let before: Vec<(String, Val)> = if has_comm {
+                Vec::new()
+            } else {
+                self.snapshot(&written)
+            };
             self.charge(lb);
             let f = self.stmt(body, sink)?;
             match f {
@@ -1386,15 +2235,30 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     history.pop_front();
                     snaps.pop_front();
                 }
-                if k >= 48 && k % 16 == 0 && self.sample.is_none() {
+                if self.prefix.as_ref().is_some_and(|px| {
+                    px.stmt == s as *const Stmt as usize && px.depth == self.depth
+                }) && self.prefix_step(k)
+                {
+                    break;
+                }
+                if k >= 48 && k % 16 == 0 && !self.exact() {
                     // A loop that stores into small arrays or structs runs to its end when
                     // that is short (its stores stay exact); extrapolated, they are unknown.
                     let writes = self.writes_small_state(body);
-                    let rest = self.remaining(shape.as_ref()).filter(|r| !writes || *r > EXACT_BELOW);
+                    let rest = self
+                        .remaining(shape.as_ref())
+                        .filter(|r| !writes || *r > EXACT_BELOW);
                     if let Some(rest) = rest {
                         if self.extrapolate(&history, rest) {
+                            self.want_prefix(lb, body);
                             if writes {
-                                self.poison_arrays(body, &format!("stored by the loop at {}:{line}, extrapolated", self.file));
+                                self.poison_arrays(
+                                    body,
+                                    &format!(
+                                        "stored by the loop at {}:{line}, extrapolated",
+                                        self.file
+                                    ),
+                                );
                             }
                             self.rng_skipped(body);
                             let sh = shape.as_ref().unwrap();
@@ -1436,14 +2300,25 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn snapshot(&self, names: &HashSet<String>) -> Vec<(String, Val)> {
-        let mut v: Vec<(String, Val)> = names.iter().filter_map(|n| self.lookup(n).map(|c| (n.clone(), self.get(c)))).collect();
+        let mut v: Vec<(String, Val)> = names
+            .iter()
+            .filter_map(|n| self.lookup(n).map(|c| (n.clone(), self.get(c))))
+            .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
 
     /// After `rest` more iterations charged analytically: the loop variable at its final value,
     /// scalars that grew by the same step in the last iteration continue, the rest unknown.
-    fn advance(&mut self, _names: &HashSet<String>, prev: &[(String, Val)], now: &[(String, Val)], rest: u64, var: &str, line: u32) {
+    fn advance(
+        &mut self,
+        _names: &HashSet<String>,
+        prev: &[(String, Val)],
+        now: &[(String, Val)],
+        rest: u64,
+        var: &str,
+        line: u32,
+    ) {
         for (n, v) in now {
             let Some(c) = self.lookup(n) else { continue };
             let p = prev.iter().find(|(m, _)| m == n).map(|(_, v)| v.clone());
@@ -1467,7 +2342,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             if let Some(x) = self.get(c).int() {
                 // Stepping was linear; the prev/now snapshots do not hold the variable when the
                 // body does not write it, so step it here from the shape's remaining count.
-                let step = prev.iter().chain(now).find(|(m, _)| m == var).map(|_| 0).unwrap_or(0);
+                let step = prev
+                    .iter()
+                    .chain(now)
+                    .find(|(m, _)| m == var)
+                    .map(|_| 0)
+                    .unwrap_or(0);
                 let _ = step;
                 let _ = x;
             }
@@ -1490,7 +2370,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             m
         };
         let (w1, w2, w3) = (window(0), window(1), window(2));
-        let keys: std::collections::BTreeSet<usize> = w1.keys().chain(w2.keys()).chain(w3.keys()).copied().collect();
+        let keys: std::collections::BTreeSet<usize> = w1
+            .keys()
+            .chain(w2.keys())
+            .chain(w3.keys())
+            .copied()
+            .collect();
         let g = |m: &BTreeMap<usize, f64>, k: &usize| m.get(k).copied().unwrap_or(0.0);
         let linear = keys.iter().all(|k| {
             let (a, b, c) = (g(&w1, k), g(&w2, k), g(&w3, k));
@@ -1596,7 +2481,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let i = self.eval_sink(index, sink)?.int();
                 let base = self.array_base(array, sink)?;
                 match (base, i) {
-                    (Some((c, off)), Some(i)) => self.elem(c, off + i),
+                    (Some((c, off)), Some(i)) => {
+                        self.touched(c);
+                        self.elem(c, off + i)
+                    }
                     _ => None,
                 }
             }
@@ -1615,12 +2503,26 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
             CExpr::Deref(inner) => match self.eval_sink(inner, sink)? {
-                Val::P(c, off) => self.elem(c, off),
+                Val::P(c, off) => {
+                    self.touched(c);
+                    self.elem(c, off)
+                }
                 _ => None,
             },
             CExpr::Cast { value, .. } => self.place(value, sink)?,
             _ => None,
         })
+    }
+
+    /// Elements of array cell `c` not yet stored read as zero of `elem_ty` (scalars only).
+    fn zero_fill(&mut self, c: usize, elem_ty: &CType) {
+        if elem_ty.indirection == 0
+            && self.struct_fields(elem_ty).is_none()
+            && !matches!(elem_ty.base, crate::frontend::ir::Base::Unknown)
+        {
+            let z = convert(Val::I(0), elem_ty);
+            self.fill.insert(c, z);
+        }
     }
 
     /// A declared array (or pointer) never set, used as one: an array from now on.
@@ -1696,7 +2598,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if let Some(sz) = crate::frontend::mpi::datatype_size(n) {
             return Val::Dt(sz as u64);
         }
-        if let Some((_, v)) = crate::frontend::mpi::CONSTANTS.iter().find(|(k, _)| *k == n) {
+        if let Some((_, v)) = crate::frontend::mpi::CONSTANTS
+            .iter()
+            .find(|(k, _)| *k == n)
+        {
             return Val::I(*v as i64);
         }
         if let Some(e) = self.sh.consts.get(n).copied() {
@@ -1776,9 +2681,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             CExpr::Update { op, arg, prefix } => {
                 let old = self.eval_sink(arg, sink)?;
-                let new = binary(if op.contains("++") { "+" } else { "-" }, old.clone(), Val::I(1));
+                let new = binary(
+                    if op.contains("++") { "+" } else { "-" },
+                    old.clone(),
+                    Val::I(1),
+                );
                 if let Some(c) = self.place(arg, sink)? {
                     self.set(c, new.clone());
+                } else {
+                    self.lost_store(arg)?;
                 }
                 if *prefix {
                     new
@@ -1795,12 +2706,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     binary(op.trim_end_matches('='), old, v)
                 };
                 if let Some(c) = self.place(left, sink)? {
-                    let v = match (&self.heap[c], &v) {
-                        (Cell::V(Val::I(_)), Val::F(f)) => Val::I(*f as i64),
-                        _ => v,
-                    };
-                    self.set(c, v.clone());
-                    return Ok(v);
+                    return Ok(self.store(c, v));
+                }
+                if !matches!(&**left, CExpr::Ident(_)) {
+                    self.lost_store(left)?;
                 }
                 v
             }
@@ -1812,23 +2721,43 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let i = self.eval_sink(index, sink)?;
                 let base = self.eval_sink(array, sink)?;
                 match (base, i.int()) {
-                    (Val::S(s, off), Some(i)) => Val::I(s.as_bytes().get(off + i as usize).copied().unwrap_or(0) as i64),
+                    (Val::S(s, off), Some(i)) => {
+                        Val::I(s.as_bytes().get(off + i as usize).copied().unwrap_or(0) as i64)
+                    }
                     (Val::P(c, off), Some(i)) => match self.elem(c, off + i) {
                         Some(e) => self.get(e),
-                        None => Val::unknown(format!("{}: bulk data", crate::frontend::analyze::cexpr_text(e))),
+                        None => Val::unknown(format!(
+                            "{}: bulk data",
+                            crate::frontend::analyze::cexpr_text(e)
+                        )),
                     },
-                    (b, None) if !b.is_unknown() => Val::unknown(format!("index {} depends on data", crate::frontend::analyze::cexpr_text(index))),
+                    (b, None) if !b.is_unknown() => Val::unknown(format!(
+                        "index {} depends on data",
+                        crate::frontend::analyze::cexpr_text(index)
+                    )),
                     (Val::U(w), _) => Val::U(w),
-                    _ => Val::unknown(format!("{}: not known", crate::frontend::analyze::cexpr_text(e))),
+                    _ => Val::unknown(format!(
+                        "{}: not known",
+                        crate::frontend::analyze::cexpr_text(e)
+                    )),
                 }
             }
-            CExpr::Deref(inner) if matches!(self.eval_sink(inner, sink)?, Val::S(..)) => match self.eval_sink(inner, sink)? {
-                Val::S(s, o) => Val::I(s.as_bytes().get(o).copied().unwrap_or(0) as i64),
-                _ => Val::I(0),
-            },
+            CExpr::Deref(inner) if matches!(self.eval_sink(inner, sink)?, Val::S(..)) => {
+                match self.eval_sink(inner, sink)? {
+                    Val::S(s, o) => Val::I(s.as_bytes().get(o).copied().unwrap_or(0) as i64),
+                    _ => Val::I(0),
+                }
+            }
             CExpr::Field { .. } | CExpr::Deref(_) => match self.place(e, sink)? {
-                Some(c) => self.get(c),
-                None => Val::unknown(format!("{}: not known before running", crate::frontend::analyze::cexpr_text(e))),
+                Some(c) => {
+                    // An array field read before anything is stored in it decays to a pointer.
+                    self.as_array(c);
+                    self.get(c)
+                }
+                None => Val::unknown(format!(
+                    "{}: not known before running",
+                    crate::frontend::analyze::cexpr_text(e)
+                )),
             },
             CExpr::AddrOf(inner) => match self.place(inner, sink)? {
                 Some(c) => Val::P(c, 0),
@@ -1847,7 +2776,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let v = self.eval_sink(value, sink)?;
                 convert(v, ty)
             }
-            CExpr::Cond { cond, then, otherwise } => {
+            CExpr::Cond {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let c = self.eval_sink(cond, sink)?;
                 match c.truth() {
                     Some(true) => self.eval_sink(then, sink)?,
@@ -1900,7 +2833,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     None => 8,
                 },
             },
-            Base::Struct(n) => 8 * self.sh.structs.get(n.as_str()).map_or(1, |f| f.len().max(1)) as i64,
+            Base::Struct(n) => {
+                8 * self
+                    .sh
+                    .structs
+                    .get(n.as_str())
+                    .map_or(1, |f| f.len().max(1)) as i64
+            }
             _ => 8,
         }
     }
@@ -1930,7 +2869,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         // there later is not truncated as if into an int.
         if matches!(func, "calloc" | "memset") {
             let at = if func == "calloc" { 1 } else { 2 };
-            self.zero_float = args.get(at).and_then(sizeof_type).is_some_and(|t| self.is_floating(&t));
+            self.zero_float = args
+                .get(at)
+                .and_then(sizeof_type)
+                .is_some_and(|t| self.is_floating(&t));
         }
         if matches!(func, "memcpy" | "memmove") {
             let count = args.get(2).and_then(|n| self.elements_in(n));
@@ -1946,7 +2888,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         match &t.base {
             Base::Float | Base::Double => true,
-            Base::Named(n) => self.sh.typedefs.get(n.as_str()).is_some_and(|t| self.is_floating(t)),
+            Base::Named(n) => self
+                .sh
+                .typedefs
+                .get(n.as_str())
+                .is_some_and(|t| self.is_floating(t)),
             _ => false,
         }
     }
@@ -1977,14 +2923,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// memcpy on the element model: `count` elements from `src` to `dst` (each element's cell
     /// copied, structs field by field); an unknown count leaves `dst`'s elements unknown.
     fn copy_elements(&mut self, dst: Option<&Val>, src: Option<&Val>, count: Option<i64>) {
-        let Some(Val::P(dc, doff)) = dst.cloned() else { return };
+        let Some(Val::P(dc, doff)) = dst.cloned() else {
+            return;
+        };
+        self.touched(dc);
         match (src.cloned(), count) {
             (Some(Val::P(sc, soff)), Some(n)) if n >= 0 && n <= SMALL_ARRAY => {
                 let vals: Vec<Option<Cell>> = (0..n)
                     .map(|k| self.elem(sc, soff + k).map(|e| self.heap[e].clone()))
                     .collect();
                 for (k, v) in vals.into_iter().enumerate() {
-                    let Some(e) = self.elem(dc, doff + k as i64) else { break };
+                    let Some(e) = self.elem(dc, doff + k as i64) else {
+                        break;
+                    };
                     self.heap[e] = match v {
                         Some(Cell::V(v)) => Cell::V(v),
                         Some(Cell::St(_)) | Some(Cell::Ar(..)) => {
@@ -2011,9 +2962,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// Writes `text` and a terminating NUL into the char array at `p` (sprintf, strcpy).
     fn write_text(&mut self, p: Option<&Val>, text: &str) {
-        let Some(Val::P(c, o)) = p.cloned() else { return };
+        let Some(Val::P(c, o)) = p.cloned() else {
+            return;
+        };
+        self.touched(c);
         for (k, b) in text.bytes().chain(std::iter::once(0)).enumerate() {
-            let Some(e) = self.elem(c, o + k as i64) else { return };
+            let Some(e) = self.elem(c, o + k as i64) else {
+                return;
+            };
             self.heap[e] = Cell::V(Val::I(b as i64));
         }
     }
@@ -2045,7 +3001,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     match self.get(*e) {
                         Val::I(0) => break,
                         Val::I(x) => s.push(x as u8 as char),
-                        Val::S(t, off) if k == *o => return Some(t.get(off..).unwrap_or("").to_string()),
+                        Val::S(t, off) if k == *o => {
+                            return Some(t.get(off..).unwrap_or("").to_string())
+                        }
                         _ => return None,
                     }
                     k += 1;
@@ -2071,20 +3029,32 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             None => vals.first().cloned().unwrap_or(Val::unknown("no argument")),
         };
         Ok(match func {
-            "atoi" | "atol" | "atoll" | "strtol" | "strtoll" | "strtoul" | "strtoull" => match self.text_arg(vals.first()) {
-                Some(t) => {
-                    let base = if func.starts_with("strto") { num(2).unwrap_or(10.0) as u32 } else { 10 };
-                    let (v, used) = parse_int(&t, base);
-                    if func.starts_with("strto") {
-                        if let (Some(Val::P(..)), Some(Val::S(s, off))) = (vals.get(1), vals.first()) {
-                            let p = vals.get(1).cloned();
-                            self.write_ptr(p.as_ref(), Val::S(s.clone(), off + used));
+            "atoi" | "atol" | "atoll" | "strtol" | "strtoll" | "strtoul" | "strtoull" => {
+                match self.text_arg(vals.first()) {
+                    Some(t) => {
+                        let base = if func.starts_with("strto") {
+                            num(2).unwrap_or(10.0) as u32
+                        } else {
+                            10
+                        };
+                        let (v, used) = parse_int(&t, base);
+                        if func.starts_with("strto") {
+                            if let (Some(Val::P(..)), Some(Val::S(s, off))) =
+                                (vals.get(1), vals.first())
+                            {
+                                let p = vals.get(1).cloned();
+                                self.write_ptr(p.as_ref(), Val::S(s.clone(), off + used));
+                            }
                         }
+                        Val::I(v)
                     }
-                    Val::I(v)
+                    None => vals
+                        .first()
+                        .filter(|v| v.is_unknown())
+                        .cloned()
+                        .unwrap_or(Val::unknown(format!("{func} of a string not known"))),
                 }
-                None => vals.first().filter(|v| v.is_unknown()).cloned().unwrap_or(Val::unknown(format!("{func} of a string not known"))),
-            },
+            }
             "atof" | "strtod" | "strtof" => match self.text_arg(vals.first()) {
                 Some(t) => {
                     let (v, used) = parse_float(&t);
@@ -2146,7 +3116,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 _ => Val::unknown(format!("{func} of a value not known")),
             },
             "min" | "max" | "MIN" | "MAX" | "fmin" | "fmax" | "imin" | "imax" => {
-                let (a, b) = (vals.first().cloned().unwrap_or(Val::I(0)), vals.get(1).cloned().unwrap_or(Val::I(0)));
+                let (a, b) = (
+                    vals.first().cloned().unwrap_or(Val::I(0)),
+                    vals.get(1).cloned().unwrap_or(Val::I(0)),
+                );
                 let lt = binary("<", a.clone(), b.clone());
                 match lt.truth() {
                     Some(t) => {
@@ -2159,31 +3132,35 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     None => lt,
                 }
             }
-            "strcmp" | "strncmp" | "strcasecmp" => match (self.text_arg(vals.first()), self.text_arg(vals.get(1))) {
-                (Some(mut a), Some(mut b)) => {
-                    if func == "strncmp" {
-                        let n = num(2).unwrap_or(0.0) as usize;
-                        a = a.chars().take(n).collect();
-                        b = b.chars().take(n).collect();
+            "strcmp" | "strncmp" | "strcasecmp" => {
+                match (self.text_arg(vals.first()), self.text_arg(vals.get(1))) {
+                    (Some(mut a), Some(mut b)) => {
+                        if func == "strncmp" {
+                            let n = num(2).unwrap_or(0.0) as usize;
+                            a = a.chars().take(n).collect();
+                            b = b.chars().take(n).collect();
+                        }
+                        if func == "strcasecmp" {
+                            a = a.to_lowercase();
+                            b = b.to_lowercase();
+                        }
+                        Val::I(match a.cmp(&b) {
+                            std::cmp::Ordering::Less => -1,
+                            std::cmp::Ordering::Equal => 0,
+                            std::cmp::Ordering::Greater => 1,
+                        })
                     }
-                    if func == "strcasecmp" {
-                        a = a.to_lowercase();
-                        b = b.to_lowercase();
-                    }
-                    Val::I(match a.cmp(&b) {
-                        std::cmp::Ordering::Less => -1,
-                        std::cmp::Ordering::Equal => 0,
-                        std::cmp::Ordering::Greater => 1,
-                    })
+                    _ => Val::unknown("strcmp of a string not known"),
                 }
-                _ => Val::unknown("strcmp of a string not known"),
-            },
+            }
             "strlen" => match self.text_arg(vals.first()) {
                 Some(a) => Val::I(a.len() as i64),
                 None => Val::unknown("strlen of a string not known"),
             },
             "sscanf" => {
-                let (Some(text), Some(fmt)) = (self.text_arg(vals.first()), self.text_arg(vals.get(1))) else {
+                let (Some(text), Some(fmt)) =
+                    (self.text_arg(vals.first()), self.text_arg(vals.get(1)))
+                else {
                     return Ok(Val::unknown("sscanf of a string not known"));
                 };
                 let got = scan(&text, &fmt);
@@ -2236,7 +3213,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 match self.text_arg(vals.get(1)) {
                     Some(mut t) => {
                         if func.starts_with("strn") {
-                            t = t.chars().take(num(2).unwrap_or(0.0).max(0.0) as usize).collect();
+                            t = t
+                                .chars()
+                                .take(num(2).unwrap_or(0.0).max(0.0) as usize)
+                                .collect();
                         }
                         if func.ends_with("cat") {
                             t = self.text_arg(p.as_ref()).unwrap_or_default() + &t;
@@ -2250,7 +3230,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "strdup" | "strndup" => match self.text_arg(vals.first()) {
                 Some(mut t) => {
                     if func == "strndup" {
-                        t = t.chars().take(num(1).unwrap_or(0.0).max(0.0) as usize).collect();
+                        t = t
+                            .chars()
+                            .take(num(1).unwrap_or(0.0).max(0.0) as usize)
+                            .collect();
                     }
                     Val::S(Rc::from(t.as_str()), 0)
                 }
@@ -2262,7 +3245,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     ("strstr", Some(h)) => self.text_arg(vals.get(1)).map(|n| h.find(n.as_str())),
                     (_, Some(h)) => vals.get(1).and_then(|v| v.int()).map(|c| {
                         let c = c as u8 as char;
-                        if func == "strchr" { h.find(c) } else { h.rfind(c) }
+                        if func == "strchr" {
+                            h.find(c)
+                        } else {
+                            h.rfind(c)
+                        }
                     }),
                     _ => None,
                 };
@@ -2299,17 +3286,30 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             // The environment the prediction runs in stands for the run's (a variable that is
             // not set is a null pointer).
-            "getenv" => match self.text_arg(vals.first()).and_then(|name| std::env::var(name.as_str()).ok()) {
+            "getenv" => match self
+                .text_arg(vals.first())
+                .and_then(|name| std::env::var(name.as_str()).ok())
+            {
                 Some(v) => Val::S(Rc::from(v.as_str()), 0),
                 None if self.text_arg(vals.first()).is_some() => Val::I(0),
                 None => Val::unknown("getenv of a name not known"),
             },
-            "exit" | "abort" => return Err(Unresolved { file: self.file.to_string(), line: self.line, what: "\u{0}exit".into() }),
+            "exit" | "abort" => {
+                return Err(Unresolved {
+                    file: self.file.to_string(),
+                    line: self.line,
+                    what: "\u{0}exit".into(),
+                })
+            }
             // Under a branch on data the call may not happen: the sequence is lost from there.
-            "rand" | "random" if self.weight == 1.0 && self.rng.is_some() => Val::I(self.rng.as_mut().map_or(0, GlibcRandom::next)),
+            "rand" | "random" if self.weight == 1.0 && self.rng.is_some() => {
+                Val::I(self.rng.as_mut().map_or(0, GlibcRandom::next))
+            }
             "rand" | "random" => {
                 self.rng = None;
-                Val::unknown(format!("{func}() after a call whose place in the sequence is not known"))
+                Val::unknown(format!(
+                    "{func}() after a call whose place in the sequence is not known"
+                ))
             }
             "srand" | "srandom" => {
                 self.rng = match vals.first().and_then(|v| v.int()) {
@@ -2318,11 +3318,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 };
                 Val::I(0)
             }
-            "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => Val::unknown(format!("{func}() is known only at run time")),
+            "drand48" | "clock" | "time" | "gettimeofday" | "omp_get_wtime" => {
+                Val::unknown(format!("{func}() is known only at run time"))
+            }
             "memset" => {
                 // memset(p, 0, n): zeroes; another byte leaves the elements unknown.
                 let p = vals.first().cloned();
                 if let (Some(Val::P(c, o)), Some(0)) = (&p, vals.get(1).and_then(|v| v.int())) {
+                    self.touched(*c);
                     let z = self.zero();
                     if let Cell::Ar(els, _) = self.heap[*c].clone() {
                         for el in els.into_iter().skip((*o).max(0) as usize) {
@@ -2352,6 +3355,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 // A library routine: what it writes through pointers is not known.
                 for v in &vals {
                     if let Val::P(c, o) = v {
+                        self.touched(*c);
                         if let Some(e) = self.elem(*c, *o) {
                             if matches!(self.heap[e], Cell::V(_)) {
                                 self.heap[e] = Cell::V(Val::unknown(format!("written by {func}")));
@@ -2392,7 +3396,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if optind >= argc {
             return Val::I(-1);
         }
-        let Some(cur) = arg(self, optind) else { return Val::I(-1) };
+        let Some(cur) = arg(self, optind) else {
+            return Val::I(-1);
+        };
         if self.next_char == 0 {
             if cur == "--" {
                 self.set(optind_c, Val::I(optind + 1));
@@ -2401,7 +3407,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             if !cur.starts_with('-') || cur == "-" {
                 return Val::I(-1);
             }
-            let long = func != "getopt" && (cur.starts_with("--") || (func == "getopt_long_only" && !cur.starts_with("--")));
+            let long = func != "getopt"
+                && (cur.starts_with("--")
+                    || (func == "getopt_long_only" && !cur.starts_with("--")));
             if long {
                 let body = cur.trim_start_matches('-');
                 let (name, value) = match body.split_once('=') {
@@ -2409,11 +3417,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     None => (body.to_string(), None),
                 };
                 optind += 1;
-                let Some(Val::P(lc, lo)) = vals.get(3).cloned() else { return Val::I('?' as i64) };
+                let Some(Val::P(lc, lo)) = vals.get(3).cloned() else {
+                    return Val::I('?' as i64);
+                };
                 for k in 0..256 {
-                    let Some(e) = self.elem(lc, lo + k) else { break };
+                    let Some(e) = self.elem(lc, lo + k) else {
+                        break;
+                    };
                     let nc = self.field(e, "name");
-                    let Some(oname) = self.get(nc).text() else { break };
+                    let Some(oname) = self.get(nc).text() else {
+                        break;
+                    };
                     if oname != name {
                         continue;
                     }
@@ -2429,7 +3443,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                             }
                             None => None,
                         };
-                        let ov = v.map(|v| Val::S(Rc::from(v.as_str()), 0)).unwrap_or(Val::I(0));
+                        let ov = v
+                            .map(|v| Val::S(Rc::from(v.as_str()), 0))
+                            .unwrap_or(Val::I(0));
                         self.set(optarg_c, ov);
                     }
                     self.set(optind_c, Val::I(optind));
@@ -2474,7 +3490,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             };
             self.next_char = 0;
             self.set(optind_c, Val::I(optind + 1));
-            let ov = v.map(|v| Val::S(Rc::from(v.as_str()), 0)).unwrap_or(Val::I(0));
+            let ov = v
+                .map(|v| Val::S(Rc::from(v.as_str()), 0))
+                .unwrap_or(Val::I(0));
             self.set(optarg_c, ov);
         } else if at_end {
             self.next_char = 0;
@@ -2488,14 +3506,22 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn comm_id(&self, v: Option<&Val>, what: &str) -> R<u32> {
         match v {
             Some(Val::Comm(id)) if self.comms.contains_key(id) => Ok(*id),
-            Some(Val::Comm(u32::MAX)) => Err(self.err(format!("{what}: MPI_COMM_SELF is not modelled statically"))),
+            Some(Val::Comm(u32::MAX)) => {
+                Err(self.err(format!("{what}: MPI_COMM_SELF is not modelled statically")))
+            }
             None => Ok(COMM_WORLD),
-            Some(other) => Err(self.err(format!("{what}: communicator not known before running ({})", other.why()))),
+            Some(other) => Err(self.err(format!(
+                "{what}: communicator not known before running ({})",
+                other.why()
+            ))),
         }
     }
 
     fn my_rank(&self, comm: u32) -> u32 {
-        self.comms.get(&comm).and_then(|m| m.iter().position(|r| *r == self.rank)).unwrap_or(0) as u32
+        self.comms
+            .get(&comm)
+            .and_then(|m| m.iter().position(|r| *r == self.rank))
+            .unwrap_or(0) as u32
     }
 
     fn comm_size(&self, comm: u32) -> u32 {
@@ -2506,9 +3532,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         match v.and_then(|v| v.int()) {
             Some(x) => Ok(x),
             None => {
-                let t = text.map(crate::frontend::analyze::cexpr_text).unwrap_or_default();
+                let t = text
+                    .map(crate::frontend::analyze::cexpr_text)
+                    .unwrap_or_default();
                 let why = v.map(|v| v.why()).unwrap_or_else(|| "missing".into());
-                Err(self.err(format!("{call}: {what} `{t}` is not known before running ({why})")))
+                Err(self.err(format!(
+                    "{call}: {what} `{t}` is not known before running ({why})"
+                )))
             }
         }
     }
@@ -2518,8 +3548,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             Some(Val::Dt(b)) => Ok(*b),
             Some(Val::I(b)) if *b > 0 => Ok(*b as u64),
             _ => {
-                let t = text.map(crate::frontend::analyze::cexpr_text).unwrap_or_default();
-                Err(self.err(format!("{call}: datatype `{t}` is not known before running")))
+                let t = text
+                    .map(crate::frontend::analyze::cexpr_text)
+                    .unwrap_or_default();
+                Err(self.err(format!(
+                    "{call}: datatype `{t}` is not known before running"
+                )))
             }
         }
     }
@@ -2528,9 +3562,6 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn read_buf(&mut self, v: Option<&Val>, count: i64) -> Option<Vec<Val>> {
         let Some(Val::P(c, o)) = v else { return None };
         if count > SMALL_MESSAGE || count < 0 {
-            return None;
-        }
-        if let Cell::Ar(_, true) = self.heap[*c] {
             return None;
         }
         let mut out = Vec::new();
@@ -2546,9 +3577,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     fn write_buf(&mut self, v: Option<&Val>, vals: &[Val]) {
         let Some(Val::P(c, o)) = v else { return };
-        if let Cell::Ar(_, true) = self.heap[*c] {
-            return;
-        }
+        self.touched(*c);
         for (k, x) in vals.iter().enumerate() {
             if let Some(e) = self.elem(*c, o + k as i64) {
                 if matches!(self.heap[e], Cell::V(_)) {
@@ -2558,8 +3587,18 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
     }
 
+    /// A receive buffer's elements become unknown (a long message: its whole array).
     fn unknown_buf(&mut self, v: Option<&Val>, count: i64, why: &str) {
-        let vals: Vec<Val> = (0..count.clamp(0, SMALL_MESSAGE)).map(|_| Val::unknown(why)).collect();
+        if count > SMALL_MESSAGE {
+            if let Some(Val::P(c, _)) = v {
+                let why: Rc<str> = Rc::from(why);
+                self.poison_cells(*c, &why);
+            }
+            return;
+        }
+        let vals: Vec<Val> = (0..count.clamp(0, SMALL_MESSAGE))
+            .map(|_| Val::unknown(why))
+            .collect();
         self.write_buf(v, &vals);
     }
 
@@ -2571,25 +3610,44 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// Contributions of every member of `comm` to collective `key`: this rank's given, the
     /// others' from this pass or the previous one.
-    fn contribute(&mut self, key: &str, comm: u32, mine: Option<Vec<Val>>) -> Option<Vec<Vec<Val>>> {
+    fn contribute(
+        &mut self,
+        key: &str,
+        comm: u32,
+        mine: Option<Vec<Val>>,
+    ) -> Option<Vec<Vec<Val>>> {
         let me = self.my_rank(comm);
         let n = self.comm_size(comm);
         let mut mail = self.sh.mail.borrow_mut();
         let entry = mail.coll.entry(key.to_string()).or_default();
-        if let Some(m) = mine {
-            entry.insert(me, m);
+        let mut changed = false;
+        if let Some(m) = &mine {
+            changed = entry.get(&me) != Some(m);
+            entry.insert(me, m.clone());
         }
         let mut all = Vec::new();
+        let mut missed = false;
         for r in 0..n {
-            match entry.get(&r) {
-                Some(v) => all.push(v.clone()),
-                None => {
+            match (entry.get(&r), &mine) {
+                (Some(v), _) => all.push(v.clone()),
+                // A member evaluated later that never got here in an earlier pass: this rank's
+                // own contribution stands in for it (most collectives are symmetric), and
+                // another pass replaces it with the member's own.
+                (None, Some(m)) => {
+                    missed = true;
+                    all.push(m.clone());
+                }
+                (None, None) => {
+                    mail.changed |= changed;
                     drop(mail);
                     self.missed = true;
                     return None;
                 }
             }
         }
+        mail.changed |= changed;
+        drop(mail);
+        self.missed |= missed;
         Some(all)
     }
 
@@ -2640,11 +3698,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let q = mail.p2p.entry((comm, me, to)).or_default();
         // Several passes: the k-th send of this pass replaces the previous pass's k-th.
         let k = self.sent_count(comm, to);
-        if k < q.len() {
+        let changed = if k < q.len() {
+            let same = q[k] == (tag, vals.clone());
             q[k] = (tag, vals);
+            !same
         } else {
             q.push((tag, vals));
-        }
+            true
+        };
+        mail.changed |= changed;
     }
 
     fn sent_count(&mut self, comm: u32, to: u32) -> usize {
@@ -2655,7 +3717,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn recv_mail(&mut self, comm: u32, from: Option<Peer>, tag: i64) -> Option<Option<Vec<Val>>> {
-        let Some(Peer::Rank(from)) = from else { return Some(None) };
+        let Some(Peer::Rank(from)) = from else {
+            return Some(None);
+        };
         let me = self.my_rank(comm);
         let mail = self.sh.mail.borrow();
         let q = mail.p2p.get(&(comm, from, me)).cloned().unwrap_or_default();
@@ -2681,16 +3745,36 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let a = |k: usize| args.get(k);
         let call = name;
         match name {
-            "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize" | "MPI_Type_commit" | "MPI_Type_free" | "MPI_Comm_free"
-            | "MPI_Get_processor_name" | "MPI_Comm_set_errhandler" | "MPI_Errhandler_set" | "MPI_Op_create" | "MPI_Op_free"
-            | "MPI_Get_count" | "MPI_Initialized" | "MPI_Finalized" | "MPI_Request_free" => {
+            "MPI_Init"
+            | "MPI_Init_thread"
+            | "MPI_Finalize"
+            | "MPI_Type_commit"
+            | "MPI_Type_free"
+            | "MPI_Comm_free"
+            | "MPI_Get_processor_name"
+            | "MPI_Comm_set_errhandler"
+            | "MPI_Errhandler_set"
+            | "MPI_Op_create"
+            | "MPI_Op_free"
+            | "MPI_Get_count"
+            | "MPI_Initialized"
+            | "MPI_Finalized"
+            | "MPI_Request_free" => {
                 if name == "MPI_Init_thread" {
                     self.write_ptr(v.get(3), Val::I(3));
                 }
                 return Ok(Val::I(0));
             }
-            "MPI_Wtime" | "MPI_Wtick" => return Ok(Val::unknown("MPI_Wtime() is known only at run time")),
-            "MPI_Abort" => return Err(Unresolved { file: self.file.to_string(), line: self.line, what: "\u{0}exit".into() }),
+            "MPI_Wtime" | "MPI_Wtick" => {
+                return Ok(Val::unknown("MPI_Wtime() is known only at run time"))
+            }
+            "MPI_Abort" => {
+                return Err(Unresolved {
+                    file: self.file.to_string(),
+                    line: self.line,
+                    what: "\u{0}exit".into(),
+                })
+            }
             "P2Pinit" | "P2Pscheme" | "P2Pfinalize" => return Ok(Val::I(0)),
             "P2Prank" => return Ok(Val::I(self.rank as i64)),
             "P2Psize" => return Ok(Val::I(self.size as i64)),
@@ -2727,8 +3811,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     return Err(self.err(format!("{call}: colour or key not known before running")));
                 };
                 let ck = self.coll_key("split", c);
-                let Some(all) = self.contribute(&ck, c, Some(vec![Val::I(color), Val::I(key)])) else {
-                    self.write_ptr(v.get(3), Val::unknown("communicator from a split whose other ranks have not run yet"));
+                let Some(all) = self.contribute(&ck, c, Some(vec![Val::I(color), Val::I(key)]))
+                else {
+                    self.write_ptr(
+                        v.get(3),
+                        Val::unknown(
+                            "communicator from a split whose other ranks have not run yet",
+                        ),
+                    );
                     return Ok(Val::I(0));
                 };
                 if color < 0 {
@@ -2769,9 +3859,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "MPI_Dims_create" => {
                 let nnodes = self.need_int(v.first(), call, "number of processes", a(0))?;
                 let ndims = self.need_int(v.get(1), call, "number of dimensions", a(1))? as usize;
-                let given: Vec<i64> = self.read_buf(v.get(2), ndims as i64).unwrap_or_default().iter().map(|x| x.int().unwrap_or(0)).collect();
-                let dims = dims_create(nnodes, &given, ndims)
-                    .ok_or_else(|| self.err(format!("MPI_Dims_create: {nnodes} processes do not fit the given dimensions")))?;
+                let given: Vec<i64> = self
+                    .read_buf(v.get(2), ndims as i64)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|x| x.int().unwrap_or(0))
+                    .collect();
+                let dims = dims_create(nnodes, &given, ndims).ok_or_else(|| {
+                    self.err(format!(
+                        "MPI_Dims_create: {nnodes} processes do not fit the given dimensions"
+                    ))
+                })?;
                 let vals: Vec<Val> = dims.iter().map(|d| Val::I(*d)).collect();
                 self.write_buf(v.get(2), &vals);
                 self.cart_dims = dims;
@@ -2780,13 +3878,24 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "MPI_Cart_create" => {
                 let c = self.comm_id(v.first(), call)?;
                 let ndims = self.need_int(v.get(1), call, "number of dimensions", a(1))? as usize;
-                let dims: Option<Vec<i64>> = self.read_buf(v.get(2), ndims as i64).and_then(|d| d.iter().map(|x| x.int()).collect());
-                let Some(dims) = dims else { return Err(self.err("MPI_Cart_create: dimensions not known before running")) };
-                let periods: Option<Vec<bool>> = self.read_buf(v.get(3), ndims as i64).and_then(|d| d.iter().map(|x| x.truth()).collect());
-                let Some(periods) = periods else { return Err(self.err("MPI_Cart_create: periods not known before running")) };
+                let dims: Option<Vec<i64>> = self
+                    .read_buf(v.get(2), ndims as i64)
+                    .and_then(|d| d.iter().map(|x| x.int()).collect());
+                let Some(dims) = dims else {
+                    return Err(self.err("MPI_Cart_create: dimensions not known before running"));
+                };
+                let periods: Option<Vec<bool>> = self
+                    .read_buf(v.get(3), ndims as i64)
+                    .and_then(|d| d.iter().map(|x| x.truth()).collect());
+                let Some(periods) = periods else {
+                    return Err(self.err("MPI_Cart_create: periods not known before running"));
+                };
                 let total: i64 = dims.iter().product();
                 if total != self.comm_size(c) as i64 {
-                    return Err(self.err(format!("MPI_Cart_create: grid of {total} for {} ranks", self.comm_size(c))));
+                    return Err(self.err(format!(
+                        "MPI_Cart_create: grid of {total} for {} ranks",
+                        self.comm_size(c)
+                    )));
                 }
                 self.cart_dims = dims;
                 self.cart_periods = periods;
@@ -2796,14 +3905,21 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             "MPI_Cart_coords" => {
                 let r = self.need_int(v.get(1), call, "rank", a(1))?;
-                let vals: Vec<Val> = cart_coords(r, &self.cart_dims).into_iter().map(Val::I).collect();
+                let vals: Vec<Val> = cart_coords(r, &self.cart_dims)
+                    .into_iter()
+                    .map(Val::I)
+                    .collect();
                 self.write_buf(v.get(3), &vals);
                 return Ok(Val::I(0));
             }
             "MPI_Cart_rank" => {
                 let n = self.cart_dims.len() as i64;
-                let coords: Option<Vec<i64>> = self.read_buf(v.get(1), n).and_then(|d| d.iter().map(|x| x.int()).collect());
-                let Some(mut coords) = coords else { return Err(self.err("MPI_Cart_rank: coordinates not known before running")) };
+                let coords: Option<Vec<i64>> = self
+                    .read_buf(v.get(1), n)
+                    .and_then(|d| d.iter().map(|x| x.int()).collect());
+                let Some(mut coords) = coords else {
+                    return Err(self.err("MPI_Cart_rank: coordinates not known before running"));
+                };
                 for (k, c) in coords.iter_mut().enumerate() {
                     let d = self.cart_dims[k];
                     if self.cart_periods.get(k).copied().unwrap_or(false) {
@@ -2817,8 +3933,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "MPI_Cart_get" => {
                 let n = self.cart_dims.len();
                 let dims: Vec<Val> = self.cart_dims.iter().map(|d| Val::I(*d)).collect();
-                let per: Vec<Val> = self.cart_periods.iter().map(|p| Val::I(*p as i64)).collect();
-                let co: Vec<Val> = cart_coords(self.rank as i64, &self.cart_dims).into_iter().map(Val::I).collect();
+                let per: Vec<Val> = self
+                    .cart_periods
+                    .iter()
+                    .map(|p| Val::I(*p as i64))
+                    .collect();
+                let co: Vec<Val> = cart_coords(self.rank as i64, &self.cart_dims)
+                    .into_iter()
+                    .map(Val::I)
+                    .collect();
                 let _ = n;
                 self.write_buf(v.get(2), &dims);
                 self.write_buf(v.get(3), &per);
@@ -2829,10 +3952,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let dim = self.need_int(v.get(1), call, "direction", a(1))? as usize;
                 let disp = self.need_int(v.get(2), call, "displacement", a(2))?;
                 if dim >= self.cart_dims.len() {
-                    return Err(self.err(format!("MPI_Cart_shift: direction {dim} outside the grid")));
+                    return Err(
+                        self.err(format!("MPI_Cart_shift: direction {dim} outside the grid"))
+                    );
                 }
                 let shifted = |by: i64| -> i64 {
-                    super::skeleton::cart_neighbour(self.rank as i64, &self.cart_dims, &self.cart_periods, dim, by).unwrap_or(-2)
+                    super::skeleton::cart_neighbour(
+                        self.rank as i64,
+                        &self.cart_dims,
+                        &self.cart_periods,
+                        dim,
+                        by,
+                    )
+                    .unwrap_or(-2)
                 };
                 let (src, dst) = (shifted(-disp), shifted(disp));
                 self.write_ptr(v.get(3), Val::I(src));
@@ -2845,7 +3977,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             return self.libc(name, v);
         }
         if self.weight != 1.0 {
-            return Err(self.err(format!("{call}: communication under a branch that depends on data")));
+            return Err(self.err(format!(
+                "{call}: communication under a branch that depends on data"
+            )));
         }
         self.flush(sink)?;
         let count = |me: &Self, k: usize| me.need_int(v.get(k), call, "count", a(k));
@@ -2864,7 +3998,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         };
         match name {
-            "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" => {
+            "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend"
+            | "MPI_Ibsend" | "MPI_Irsend" => {
                 let comm = self.comm_id(v.get(5), call)?;
                 let size = self.comm_size(comm);
                 let to = self.need_int(v.get(3), call, "destination", a(3))?;
@@ -2873,20 +4008,37 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let tag = self.need_int(v.get(4), call, "tag", a(4)).unwrap_or(0);
                 let n = count(self, 1)?;
                 let blocking = !name.starts_with("MPI_I");
-                let req = if blocking { None } else { Some(self.new_req(v.get(6))) };
+                let req = if blocking {
+                    None
+                } else {
+                    Some(self.new_req(v.get(6)))
+                };
                 match to {
                     None => {
                         if let Some(r) = req {
                             self.reqs.retain(|(_, q)| *q != r);
                         }
                     }
-                    Some(Peer::Any) => return Err(self.err(format!("{call}: negative destination"))),
+                    Some(Peer::Any) => {
+                        return Err(self.err(format!("{call}: negative destination")))
+                    }
                     Some(Peer::Rank(to)) => {
                         let vals = self.read_buf(v.first(), n);
                         self.send_mail(comm, to, tag, vals);
                         match req {
-                            None => sink.action(TraceAction::Send { to, bytes: b, tag: tag as i32, comm })?,
-                            Some(req) => sink.action(TraceAction::Isend { req, to, bytes: b, tag: tag as i32, comm })?,
+                            None => sink.action(TraceAction::Send {
+                                to,
+                                bytes: b,
+                                tag: tag as i32,
+                                comm,
+                            })?,
+                            Some(req) => sink.action(TraceAction::Isend {
+                                req,
+                                to,
+                                bytes: b,
+                                tag: tag as i32,
+                                comm,
+                            })?,
                         }
                     }
                 }
@@ -2899,7 +4051,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let b = bytes(self, 1, 2).ok();
                 let n = v.get(1).and_then(|x| x.int()).unwrap_or(0);
                 let tag = v.get(4).and_then(|x| x.int()).unwrap_or(-1);
-                let req = if name == "MPI_Irecv" { Some(self.new_req(v.get(6))) } else { None };
+                let req = if name == "MPI_Irecv" {
+                    Some(self.new_req(v.get(6)))
+                } else {
+                    None
+                };
                 let Some(from) = from else {
                     if let Some(r) = req {
                         self.reqs.retain(|(_, q)| *q != r);
@@ -2908,12 +4064,37 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 };
                 match self.recv_mail(comm, Some(from), tag) {
                     Some(Some(vals)) => self.write_buf(v.first(), &vals),
-                    Some(None) => self.unknown_buf(v.first(), n, &format!("received at {}:{} (bulk data or any source)", self.file, self.line)),
-                    None => self.unknown_buf(v.first(), n, &format!("received at {}:{} from a rank evaluated later", self.file, self.line)),
+                    Some(None) => self.unknown_buf(
+                        v.first(),
+                        n,
+                        &format!(
+                            "received at {}:{} (bulk data or any source)",
+                            self.file, self.line
+                        ),
+                    ),
+                    None => self.unknown_buf(
+                        v.first(),
+                        n,
+                        &format!(
+                            "received at {}:{} from a rank evaluated later",
+                            self.file, self.line
+                        ),
+                    ),
                 }
                 match req {
-                    None => sink.action(TraceAction::Recv { from, bytes: b, tag: tag_of(self, 4), comm })?,
-                    Some(req) => sink.action(TraceAction::Irecv { req, from, bytes: b, tag: tag_of(self, 4), comm })?,
+                    None => sink.action(TraceAction::Recv {
+                        from,
+                        bytes: b,
+                        tag: tag_of(self, 4),
+                        comm,
+                    })?,
+                    Some(req) => sink.action(TraceAction::Irecv {
+                        req,
+                        from,
+                        bytes: b,
+                        tag: tag_of(self, 4),
+                        comm,
+                    })?,
                 }
             }
             "MPI_Wait" => {
@@ -2932,11 +4113,18 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     sink.action(TraceAction::Waitall { reqs: Vec::new() })?;
                 }
             }
-            "MPI_Test" | "MPI_Testall" | "MPI_Testany" | "MPI_Testsome" | "MPI_Probe" | "MPI_Iprobe" => {
-                return Err(self.err(format!("{call}: polling depends on timing; it is not modelled statically")));
+            "MPI_Test" | "MPI_Testall" | "MPI_Testany" | "MPI_Testsome" | "MPI_Probe"
+            | "MPI_Iprobe" => {
+                return Err(self.err(format!(
+                    "{call}: polling depends on timing; it is not modelled statically"
+                )));
             }
             "MPI_Sendrecv" | "MPI_Sendrecv_replace" => {
-                let (src_k, rtag_k, comm_k) = if name == "MPI_Sendrecv" { (8, 9, 10) } else { (5, 6, 7) };
+                let (src_k, rtag_k, comm_k) = if name == "MPI_Sendrecv" {
+                    (8, 9, 10)
+                } else {
+                    (5, 6, 7)
+                };
                 let comm = self.comm_id(v.get(comm_k), call)?;
                 let size = self.comm_size(comm);
                 let to = self.need_int(v.get(3), call, "destination", a(3))?;
@@ -2944,7 +4132,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let from = self.need_int(v.get(src_k), call, "source", a(src_k))?;
                 let from = self.peer(from, size, call, "source")?;
                 let sb = bytes(self, 1, 2)?;
-                let rb = if name == "MPI_Sendrecv" { bytes(self, 6, 7).unwrap_or(sb) } else { sb };
+                let rb = if name == "MPI_Sendrecv" {
+                    bytes(self, 6, 7).unwrap_or(sb)
+                } else {
+                    sb
+                };
                 let stag = v.get(4).and_then(|x| x.int()).unwrap_or(0);
                 let rtag = tag_of(self, rtag_k);
                 let n = count(self, 1)?;
@@ -2952,7 +4144,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     let vals = self.read_buf(v.first(), n);
                     self.send_mail(comm, t, stag, vals);
                 }
-                let (rbuf, rn) = if name == "MPI_Sendrecv" { (v.get(5), v.get(6).and_then(|x| x.int()).unwrap_or(0)) } else { (v.first(), n) };
+                let (rbuf, rn) = if name == "MPI_Sendrecv" {
+                    (v.get(5), v.get(6).and_then(|x| x.int()).unwrap_or(0))
+                } else {
+                    (v.first(), n)
+                };
                 if from.is_some() {
                     let rt = v.get(rtag_k).and_then(|x| x.int()).unwrap_or(-1);
                     match self.recv_mail(comm, from, rt) {
@@ -2968,8 +4164,18 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 match (to, from) {
                     (None, None) => {}
-                    (Some(Peer::Rank(to)), None) => sink.action(TraceAction::Send { to, bytes: sb, tag: stag as i32, comm })?,
-                    (None, Some(from)) => sink.action(TraceAction::Recv { from, bytes: Some(rb), tag: rtag, comm })?,
+                    (Some(Peer::Rank(to)), None) => sink.action(TraceAction::Send {
+                        to,
+                        bytes: sb,
+                        tag: stag as i32,
+                        comm,
+                    })?,
+                    (None, Some(from)) => sink.action(TraceAction::Recv {
+                        from,
+                        bytes: Some(rb),
+                        tag: rtag,
+                        comm,
+                    })?,
                     (Some(Peer::Rank(to)), Some(from)) => sink.action(TraceAction::Sendrecv {
                         to,
                         send_bytes: sb,
@@ -2979,7 +4185,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         recv_tag: rtag,
                         comm,
                     })?,
-                    (Some(Peer::Any), _) => return Err(self.err(format!("{call}: negative destination"))),
+                    (Some(Peer::Any), _) => {
+                        return Err(self.err(format!("{call}: negative destination")))
+                    }
                 }
             }
             "MPI_Barrier" => {
@@ -2996,9 +4204,21 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let me = self.my_rank(comm);
                 if me == root {
                     let vals = self.read_buf(v.first(), n);
-                    self.sh.mail.borrow_mut().coll.entry(key).or_default().insert(root, vals.unwrap_or_default());
+                    self.sh
+                        .mail
+                        .borrow_mut()
+                        .coll
+                        .entry(key)
+                        .or_default()
+                        .insert(root, vals.unwrap_or_default());
                 } else {
-                    let got = self.sh.mail.borrow().coll.get(&key).and_then(|m| m.get(&root).cloned());
+                    let got = self
+                        .sh
+                        .mail
+                        .borrow()
+                        .coll
+                        .get(&key)
+                        .and_then(|m| m.get(&root).cloned());
                     match got {
                         Some(vals) if vals.len() as i64 == n => self.write_buf(v.first(), &vals),
                         Some(_) => self.unknown_buf(v.first(), n, "broadcast bulk data"),
@@ -3008,7 +4228,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         }
                     }
                 }
-                sink.action(TraceAction::Bcast { bytes: b, root, comm })?;
+                sink.action(TraceAction::Bcast {
+                    bytes: b,
+                    root,
+                    comm,
+                })?;
             }
             "MPI_Scatter" => {
                 let comm = self.comm_id(v.get(7), call)?;
@@ -3021,12 +4245,25 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if me == root {
                     let sn = count(self, 1)?;
                     let vals = self.read_buf(v.first(), sn * self.comm_size(comm) as i64);
-                    self.sh.mail.borrow_mut().coll.entry(key.clone()).or_default().insert(root, vals.unwrap_or_default());
+                    self.sh
+                        .mail
+                        .borrow_mut()
+                        .coll
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(root, vals.unwrap_or_default());
                 }
-                let got = self.sh.mail.borrow().coll.get(&key).and_then(|m| m.get(&root).cloned());
+                let got = self
+                    .sh
+                    .mail
+                    .borrow()
+                    .coll
+                    .get(&key)
+                    .and_then(|m| m.get(&root).cloned());
                 match got {
                     Some(vals) if vals.len() as i64 >= rn * (me as i64 + 1) => {
-                        let mine = vals[(rn * me as i64) as usize..(rn * (me as i64 + 1)) as usize].to_vec();
+                        let mine = vals[(rn * me as i64) as usize..(rn * (me as i64 + 1)) as usize]
+                            .to_vec();
                         if !matches!(v.get(3), Some(Val::Name(_))) {
                             self.write_buf(v.get(3), &mine);
                         }
@@ -3037,7 +4274,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         self.unknown_buf(v.get(3), rn, "scattered from a rank evaluated later")
                     }
                 }
-                sink.action(TraceAction::Scatter { bytes: b, root, comm })?;
+                sink.action(TraceAction::Scatter {
+                    bytes: b,
+                    root,
+                    comm,
+                })?;
             }
             "MPI_Reduce" | "MPI_Allreduce" => {
                 let all = name == "MPI_Allreduce";
@@ -3048,11 +4289,21 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     Some(Val::Name(n)) => n.to_string(),
                     _ => String::new(),
                 };
-                let send = if matches!(v.first(), Some(Val::Name(n)) if &**n == "MPI_IN_PLACE") { v.get(1) } else { v.first() };
+                let send = if matches!(v.first(), Some(Val::Name(n)) if &**n == "MPI_IN_PLACE") {
+                    v.get(1)
+                } else {
+                    v.first()
+                };
                 let mine = self.read_buf(send, n);
                 let key = self.coll_key("reduce", comm);
-                let root = if all { None } else { Some(self.root(self.need_int(v.get(5), call, "root", a(5))?, comm, call)?) };
-                let contrib = mine.unwrap_or_else(|| vec![Val::unknown("reduction of bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]);
+                let root = if all {
+                    None
+                } else {
+                    Some(self.root(self.need_int(v.get(5), call, "root", a(5))?, comm, call)?)
+                };
+                let contrib = mine.unwrap_or_else(|| {
+                    vec![Val::unknown("reduction of bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]
+                });
                 let result = self.contribute(&key, comm, Some(contrib));
                 let me = self.my_rank(comm);
                 if all || root == Some(me) {
@@ -3073,7 +4324,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 sink.action(match root {
                     None => TraceAction::Allreduce { bytes: b, comm },
-                    Some(root) => TraceAction::Reduce { bytes: b, root, comm },
+                    Some(root) => TraceAction::Reduce {
+                        bytes: b,
+                        root,
+                        comm,
+                    },
                 })?;
             }
             "MPI_Gather" | "MPI_Allgather" => {
@@ -3082,9 +4337,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let n = count(self, 1)?;
                 let b = bytes(self, 1, 2)?;
                 let key = self.coll_key("gather", comm);
-                let mine = self.read_buf(v.first(), n).unwrap_or_else(|| vec![Val::unknown("gathered bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]);
+                let mine = self.read_buf(v.first(), n).unwrap_or_else(|| {
+                    vec![Val::unknown("gathered bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]
+                });
                 let result = self.contribute(&key, comm, Some(mine));
-                let root = if all { None } else { Some(self.root(self.need_int(v.get(6), call, "root", a(6))?, comm, call)?) };
+                let root = if all {
+                    None
+                } else {
+                    Some(self.root(self.need_int(v.get(6), call, "root", a(6))?, comm, call)?)
+                };
                 let me = self.my_rank(comm);
                 if all || root == Some(me) {
                     match result {
@@ -3100,7 +4361,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 sink.action(match root {
                     None => TraceAction::Allgather { bytes: b, comm },
-                    Some(root) => TraceAction::Gather { bytes: b, root, comm },
+                    Some(root) => TraceAction::Gather {
+                        bytes: b,
+                        root,
+                        comm,
+                    },
                 })?;
             }
             "MPI_Alltoall" => {
@@ -3109,18 +4374,29 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let n = count(self, 1)?;
                 let size = self.comm_size(comm) as i64;
                 let key = self.coll_key("alltoall", comm);
-                let mine = self.read_buf(v.first(), n * size).unwrap_or_else(|| vec![Val::unknown("exchanged bulk data"); (n * size).clamp(0, SMALL_MESSAGE) as usize]);
+                let mine = self.read_buf(v.first(), n * size).unwrap_or_else(|| {
+                    vec![
+                        Val::unknown("exchanged bulk data");
+                        (n * size).clamp(0, SMALL_MESSAGE) as usize
+                    ]
+                });
                 let me = self.my_rank(comm) as i64;
                 match self.contribute(&key, comm, Some(mine)) {
                     Some(parts) => {
                         let mut out = Vec::new();
                         for p in &parts {
                             let lo = (me * n) as usize;
-                            out.extend(p.get(lo..lo + n as usize).map(|s| s.to_vec()).unwrap_or_default());
+                            out.extend(
+                                p.get(lo..lo + n as usize)
+                                    .map(|s| s.to_vec())
+                                    .unwrap_or_default(),
+                            );
                         }
                         self.write_buf(v.get(3), &out);
                     }
-                    None => self.unknown_buf(v.get(3), n * size, "exchanged with ranks evaluated later"),
+                    None => {
+                        self.unknown_buf(v.get(3), n * size, "exchanged with ranks evaluated later")
+                    }
                 }
                 sink.action(TraceAction::Alltoall { bytes: b, comm })?;
             }
@@ -3136,7 +4412,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let b = bytes(self, 2, 3)?;
                 let n = count(self, 2)?;
                 self.unknown_buf(v.get(1), n, "reduce-scatter");
-                sink.action(TraceAction::ReduceScatter { counts: vec![b; self.comm_size(comm) as usize], comm })?;
+                sink.action(TraceAction::ReduceScatter {
+                    counts: vec![b; self.comm_size(comm) as usize],
+                    comm,
+                })?;
             }
             "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" => {
                 return self.v_collective(name, args, &v, sink);
@@ -3147,7 +4426,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     let req = self.next_req;
                     self.next_req += 1;
                     let b = self.need_int(v.get(2), call, "size", a(2)).unwrap_or(0);
-                    sink.action(TraceAction::Isend { req, to, bytes: b.max(0) as u64, tag: 0, comm: COMM_WORLD })?;
+                    sink.action(TraceAction::Isend {
+                        req,
+                        to,
+                        bytes: b.max(0) as u64,
+                        tag: 0,
+                        comm: COMM_WORLD,
+                    })?;
                     self.reqs.push((usize::MAX, req));
                 }
             }
@@ -3155,7 +4440,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let from = self.need_int(v.first(), call, "peer", a(0))?;
                 if let Some(from) = self.peer(from, self.size, call, "peer")? {
                     let b = v.get(2).and_then(|x| x.int()).map(|x| x.max(0) as u64);
-                    sink.action(TraceAction::Recv { from, bytes: b, tag: Tag::Any, comm: COMM_WORLD })?;
+                    sink.action(TraceAction::Recv {
+                        from,
+                        bytes: b,
+                        tag: Tag::Any,
+                        comm: COMM_WORLD,
+                    })?;
                 }
             }
             "P2Pwait" => {
@@ -3165,10 +4455,16 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
             "P2Pconverged" => {
-                sink.action(TraceAction::Allreduce { bytes: 4, comm: COMM_WORLD })?;
+                sink.action(TraceAction::Allreduce {
+                    bytes: 4,
+                    comm: COMM_WORLD,
+                })?;
                 return Ok(Val::unknown("convergence test: known only at run time"));
             }
-            "P2Pallreduce" => sink.action(TraceAction::Allreduce { bytes: 8, comm: COMM_WORLD })?,
+            "P2Pallreduce" => sink.action(TraceAction::Allreduce {
+                bytes: 8,
+                comm: COMM_WORLD,
+            })?,
             "P2Pbarrier" => sink.action(TraceAction::Barrier { comm: COMM_WORLD })?,
             "P2Pset_scheme" | "P2Pfinalize" => {}
             other if crate::frontend::mpi::comm_signature(other).is_some() => {
@@ -3199,7 +4495,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     /// v-collectives: their counts arrays must be known (small arrays of scalars).
-    fn v_collective(&mut self, name: &str, args: &[CExpr], v: &[Val], sink: &mut dyn Sink) -> R<Val> {
+    fn v_collective(
+        &mut self,
+        name: &str,
+        args: &[CExpr],
+        v: &[Val],
+        sink: &mut dyn Sink,
+    ) -> R<Val> {
         let call = name;
         let comm_k = match name {
             "MPI_Gatherv" | "MPI_Scatterv" => 8,
@@ -3211,10 +4513,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let list = |me: &mut Self, k: usize, dk: usize| -> R<Counts> {
             let b = me.dt_bytes(v.get(dk), call, args.get(dk))?;
             let vals = me.read_buf(v.get(k), size);
-            let counts: Option<Vec<u64>> = vals.and_then(|x| x.iter().map(|c| c.int().map(|c| c.max(0) as u64 * b)).collect());
+            let why = vals
+                .as_ref()
+                .and_then(|x| x.iter().find(|c| c.int().is_none()))
+                .map(|c| format!(": {}", c.why()))
+                .unwrap_or_default();
+            let counts: Option<Vec<u64>> = vals.and_then(|x| {
+                x.iter()
+                    .map(|c| c.int().map(|c| c.max(0) as u64 * b))
+                    .collect()
+            });
             counts.map(Counts::from).ok_or_else(|| {
                 let t = args.get(k).map(crate::frontend::analyze::cexpr_text).unwrap_or_default();
-                me.err(format!("{call}: counts `{t}` are not known before running (v-collectives need their counts)"))
+                me.err(format!("{call}: counts `{t}` are not known before running (v-collectives need their counts{why})"))
             })
         };
         let a = match name {
@@ -3223,17 +4534,28 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let recv = list(self, 5, 7)?;
                 TraceAction::Alltoallv { send, recv, comm }
             }
-            "MPI_Allgatherv" => TraceAction::Allgatherv { counts: list(self, 4, 6)?, comm },
+            "MPI_Allgatherv" => TraceAction::Allgatherv {
+                counts: list(self, 4, 6)?,
+                comm,
+            },
             "MPI_Gatherv" => {
                 let root = self.need_int(v.get(7), call, "root", args.get(7))?;
                 let root = self.root(root, comm, call)?;
-                let counts = if self.my_rank(comm) == root { list(self, 4, 6)? } else { Counts::from(vec![]) };
+                let counts = if self.my_rank(comm) == root {
+                    list(self, 4, 6)?
+                } else {
+                    Counts::from(vec![])
+                };
                 TraceAction::Gatherv { counts, root, comm }
             }
             _ => {
                 let root = self.need_int(v.get(7), call, "root", args.get(7))?;
                 let root = self.root(root, comm, call)?;
-                let counts = if self.my_rank(comm) == root { list(self, 1, 3)? } else { Counts::from(vec![]) };
+                let counts = if self.my_rank(comm) == root {
+                    list(self, 1, 3)?
+                } else {
+                    Counts::from(vec![])
+                };
                 TraceAction::Scatterv { counts, root, comm }
             }
         };
@@ -3259,6 +4581,14 @@ impl Sink for NullSink {
     }
 }
 
+/// A cell's value; arrays and structs read as unknown.
+fn cell_val(c: &Cell) -> Val {
+    match c {
+        Cell::V(v) => v.clone(),
+        _ => Val::unknown("not a scalar"),
+    }
+}
+
 fn merge(v: Vec<(usize, f64)>) -> Vec<(usize, f64)> {
     let mut out: Vec<(usize, f64)> = Vec::with_capacity(v.len());
     for (b, n) in v {
@@ -3274,7 +4604,9 @@ fn merge(v: Vec<(usize, f64)>) -> Vec<(usize, f64)> {
 fn sizeof_type(e: &CExpr) -> Option<CType> {
     match e {
         CExpr::Sizeof { ty: Some(t), .. } => Some(t.clone()),
-        CExpr::Binary { op, left, right } if op == "*" => sizeof_type(left).or_else(|| sizeof_type(right)),
+        CExpr::Binary { op, left, right } if op == "*" => {
+            sizeof_type(left).or_else(|| sizeof_type(right))
+        }
         CExpr::Cast { value, .. } => sizeof_type(value),
         _ => None,
     }
@@ -3302,7 +4634,14 @@ fn convert(v: Val, ty: &CType) -> Val {
     match (&ty.base, v) {
         (Base::Int, Val::F(f)) => Val::I(f as i64),
         (Base::Float | Base::Double, Val::I(i)) => Val::F(i as f64),
-        (Base::Named(n), Val::F(f)) if matches!(n.as_str(), "long" | "size_t" | "unsigned" | "short" | "char" | "int64_t") => Val::I(f as i64),
+        (Base::Named(n), Val::F(f))
+            if matches!(
+                n.as_str(),
+                "long" | "size_t" | "unsigned" | "short" | "char" | "int64_t"
+            ) =>
+        {
+            Val::I(f as i64)
+        }
         (_, v) => v,
     }
 }
@@ -3333,15 +4672,29 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
         ("==", Val::Comm(x), Val::Comm(y)) => return Val::I((x == y) as i64),
         ("!=", Val::Comm(x), Val::Comm(y)) => return Val::I((x != y) as i64),
         // A communicator is never MPI_COMM_NULL (-1 here).
-        ("==" | "!=", Val::Comm(_), Val::I(-1)) | ("==" | "!=", Val::I(-1), Val::Comm(_)) => return Val::I((op == "!=") as i64),
-        ("==" | "!=", Val::S(x, o1), Val::S(y, o2)) => return Val::I(((Rc::ptr_eq(x, y) && o1 == o2) == (op == "==")) as i64),
-        ("-", Val::S(x, o1), Val::S(y, o2)) if Rc::ptr_eq(x, y) => return Val::I(*o1 as i64 - *o2 as i64),
-        ("+", Val::S(s, o), Val::I(i)) => return Val::S(s.clone(), (*o as i64 + i).max(0) as usize),
+        ("==" | "!=", Val::Comm(_), Val::I(-1)) | ("==" | "!=", Val::I(-1), Val::Comm(_)) => {
+            return Val::I((op == "!=") as i64)
+        }
+        ("==" | "!=", Val::S(x, o1), Val::S(y, o2)) => {
+            return Val::I(((Rc::ptr_eq(x, y) && o1 == o2) == (op == "==")) as i64)
+        }
+        ("-", Val::S(x, o1), Val::S(y, o2)) if Rc::ptr_eq(x, y) => {
+            return Val::I(*o1 as i64 - *o2 as i64)
+        }
+        ("+", Val::S(s, o), Val::I(i)) => {
+            return Val::S(s.clone(), (*o as i64 + i).max(0) as usize)
+        }
         ("+", Val::P(c, o), Val::I(i)) => return Val::P(*c, o + i),
         ("-", Val::P(c, o), Val::I(i)) => return Val::P(*c, o - i),
-        ("==" | "!=", Val::P(..), Val::I(0)) | ("==" | "!=", Val::S(..), Val::I(0)) => return Val::I((op == "!=") as i64),
-        ("==" | "!=", Val::I(0), Val::P(..)) | ("==" | "!=", Val::I(0), Val::S(..)) => return Val::I((op == "!=") as i64),
-        ("==" | "!=", Val::P(c1, o1), Val::P(c2, o2)) => return Val::I(((c1 == c2 && o1 == o2) == (op == "==")) as i64),
+        ("==" | "!=", Val::P(..), Val::I(0)) | ("==" | "!=", Val::S(..), Val::I(0)) => {
+            return Val::I((op == "!=") as i64)
+        }
+        ("==" | "!=", Val::I(0), Val::P(..)) | ("==" | "!=", Val::I(0), Val::S(..)) => {
+            return Val::I((op == "!=") as i64)
+        }
+        ("==" | "!=", Val::P(c1, o1), Val::P(c2, o2)) => {
+            return Val::I(((c1 == c2 && o1 == o2) == (op == "==")) as i64)
+        }
         ("-", Val::P(c1, o1), Val::P(c2, o2)) if c1 == c2 => return Val::I(o1 - o2),
         _ => {}
     }
@@ -3381,7 +4734,9 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
                 _ => Val::unknown(format!("operator {op} on floating values")),
             },
             _ => match (&a, &b) {
-                (Val::Name(n), _) | (_, Val::Name(n)) => Val::unknown(format!("{n} has no value the evaluation knows")),
+                (Val::Name(n), _) | (_, Val::Name(n)) => {
+                    Val::unknown(format!("{n} has no value the evaluation knows"))
+                }
                 _ => Val::unknown(format!("operator {op} on {a:?} and {b:?}")),
             },
         },
@@ -3406,12 +4761,24 @@ fn reduce_op(op: &str, a: Val, b: Val) -> Val {
         "MPI_LAND" => match (a.truth(), b.truth()) {
             (Some(false), _) | (_, Some(false)) => Val::I(0),
             (Some(true), Some(true)) => Val::I(1),
-            _ => if a.is_unknown() { a } else { b },
+            _ => {
+                if a.is_unknown() {
+                    a
+                } else {
+                    b
+                }
+            }
         },
         "MPI_LOR" => match (a.truth(), b.truth()) {
             (Some(true), _) | (_, Some(true)) => Val::I(1),
             (Some(false), Some(false)) => Val::I(0),
-            _ => if a.is_unknown() { a } else { b },
+            _ => {
+                if a.is_unknown() {
+                    a
+                } else {
+                    b
+                }
+            }
         },
         _ => Val::unknown(format!("reduction {op}")),
     }
@@ -3436,7 +4803,11 @@ fn parse_int(t: &str, base: u32) -> (i64, usize) {
     }
     let digits: String = body.chars().take_while(|c| c.is_digit(base)).collect();
     let v = i64::from_str_radix(&digits, base).unwrap_or(0);
-    let used = if digits.is_empty() { 0 } else { lead + (s.len() - s2.len()) + (s2.len() - body.len()) + digits.len() };
+    let used = if digits.is_empty() {
+        0
+    } else {
+        lead + (s.len() - s2.len()) + (s2.len() - body.len()) + digits.len()
+    };
     (if neg { -v } else { v }, used)
 }
 
@@ -3463,7 +4834,10 @@ fn parse_float(t: &str) -> (f64, usize) {
     while end > 0 && s[..end].parse::<f64>().is_err() {
         end -= 1;
     }
-    (s[..end].parse().unwrap_or(0.0), if end == 0 { 0 } else { lead + end })
+    (
+        s[..end].parse().unwrap_or(0.0),
+        if end == 0 { 0 } else { lead + end },
+    )
 }
 
 /// sscanf: the values converted, in order, until the first failure.
@@ -3547,7 +4921,9 @@ pub fn format_c(fmt: &str, args: &[Val]) -> String {
         let mut conv = '%';
         while let Some(&n) = it.peek() {
             it.next();
-            if n.is_ascii_alphabetic() && !matches!(n, 'l' | 'h' | 'z' | 'j' | 'L' | 'q' | 't') || n == '%' {
+            if n.is_ascii_alphabetic() && !matches!(n, 'l' | 'h' | 'z' | 'j' | 'L' | 'q' | 't')
+                || n == '%'
+            {
                 conv = n;
                 break;
             }
@@ -3559,22 +4935,48 @@ pub fn format_c(fmt: &str, args: &[Val]) -> String {
         }
         let arg = args.get(k).cloned().unwrap_or(Val::unknown("missing"));
         k += 1;
-        let flags: String = spec.chars().take_while(|c| matches!(c, '-' | '+' | ' ' | '0' | '#')).collect();
+        let flags: String = spec
+            .chars()
+            .take_while(|c| matches!(c, '-' | '+' | ' ' | '0' | '#'))
+            .collect();
         let rest = &spec[flags.len()..];
         let (w, p) = match rest.split_once('.') {
             Some((w, p)) => (w, Some(p)),
             None => (rest, None),
         };
-        let width: usize = w.chars().filter(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap_or(0);
-        let prec: Option<usize> = p.map(|p| p.chars().filter(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap_or(0));
+        let width: usize = w
+            .chars()
+            .filter(|c| c.is_ascii_digit())
+            .collect::<String>()
+            .parse()
+            .unwrap_or(0);
+        let prec: Option<usize> = p.map(|p| {
+            p.chars()
+                .filter(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .parse()
+                .unwrap_or(0)
+        });
         let body = match (conv, &arg) {
             (_, Val::U(_)) | (_, Val::Name(_)) => "?".to_string(),
             ('d' | 'i' | 'u', v) => v.int().map(|i| i.to_string()).unwrap_or("?".into()),
             ('x', v) => v.int().map(|i| format!("{i:x}")).unwrap_or("?".into()),
-            ('c', v) => v.int().map(|i| (i as u8 as char).to_string()).unwrap_or("?".into()),
-            ('f' | 'F', v) => v.num().map(|x| format!("{x:.*}", prec.unwrap_or(6))).unwrap_or("?".into()),
-            ('e' | 'E', v) => v.num().map(|x| c_exp(x, prec.unwrap_or(6))).unwrap_or("?".into()),
-            ('g' | 'G', v) => v.num().map(|x| c_g(x, prec.unwrap_or(6))).unwrap_or("?".into()),
+            ('c', v) => v
+                .int()
+                .map(|i| (i as u8 as char).to_string())
+                .unwrap_or("?".into()),
+            ('f' | 'F', v) => v
+                .num()
+                .map(|x| format!("{x:.*}", prec.unwrap_or(6)))
+                .unwrap_or("?".into()),
+            ('e' | 'E', v) => v
+                .num()
+                .map(|x| c_exp(x, prec.unwrap_or(6)))
+                .unwrap_or("?".into()),
+            ('g' | 'G', v) => v
+                .num()
+                .map(|x| c_g(x, prec.unwrap_or(6)))
+                .unwrap_or("?".into()),
             ('s', Val::S(s, o)) => s.get(*o..).unwrap_or("").to_string(),
             ('p', _) => "0x0".into(),
             _ => "?".into(),
@@ -3584,7 +4986,11 @@ pub fn format_c(fmt: &str, args: &[Val]) -> String {
             out.push_str(&body);
             out.push_str(&" ".repeat(pad));
         } else if flags.contains('0') && body != "?" && conv != 's' {
-            let (sign, digits) = if let Some(d) = body.strip_prefix('-') { ("-", d.to_string()) } else { ("", body.clone()) };
+            let (sign, digits) = if let Some(d) = body.strip_prefix('-') {
+                ("-", d.to_string())
+            } else {
+                ("", body.clone())
+            };
             out.push_str(sign);
             out.push_str(&"0".repeat(pad));
             out.push_str(&digits);
@@ -3616,7 +5022,11 @@ fn c_g(x: f64, prec: usize) -> String {
     if e < -4 || e >= p as i32 {
         let s = c_exp(x, p - 1);
         let (m, ex) = s.split_once('e').unwrap_or((&s, ""));
-        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+        let m = if m.contains('.') {
+            m.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            m
+        };
         format!("{m}e{ex}")
     } else {
         let d = (p as i32 - 1 - e).max(0) as usize;
@@ -3657,14 +5067,20 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
                 ex(left, out);
                 ex(right, out);
             }
-            CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::Cast { value: arg, .. } => ex(arg, out),
+            CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::Cast { value: arg, .. } => {
+                ex(arg, out)
+            }
             CExpr::Call { args, .. } => args.iter().for_each(|a| ex(a, out)),
             CExpr::Index { array, index } => {
                 ex(array, out);
                 ex(index, out);
             }
             CExpr::Field { base, .. } => ex(base, out),
-            CExpr::Cond { cond, then, otherwise } => {
+            CExpr::Cond {
+                cond,
+                then,
+                otherwise,
+            } => {
                 ex(cond, out);
                 ex(then, out);
                 ex(otherwise, out);
@@ -3685,10 +5101,22 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
 /// Does the expression call rand() or random()?
 fn calls_rand(e: &CExpr) -> bool {
     match e {
-        CExpr::Call { func, args, .. } => func == "rand" || func == "random" || args.iter().any(calls_rand),
-        CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } | CExpr::Comma(left, right) => calls_rand(left) || calls_rand(right),
-        CExpr::Update { arg, .. } | CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) | CExpr::Cast { value: arg, .. } => calls_rand(arg),
-        CExpr::Cond { cond, then, otherwise } => calls_rand(cond) || calls_rand(then) || calls_rand(otherwise),
+        CExpr::Call { func, args, .. } => {
+            func == "rand" || func == "random" || args.iter().any(calls_rand)
+        }
+        CExpr::Assign { left, right, .. }
+        | CExpr::Binary { left, right, .. }
+        | CExpr::Comma(left, right) => calls_rand(left) || calls_rand(right),
+        CExpr::Update { arg, .. }
+        | CExpr::Unary { arg, .. }
+        | CExpr::Deref(arg)
+        | CExpr::AddrOf(arg)
+        | CExpr::Cast { value: arg, .. } => calls_rand(arg),
+        CExpr::Cond {
+            cond,
+            then,
+            otherwise,
+        } => calls_rand(cond) || calls_rand(then) || calls_rand(otherwise),
         CExpr::Index { array, index } => calls_rand(array) || calls_rand(index),
         CExpr::Field { base, .. } => calls_rand(base),
         CExpr::InitList(v) => v.iter().any(calls_rand),
@@ -3701,14 +5129,25 @@ fn statement_exprs<'e>(s: &'e Stmt, f: &mut dyn FnMut(&'e CExpr)) {
         Stmt::Compound(v, _) => v.iter().for_each(|x| statement_exprs(x, f)),
         Stmt::Expr(e, _) | Stmt::Return(Some(e), _) => f(e),
         Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).for_each(|e| f(e)),
-        Stmt::If { cond, then, otherwise, .. } => {
+        Stmt::If {
+            cond,
+            then,
+            otherwise,
+            ..
+        } => {
             f(cond);
             statement_exprs(then, f);
             if let Some(o) = otherwise {
                 statement_exprs(o, f);
             }
         }
-        Stmt::For { init, cond, update, body, .. } => {
+        Stmt::For {
+            init,
+            cond,
+            update,
+            body,
+            ..
+        } => {
             if let Some(i) = init {
                 statement_exprs(i, f);
             }
@@ -3720,7 +5159,9 @@ fn statement_exprs<'e>(s: &'e Stmt, f: &mut dyn FnMut(&'e CExpr)) {
             }
             statement_exprs(body, f);
         }
-        Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
+        Stmt::While { cond, body, .. }
+        | Stmt::DoWhile { body, cond, .. }
+        | Stmt::Switch { cond, body, .. } => {
             f(cond);
             statement_exprs(body, f);
         }
@@ -3750,7 +5191,11 @@ fn lvalues<'e>(s: &'e Stmt, out: &mut Vec<&'e CExpr>) {
                 ex(right, out);
             }
             CExpr::Call { args, .. } => args.iter().for_each(|a| ex(a, out)),
-            CExpr::Cond { cond, then, otherwise } => {
+            CExpr::Cond {
+                cond,
+                then,
+                otherwise,
+            } => {
                 ex(cond, out);
                 ex(then, out);
                 ex(otherwise, out);
@@ -3767,12 +5212,22 @@ fn mentions(s: &Stmt, v: &str) -> bool {
     fn ex(e: &CExpr, v: &str) -> bool {
         match e {
             CExpr::Ident(n) => n == v,
-            CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } => ex(left, v) || ex(right, v),
-            CExpr::Update { arg, .. } | CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) | CExpr::Cast { value: arg, .. } => ex(arg, v),
+            CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } => {
+                ex(left, v) || ex(right, v)
+            }
+            CExpr::Update { arg, .. }
+            | CExpr::Unary { arg, .. }
+            | CExpr::Deref(arg)
+            | CExpr::AddrOf(arg)
+            | CExpr::Cast { value: arg, .. } => ex(arg, v),
             CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().any(|a| ex(a, v)),
             CExpr::Index { array, index } => ex(array, v) || ex(index, v),
             CExpr::Field { base, .. } => ex(base, v),
-            CExpr::Cond { cond, then, otherwise } => ex(cond, v) || ex(then, v) || ex(otherwise, v),
+            CExpr::Cond {
+                cond,
+                then,
+                otherwise,
+            } => ex(cond, v) || ex(then, v) || ex(otherwise, v),
             CExpr::Comma(a, b) => ex(a, v) || ex(b, v),
             CExpr::Sizeof { value: Some(x), .. } => ex(x, v),
             _ => false,
@@ -3783,12 +5238,30 @@ fn mentions(s: &Stmt, v: &str) -> bool {
             Stmt::Compound(xs, _) => xs.iter().any(|x| st(x, v)),
             Stmt::Expr(e, _) => ex(e, v),
             Stmt::Decl(ds, _) => ds.iter().filter_map(|d| d.init.as_ref()).any(|e| ex(e, v)),
-            Stmt::If { cond, then, otherwise, .. } => ex(cond, v) || st(then, v) || otherwise.as_ref().is_some_and(|o| st(o, v)),
-            Stmt::For { init, cond, update, body, .. } => {
-                init.as_ref().is_some_and(|i| st(i, v)) || cond.as_ref().is_some_and(|c| ex(c, v)) || update.as_ref().is_some_and(|u| ex(u, v)) || st(body, v)
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => ex(cond, v) || st(then, v) || otherwise.as_ref().is_some_and(|o| st(o, v)),
+            Stmt::For {
+                init,
+                cond,
+                update,
+                body,
+                ..
+            } => {
+                init.as_ref().is_some_and(|i| st(i, v))
+                    || cond.as_ref().is_some_and(|c| ex(c, v))
+                    || update.as_ref().is_some_and(|u| ex(u, v))
+                    || st(body, v)
             }
-            Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => ex(cond, v) || st(body, v),
-            Stmt::Case { value, body, .. } => value.as_ref().is_some_and(|x| ex(x, v)) || body.iter().any(|x| st(x, v)),
+            Stmt::While { cond, body, .. }
+            | Stmt::DoWhile { body, cond, .. }
+            | Stmt::Switch { cond, body, .. } => ex(cond, v) || st(body, v),
+            Stmt::Case { value, body, .. } => {
+                value.as_ref().is_some_and(|x| ex(x, v)) || body.iter().any(|x| st(x, v))
+            }
             Stmt::Return(Some(e), _) => ex(e, v),
             Stmt::Label(x, _) => st(x, v),
             _ => false,
@@ -3813,14 +5286,31 @@ mod tests {
 
     #[test]
     fn printf_like_c() {
-        assert_eq!(format_c("n=%d rows=%5d x=%.3f s=%s %%", &[Val::I(7), Val::I(42), Val::F(1.5), Val::S(Rc::from("ab"), 0)]), "n=7 rows=   42 x=1.500 s=ab %");
-        assert_eq!(format_c("%g %g %e", &[Val::F(0.5), Val::F(1e-7), Val::F(1234.5)]), "0.5 1e-07 1.234500e+03");
+        assert_eq!(
+            format_c(
+                "n=%d rows=%5d x=%.3f s=%s %%",
+                &[
+                    Val::I(7),
+                    Val::I(42),
+                    Val::F(1.5),
+                    Val::S(Rc::from("ab"), 0)
+                ]
+            ),
+            "n=7 rows=   42 x=1.500 s=ab %"
+        );
+        assert_eq!(
+            format_c("%g %g %e", &[Val::F(0.5), Val::F(1e-7), Val::F(1234.5)]),
+            "0.5 1e-07 1.234500e+03"
+        );
         assert_eq!(format_c("%d", &[Val::unknown("x")]), "?");
     }
 
     #[test]
     fn scanf_and_strtol() {
-        assert_eq!(scan("12 3.5 ab", "%d %lf %s"), vec![Val::I(12), Val::F(3.5), Val::S(Rc::from("ab"), 0)]);
+        assert_eq!(
+            scan("12 3.5 ab", "%d %lf %s"),
+            vec![Val::I(12), Val::F(3.5), Val::S(Rc::from("ab"), 0)]
+        );
         assert_eq!(scan("n=64", "n=%d"), vec![Val::I(64)]);
         assert_eq!(parse_int("  -42xyz", 10), (-42, 5));
         assert_eq!(parse_float("1e3,"), (1000.0, 3));

@@ -34,12 +34,22 @@ pub struct Costs {
 
 impl Costs {
     pub fn from_table(t: &MachineTable, variant: Variant) -> Costs {
-        let mut c = Costs { nominal: BTreeMap::new(), low: BTreeMap::new(), high: BTreeMap::new() };
+        let mut c = Costs {
+            nominal: BTreeMap::new(),
+            low: BTreeMap::new(),
+            high: BTreeMap::new(),
+        };
         for class in OpClass::ALL {
-            let Some(nom) = t.cost(*class, variant) else { continue };
+            let Some(nom) = t.cost(*class, variant) else {
+                continue;
+            };
             let m = &t.classes[class].throughput;
             // The spread of the raw measure, carried over to the fitted figure.
-            let (lo, hi) = if m.ns_per_op > 0.0 { (m.min_ns / m.ns_per_op, m.max_ns / m.ns_per_op) } else { (1.0, 1.0) };
+            let (lo, hi) = if m.ns_per_op > 0.0 {
+                (m.min_ns / m.ns_per_op, m.max_ns / m.ns_per_op)
+            } else {
+                (1.0, 1.0)
+            };
             c.nominal.insert(*class, nom);
             c.low.insert(*class, nom * lo.min(1.0));
             c.high.insert(*class, nom * hi.max(1.0));
@@ -115,6 +125,10 @@ pub struct Options {
     /// How the program is built: the static evaluation reads the sources as its preprocessor
     /// selects them, like the analysis.
     pub build: crate::mpi::build::BuildSpec,
+    /// When values that long loops store over bulk data are needed (message counts, loop
+    /// bounds), run those loops on a prefix of their iterations and scale what they accumulate
+    /// (an estimate, noted in the report) instead of refusing.
+    pub estimate_bulk: bool,
 }
 
 /// `-D` items split into numbers and other values; `-D NAME` is 1.
@@ -138,7 +152,11 @@ pub fn split_defines(defs: &[String]) -> (BTreeMap<String, f64>, BTreeMap<String
 
 /// Seconds the static evaluation may take over all ranks (MPICAST_EVAL_BUDGET_S overrides).
 fn eval_budget_s() -> f64 {
-    std::env::var("MPICAST_EVAL_BUDGET_S").ok().and_then(|v| v.parse().ok()).filter(|v: &f64| *v > 0.0).unwrap_or(60.0)
+    std::env::var("MPICAST_EVAL_BUDGET_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v: &f64| *v > 0.0)
+        .unwrap_or(60.0)
 }
 
 /// Parameter values for the static path: -D first, then program arguments for argv-derived
@@ -151,10 +169,15 @@ pub fn bind_parameters(
     let mut out = defines.clone();
     let mut notes = Vec::new();
     // P2PDC's P2Pinit takes its own options (`--scheme=S`) out of argv before the program reads it.
-    let p2pdc = model.external_calls.contains_key("P2Pinit") || model.calls.iter().any(|c| c.callee == "P2Pinit");
+    let p2pdc = model.external_calls.contains_key("P2Pinit")
+        || model.calls.iter().any(|c| c.callee == "P2Pinit");
     let kept: Vec<String>;
     let args: &[String] = if p2pdc {
-        kept = args.iter().filter(|a| !a.starts_with("--scheme=")).cloned().collect();
+        kept = args
+            .iter()
+            .filter(|a| !a.starts_with("--scheme="))
+            .cloned()
+            .collect();
         &kept
     } else {
         args
@@ -169,14 +192,21 @@ pub fn bind_parameters(
         match args.get(k as usize - 1) {
             Some(a) => {
                 let v: f64 = a.trim().parse().map_err(|_| {
-                    anyhow::anyhow!("program argument {k} ({a:?}) is not a number, but {} reads {} from it", p.file, p.name)
+                    anyhow::anyhow!(
+                        "program argument {k} ({a:?}) is not a number, but {} reads {} from it",
+                        p.file,
+                        p.name
+                    )
                 })?;
                 out.insert(p.name.clone(), v);
             }
             None => {
                 if let Some(d) = p.default {
                     out.insert(p.name.clone(), d);
-                    notes.push(format!("{} = {d}: argument {k} not given, the program's default", p.name));
+                    notes.push(format!(
+                        "{} = {d}: argument {k} not given, the program's default",
+                        p.name
+                    ));
                 }
             }
         }
@@ -185,14 +215,20 @@ pub fn bind_parameters(
 }
 
 /// Seconds per execution of every block, for one rank's environment, with a cost table.
-fn block_seconds(model: &ProgramModel, costs: &BTreeMap<OpClass, f64>, env: &HashMap<String, f64>) -> Vec<f64> {
+fn block_seconds(
+    model: &ProgramModel,
+    costs: &BTreeMap<OpClass, f64>,
+    env: &HashMap<String, f64>,
+) -> Vec<f64> {
     model
         .blocks
         .iter()
         .map(|b| {
             b.ops
                 .iter()
-                .map(|(c, e)| e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0) * 1e-9)
+                .map(|(c, e)| {
+                    e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0) * 1e-9
+                })
                 .sum()
         })
         .collect()
@@ -217,7 +253,8 @@ impl TraceSink<'_> {
         let s = std::mem::take(&mut self.unwritten);
         if let Some(w) = self.writer.as_deref_mut() {
             if s > 0.0 {
-                w.action(&skeleton::compute_action(s)).map_err(io_unresolved)?;
+                w.action(&skeleton::compute_action(s))
+                    .map_err(io_unresolved)?;
             }
         }
         Ok(())
@@ -263,7 +300,11 @@ impl Sink for TraceSink<'_> {
 }
 
 fn io_unresolved(e: std::io::Error) -> Unresolved {
-    Unresolved { file: "(trace)".into(), line: 0, what: format!("cannot write a trace: {e}") }
+    Unresolved {
+        file: "(trace)".into(),
+        line: 0,
+        what: format!("cannot write a trace: {e}"),
+    }
 }
 
 /// The static path's result before simulation.
@@ -281,22 +322,101 @@ pub struct Skeletons {
 /// Skeleton execution of every rank into a temporary trace directory (compute in seconds): the
 /// interpreter (`eval`) runs each rank's scalar part; passes repeat while a rank needed a value
 /// from a rank evaluated after it.
-pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<Skeletons, Unresolved> {
+pub fn skeletons(
+    model: &ProgramModel,
+    opts: &Options,
+    costs: &Costs,
+) -> Result<Skeletons, Unresolved> {
     let prog = Program::new(model);
     let units = crate::frontend::lower_sources(&model.files, &opts.build);
     let enums = std::rc::Rc::new(eval::enum_values(&units));
     let (defines, text_defines) = split_defines(&opts.defines);
     // P2PDC's P2Pinit takes its own options (`--scheme=S`) out of argv before the program reads it.
-    let p2pdc = model.external_calls.contains_key("P2Pinit") || model.calls.iter().any(|c| c.callee == "P2Pinit");
-    let args: Vec<String> = opts.args.iter().filter(|a| !(p2pdc && a.starts_with("--scheme="))).cloned().collect();
-    let sh = eval::Shared::new(&prog, &units, args, defines, text_defines, eval_budget_s());
+    let p2pdc = model.external_calls.contains_key("P2Pinit")
+        || model.calls.iter().any(|c| c.callee == "P2Pinit");
+    let args: Vec<String> = opts
+        .args
+        .iter()
+        .filter(|a| !(p2pdc && a.starts_with("--scheme=")))
+        .cloned()
+        .collect();
+    // An evaluation that fails for want of what a long loop stored is repeated with those
+    // loops run on a prefix of their iterations (at most PREFIX_ROUNDS times).
+    let mut prefix = std::collections::BTreeSet::new();
+    let mut round = 0;
+    let started = std::time::Instant::now();
+    loop {
+        let mut sh = eval::Shared::new(
+            &prog,
+            &units,
+            args.clone(),
+            defines.clone(),
+            text_defines.clone(),
+            eval_budget_s(),
+        );
+        sh.prefix_loops = prefix.clone();
+        match evaluate(model, opts, costs, &sh, &enums) {
+            Err(e)
+                if opts.estimate_bulk
+                    && round < PREFIX_ROUNDS
+                    && started.elapsed().as_secs_f64() < PREFIX_ROUNDS_S
+                    && !e.what.starts_with("evaluation stopped") =>
+            {
+                let wanted: Vec<usize> = sh
+                    .prefix_wanted
+                    .borrow()
+                    .difference(&prefix)
+                    .copied()
+                    .collect();
+                if wanted.is_empty() {
+                    return Err(e);
+                }
+                if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+                    eprintln!(
+                        "eval: {}:{}: {}; again with prefix runs of {} loops",
+                        e.file,
+                        e.line,
+                        e.what,
+                        wanted.len()
+                    );
+                }
+                prefix.extend(wanted);
+                round += 1;
+            }
+            Err(mut e)
+                if !opts.estimate_bulk
+                    && !sh.prefix_wanted.borrow().is_empty()
+                    && !e.what.starts_with("evaluation stopped") =>
+            {
+                e.what.push_str("; if it comes from bulk data a long loop computes, --estimate-bulk estimates it from the loop's first iterations");
+                return Err(e);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Evaluations at most before the static path gives up on values long loops store, and the
+/// seconds after which no new one starts.
+const PREFIX_ROUNDS: usize = 3;
+const PREFIX_ROUNDS_S: f64 = 10.0;
+
+/// One evaluation of every rank (passes until no rank misses a value another sends it).
+fn evaluate(
+    model: &ProgramModel,
+    opts: &Options,
+    costs: &Costs,
+    sh: &eval::Shared,
+    enums: &std::rc::Rc<HashMap<String, crate::frontend::ir::CExpr>>,
+) -> Result<Skeletons, Unresolved> {
     let n = opts.ranks;
     let factor = opts.what_if.compute_factor();
     let mut result = None;
     let mut posted_before = 0;
     for pass in 0..eval::MAX_PASSES {
         let last = pass + 1 == eval::MAX_PASSES;
-        let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
+        let dir =
+            crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
         let mut execs = vec![0.0; model.blocks.len()];
         let mut compute = Vec::with_capacity(n as usize);
         let mut outputs = Vec::new();
@@ -310,9 +430,17 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
             let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
             scratch.iter_mut().for_each(|x| *x = 0.0);
             let mut row = [0.0; 3];
-            let mut it = eval::Interp::new(&sh, r, n, 0.5, enums.clone());
+            let mut it = eval::Interp::new(sh, r, n, 0.5, enums.clone());
             let res = {
-                let mut sink = TraceSink { writer: Some(&mut w), secs: &secs, factor, execs: &mut scratch, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
+                let mut sink = TraceSink {
+                    writer: Some(&mut w),
+                    secs: &secs,
+                    factor,
+                    execs: &mut scratch,
+                    compute_s: 0.0,
+                    mult: vec![],
+                    unwritten: 0.0,
+                };
                 let res = ended(it.run(&mut sink));
                 let res = res.and_then(|_| sink.write_compute());
                 row[0] = sink.compute_s;
@@ -320,11 +448,30 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
             };
             w.finish().map_err(io_unresolved)?;
             missed |= it.missed;
+            if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+                eprintln!(
+                    "eval: pass {pass} rank {r}: {} steps, missed {}",
+                    it.steps(),
+                    it.missed
+                );
+            }
+            if let (Err(e), true) = (&res, std::env::var_os("MPICAST_EVAL_DEBUG").is_some()) {
+                eprintln!(
+                    "eval: rank {r}: {}:{}: {} (printed: {:?})",
+                    e.file,
+                    e.line,
+                    e.what,
+                    it.output.iter().rev().take(3).collect::<Vec<_>>()
+                );
+            }
             if let Err(e) = res {
                 first_err.get_or_insert(e);
                 continue;
             }
-            outputs.push(crate::model::prediction::RankOutput { rank: r, lines: std::mem::take(&mut it.output) });
+            outputs.push(crate::model::prediction::RankOutput {
+                rank: r,
+                lines: std::mem::take(&mut it.output),
+            });
             for (t, x) in execs.iter_mut().zip(&scratch) {
                 *t += x;
             }
@@ -342,33 +489,73 @@ pub fn skeletons(model: &ProgramModel, opts: &Options, costs: &Costs) -> Result<
                 compute.push(row);
                 continue;
             }
-            for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)].into_iter().enumerate() {
+            for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)]
+                .into_iter()
+                .enumerate()
+            {
                 let s = block_seconds(model, table, &env);
                 let mut bound = vec![0.0; model.blocks.len()];
-                let mut sink = TraceSink { writer: None, secs: &s, factor, execs: &mut bound, compute_s: 0.0, mult: vec![], unwritten: 0.0 };
-                let mut it = eval::Interp::new(&sh, r, n, p, enums.clone());
-                ended(it.run(&mut sink))?;
-                row[k + 1] = sink.compute_s;
+                let mut sink = TraceSink {
+                    writer: None,
+                    secs: &s,
+                    factor,
+                    execs: &mut bound,
+                    compute_s: 0.0,
+                    mult: vec![],
+                    unwritten: 0.0,
+                };
+                let mut it = eval::Interp::new(sh, r, n, p, enums.clone());
+                // A bound that cannot be evaluated (its arms lead where the values are not
+                // known) leaves the interval at the estimate on that side, and says so.
+                match ended(it.run(&mut sink)) {
+                    Ok(()) => row[k + 1] = sink.compute_s,
+                    Err(e) => {
+                        row[k + 1] = row[0];
+                        assumptions.insert(format!(
+                            "rank {r}: the interval does not cover its data-dependent branches all {} ({}:{}: {})",
+                            if p == 0.0 { "untaken" } else { "taken" },
+                            e.file,
+                            e.line,
+                            e.what
+                        ));
+                    }
+                }
             }
             compute.push(row);
         }
-        let posted = sh.mail.borrow().posted();
-        if missed && !last && posted > posted_before {
+        // Another pass while a rank missed a value that this pass posted, or a value posted
+        // differs from the previous pass's (a rank used it before it settled).
+        let (posted, changed) = {
+            let mut mail = sh.mail.borrow_mut();
+            (mail.posted(), std::mem::take(&mut mail.changed))
+        };
+        if !last && ((missed && posted > posted_before) || (changed && pass > 0)) {
             posted_before = posted;
             continue;
         }
         if let Some(e) = first_err {
             return Err(e);
         }
-        result = Some(Skeletons { dir, execs, compute, assumptions: assumptions.into_iter().collect(), outputs });
+        result = Some(Skeletons {
+            dir,
+            execs,
+            compute,
+            assumptions: assumptions.into_iter().collect(),
+            outputs,
+        });
         break;
     }
-    result.ok_or_else(|| Unresolved { file: String::new(), line: 0, what: "static evaluation did not settle".into() })
+    result.ok_or_else(|| Unresolved {
+        file: String::new(),
+        line: 0,
+        what: "static evaluation did not settle".into(),
+    })
 }
 
 /// A rank's environment for op-count formulas: the bindings, its rank and the size.
 fn rank_env(opts: &Options, r: u32, n: u32) -> HashMap<String, f64> {
-    let mut env: HashMap<String, f64> = opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let mut env: HashMap<String, f64> =
+        opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
     env.insert("rank".into(), r as f64);
     env.insert("size".into(), n as f64);
     env
@@ -409,7 +596,11 @@ pub fn attribute(
         let mut op_seconds = BTreeMap::new();
         let mut s = 0.0;
         for (c, e) in &b.ops {
-            let x = e.eval_map(&env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0) * 1e-9 * n * factor;
+            let x = e.eval_map(&env).unwrap_or(0.0)
+                * costs.get(c).copied().unwrap_or(0.0)
+                * 1e-9
+                * n
+                * factor;
             if x > 0.0 {
                 op_seconds.insert(*c, x);
                 *classes.entry(*c).or_default() += x;
@@ -442,7 +633,13 @@ pub fn attribute(
         .iter()
         .map(|f| {
             let s = per_fn.get(&f.name).copied().unwrap_or(0.0);
-            FunctionCost { name: f.name.clone(), file: f.file.clone(), line_start: f.line_start, self_seconds: s, share: share(s) }
+            FunctionCost {
+                name: f.name.clone(),
+                file: f.file.clone(),
+                line_start: f.line_start,
+                self_seconds: s,
+                share: share(s),
+            }
         })
         .collect();
     functions.sort_by(|a, b| b.self_seconds.total_cmp(&a.self_seconds));
@@ -464,7 +661,12 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
 /// The trace path: an instrumented run's block counts (every block counted: `mpicast trace
 /// --all-blocks`) costed by formula (1), or its measured burst times (`--time-blocks`) when
 /// `measured` is set, then the same replay and attribution as the static path.
-pub fn predict_trace(dir: &Path, opts: &Options, measured: bool, allow_incomplete: bool) -> Result<(ProgramModel, Prediction)> {
+pub fn predict_trace(
+    dir: &Path,
+    opts: &Options,
+    measured: bool,
+    allow_incomplete: bool,
+) -> Result<(ProgramModel, Prediction)> {
     predict_trace_scaled(dir, opts, measured, allow_incomplete, None)
 }
 
@@ -480,7 +682,12 @@ pub fn predict_trace_scaled(
     use crate::model::trace::{Compute, TraceMeta};
     let t0 = Instant::now();
     let model: ProgramModel = crate::model::read_artifact(&dir.join("analysis.json"))
-        .with_context(|| format!("{}: not a trace directory from mpicast trace", dir.display()))?;
+        .with_context(|| {
+            format!(
+                "{}: not a trace directory from mpicast trace",
+                dir.display()
+            )
+        })?;
     let meta: Option<TraceMeta> = match dir.join("meta.json") {
         p if p.is_file() => Some(crate::model::read_artifact(&p)?),
         _ => None,
@@ -496,7 +703,12 @@ pub fn predict_trace_scaled(
     let mut assumptions = opts.assumptions.clone();
     if let Some(m) = &meta {
         if !m.complete && !allow_incomplete {
-            let bad: Vec<String> = m.rank_traces.iter().filter(|r| !r.complete).map(|r| r.rank.to_string()).collect();
+            let bad: Vec<String> = m
+                .rank_traces
+                .iter()
+                .filter(|r| !r.complete)
+                .map(|r| r.rank.to_string())
+                .collect();
             bail!(
                 "{}: incomplete trace (rank {} did not reach MPI_Finalize); --allow-incomplete predicts from what was recorded",
                 dir.display(),
@@ -513,7 +725,10 @@ pub fn predict_trace_scaled(
             );
         }
         if measured && !m.time_blocks {
-            bail!("{}: --measured needs a trace taken with --time-blocks", dir.display());
+            bail!(
+                "{}: --measured needs a trace taken with --time-blocks",
+                dir.display()
+            );
         }
         if let Some(s) = &m.sampling {
             assumptions.push(format!(
@@ -528,16 +743,30 @@ pub fn predict_trace_scaled(
     let mut scaling = None;
     let (dir, ranks) = match scale {
         Some(req) if ranks != opts.ranks => {
-            let t = crate::trace::scratch_dir("mpicast-scaled", opts.ranks).context("cannot create a temporary directory")?;
+            let t = crate::trace::scratch_dir("mpicast-scaled", opts.ranks)
+                .context("cannot create a temporary directory")?;
             let env: HashMap<String, f64> = opts
                 .bindings
                 .iter()
                 .map(|(k, v)| (k.clone(), *v))
-                .chain([("rank".to_string(), 0.0), ("size".to_string(), ranks as f64)])
+                .chain([
+                    ("rank".to_string(), 0.0),
+                    ("size".to_string(), ranks as f64),
+                ])
                 .collect();
             let cost = block_seconds(&model, &costs.nominal, &env);
-            let req = crate::scale::Request { to_ranks: opts.ranks, ..req.clone() };
-            let info = crate::scale::scale_dir(dir, t.path(), &model, &opts.bindings, cost, &req).with_context(|| format!("{}: scaling from {ranks} to {} ranks", dir.display(), opts.ranks))?;
+            let req = crate::scale::Request {
+                to_ranks: opts.ranks,
+                ..req.clone()
+            };
+            let info = crate::scale::scale_dir(dir, t.path(), &model, &opts.bindings, cost, &req)
+                .with_context(|| {
+                format!(
+                    "{}: scaling from {ranks} to {} ranks",
+                    dir.display(),
+                    opts.ranks
+                )
+            })?;
             assumptions.push(format!(
                 "traces of {ranks} ranks scaled to {} ({} -> {}, {} scaling; {:.0}% of compute rescaled by the program's formulas)",
                 opts.ranks,
@@ -554,20 +783,24 @@ pub fn predict_trace_scaled(
         _ => (dir.to_path_buf(), ranks),
     };
     let dir = dir.as_path();
-    let out = crate::trace::scratch_dir("mpicast-costed", ranks).context("cannot create a temporary directory")?;
+    let out = crate::trace::scratch_dir("mpicast-costed", ranks)
+        .context("cannot create a temporary directory")?;
     let factor = opts.what_if.compute_factor();
     let nb = model.blocks.len();
     let mut execs = vec![0.0; nb];
     let mut compute = Vec::with_capacity(ranks as usize);
-    let base_env: HashMap<String, f64> = opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    let base_env: HashMap<String, f64> =
+        opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
     for r in 0..ranks {
         let mut env = base_env.clone();
         env.insert("rank".into(), r as f64);
         env.insert("size".into(), ranks as f64);
-        let secs = [&costs.nominal, &costs.low, &costs.high].map(|t| block_seconds(&model, t, &env));
+        let secs =
+            [&costs.nominal, &costs.low, &costs.high].map(|t| block_seconds(&model, t, &env));
         let path = crate::trace::rank_file(dir, r);
         let mut rd = crate::trace::TraceReader::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut w = TraceWriter::create(out.path(), r, ranks).with_context(|| format!("{}: cannot write", out.path().display()))?;
+        let mut w = TraceWriter::create(out.path(), r, ranks)
+            .with_context(|| format!("{}: cannot write", out.path().display()))?;
         let mut row = [0.0; 3];
         let mut pending = 0.0;
         let cost = |blocks: &[(u32, u64)], execs: &mut [f64], row: &mut [f64; 3]| -> Result<f64> {
@@ -575,7 +808,11 @@ pub fn predict_trace_scaled(
             for (b, n) in blocks {
                 let b = *b as usize;
                 if b >= nb {
-                    bail!("{}: block {b} is not in {}/analysis.json ({nb} blocks)", path.display(), dir.display());
+                    bail!(
+                        "{}: block {b} is not in {}/analysis.json ({nb} blocks)",
+                        path.display(),
+                        dir.display()
+                    );
                 }
                 execs[b] += *n as f64;
                 for k in 0..3 {
@@ -589,8 +826,12 @@ pub fn predict_trace_scaled(
         };
         while let Some((a, _)) = rd.next_action().map_err(|e| anyhow::anyhow!("{e}"))? {
             match a {
-                TraceAction::Compute { compute: Compute::Blocks(b) } => pending += cost(&b, &mut execs, &mut row)?,
-                TraceAction::Compute { compute: Compute::TimedBlocks { blocks, seconds } } => {
+                TraceAction::Compute {
+                    compute: Compute::Blocks(b),
+                } => pending += cost(&b, &mut execs, &mut row)?,
+                TraceAction::Compute {
+                    compute: Compute::TimedBlocks { blocks, seconds },
+                } => {
                     let modelled = cost(&blocks, &mut execs, &mut row)?;
                     if measured {
                         // Block benchmarking: the time measured on the traced host, scaled by
@@ -604,7 +845,9 @@ pub fn predict_trace_scaled(
                         pending += modelled;
                     }
                 }
-                TraceAction::Compute { compute: Compute::Seconds(s) } => {
+                TraceAction::Compute {
+                    compute: Compute::Seconds(s),
+                } => {
                     let s = s * factor;
                     row.iter_mut().for_each(|x| *x += s);
                     pending += s;
@@ -623,8 +866,17 @@ pub fn predict_trace_scaled(
         w.finish()?;
         compute.push(row);
     }
-    let sk = Skeletons { dir: out, execs, compute, assumptions: Vec::new(), outputs: Vec::new() };
-    let mut o = Options { assumptions, ..opts.clone() };
+    let sk = Skeletons {
+        dir: out,
+        execs,
+        compute,
+        assumptions: Vec::new(),
+        outputs: Vec::new(),
+    };
+    let mut o = Options {
+        assumptions,
+        ..opts.clone()
+    };
     o.ranks = ranks;
     let mode = match (&scaling, measured) {
         (Some(s), true) => format!("trace (measured bursts) scaled from {} ranks", s.from_ranks),
@@ -642,7 +894,14 @@ pub fn predict_trace_scaled(
 }
 
 /// Replay of costed per-rank traces, then the prediction with its attribution.
-fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mode: &str, t0: Instant) -> Result<Prediction> {
+fn finish(
+    model: &ProgramModel,
+    opts: &Options,
+    costs: &Costs,
+    sk: Skeletons,
+    mode: &str,
+    t0: Instant,
+) -> Result<Prediction> {
     if let Some(d) = &opts.save_traces {
         std::fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
         for r in 0..opts.ranks {
@@ -656,7 +915,11 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         .eager_threshold
         .or_else(|| platform::eager_threshold(&opts.platform))
         .unwrap_or(65536);
-    let options = ReplayOptions { eager_threshold_bytes: eager, timeline: opts.timeline, ..Default::default() };
+    let options = ReplayOptions {
+        eager_threshold_bytes: eager,
+        timeline: opts.timeline,
+        ..Default::default()
+    };
     let result = crate::sim::replay(
         &crate::sim::TraceSource::Dir(sk.dir.path().to_path_buf()),
         platform.path(),
@@ -673,7 +936,14 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         up = up.max(row[2] - row[0]);
     }
     let factor = opts.what_if.compute_factor();
-    let (blocks, functions, op_classes) = attribute(model, &sk.execs, &costs.nominal, &opts.bindings, factor, opts.top);
+    let (blocks, functions, op_classes) = attribute(
+        model,
+        &sk.execs,
+        &costs.nominal,
+        &opts.bindings,
+        factor,
+        opts.top,
+    );
     let mut assumptions = opts.assumptions.clone();
     assumptions.extend(sk.assumptions);
     Ok(Prediction {
@@ -684,7 +954,11 @@ fn finish(model: &ProgramModel, opts: &Options, costs: &Costs, sk: Skeletons, mo
         mode: mode.into(),
         platform: opts.platform.display().to_string(),
         machine: machine_ref(&opts.machine, &opts.machine_path),
-        costs: if opts.variant == Variant::Fitted && opts.machine.fit.is_some() { "fitted".into() } else { "raw".into() },
+        costs: if opts.variant == Variant::Fitted && opts.machine.fit.is_some() {
+            "fitted".into()
+        } else {
+            "raw".into()
+        },
         what_if: opts.what_if.as_map(),
         predicted_s: makespan,
         interval_s: [(makespan - down).max(0.0), makespan + up],
