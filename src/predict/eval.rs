@@ -56,13 +56,14 @@ const SAMPLE_MIN: u64 = 64;
 /// seen fewer than SAMPLE_MIN times by then keep the assumption.
 const SAMPLE_ENOUGH: u64 = 16384;
 /// Prefix runs (a loop whose stores are needed but that is too long to interpret): at most
-/// PREFIX_CAP iterations, ended at an iteration's end after PREFIX_STEPS statements or PREFIX_S
-/// seconds (failed at twice that), PREFIX_TOTAL_S for all of one rank's evaluation; fewer than
-/// PREFIX_MIN iterations is no sample.
+/// PREFIX_CAP iterations, ended at an iteration's end after PREFIX_STEPS statements (so that
+/// the estimate does not depend on the machine's speed), failed at twice that or after
+/// PREFIX_S seconds; PREFIX_TOTAL_S for all of one rank's evaluation; fewer than PREFIX_MIN
+/// iterations is no sample.
 const PREFIX_CAP: u64 = 8192;
 const PREFIX_STEPS: u64 = 6_000_000;
-const PREFIX_S: f64 = 1.5;
-const PREFIX_TOTAL_S: f64 = 8.0;
+const PREFIX_S: f64 = 10.0;
+const PREFIX_TOTAL_S: f64 = 20.0;
 const PREFIX_MIN: u64 = 256;
 const PREFIX_FAIL: &str = "\u{1}prefix run failed";
 
@@ -227,7 +228,6 @@ struct Prefix {
     /// Cells stored into: the first iteration that stored, and how many stores.
     writes: HashMap<usize, (u64, u64)>,
     soft_step: u64,
-    soft_until: Instant,
     until_step: u64,
     until: Instant,
 }
@@ -1842,9 +1842,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let steps = self.steps;
         let px = self.prefix.as_mut().unwrap();
         px.iter = k;
-        if k >= px.cap
-            || (k >= PREFIX_MIN && (steps >= px.soft_step || Instant::now() > px.soft_until))
-        {
+        if k >= px.cap || (k >= PREFIX_MIN && steps >= px.soft_step) {
             px.stopped = Some(k);
             return true;
         }
@@ -1898,9 +1896,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             iter: 0,
             writes: HashMap::new(),
             soft_step: self.steps + PREFIX_STEPS,
-            soft_until: now + std::time::Duration::from_secs_f64(soft),
             until_step: self.steps + 2 * PREFIX_STEPS,
-            until: (now + std::time::Duration::from_secs_f64(2.0 * soft)).min(self.sh.deadline),
+            until: (now + std::time::Duration::from_secs_f64(soft)).min(self.sh.deadline),
         }));
         copy.pending.clear();
         let r = copy.iterate(s, Some(lb), false, &mut NullSink);
