@@ -14,17 +14,11 @@ fn main() {
     let include_paths = match env::var("MPICAST_SIMGRID_PREFIX") {
         Ok(prefix) => {
             let prefix = PathBuf::from(prefix);
-            println!(
-                "cargo:rustc-link-search=native={}",
-                prefix.join("lib").display()
-            );
+            println!("cargo:rustc-link-search=native={}", prefix.join("lib").display());
             println!("cargo:rustc-link-lib=simgrid");
             vec![prefix.join("include")]
         }
-        Err(_) => match pkg_config::Config::new()
-            .atleast_version("3.30")
-            .probe("simgrid")
-        {
+        Err(_) => match pkg_config::Config::new().atleast_version("3.30").probe("simgrid") {
             Ok(lib) => lib.include_paths,
             Err(e) => {
                 eprintln!(

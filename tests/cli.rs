@@ -3,10 +3,7 @@
 use std::process::{Command, Output};
 
 fn mpicast(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .args(args)
-        .output()
-        .expect("mpicast runs")
+    Command::new(env!("CARGO_BIN_EXE_mpicast")).args(args).output().expect("mpicast runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -20,10 +17,7 @@ fn help_and_version_exit_zero() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: mpicast"));
     let o = mpicast(&["--version"]);
     assert!(o.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout).trim(),
-        format!("mpicast {}", env!("CARGO_PKG_VERSION"))
-    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("mpicast {}", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]
@@ -32,10 +26,7 @@ fn unknown_subcommand_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(
-        e.starts_with("mpicast: unrecognized subcommand 'frobnicate'"),
-        "{e}"
-    );
+    assert!(e.starts_with("mpicast: unrecognized subcommand 'frobnicate'"), "{e}");
 }
 
 #[test]
@@ -44,10 +35,7 @@ fn missing_input_file_is_one_line_naming_the_file() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(
-        e.starts_with("mpicast: /nonexistent/job.json: cannot read"),
-        "{e}"
-    );
+    assert!(e.starts_with("mpicast: /nonexistent/job.json: cannot read"), "{e}");
 }
 
 #[test]
@@ -57,18 +45,10 @@ fn wrong_kind_and_wrong_version_are_named() {
     std::fs::write(&p, r#"{"schema":"mpicast/machine","version":1}"#).unwrap();
     let o = mpicast(&["simulate", "--job", p.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains(r#"is a "mpicast/machine" file, expected "mpicast/simjob""#),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(r#"is a "mpicast/machine" file, expected "mpicast/simjob""#), "{}", stderr(&o));
 
     std::fs::write(&p, r#"{"schema":"mpicast/simjob","version":7}"#).unwrap();
     let o = mpicast(&["simulate", "--job", p.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("mpicast/simjob version 7, this mpicast reads version 1"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("mpicast/simjob version 7, this mpicast reads version 1"), "{}", stderr(&o));
 }

@@ -10,9 +10,7 @@ use mpicast::model::analysis::{Block, BlockKind, CountStatus, ProgramModel};
 use mpicast::model::parse_artifact;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/c")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c").join(name)
 }
 
 fn analyze(path: &Path, defs: &[&str]) -> ProgramModel {
@@ -22,22 +20,14 @@ fn analyze(path: &Path, defs: &[&str]) -> ProgramModel {
         cmd.arg("-D").arg(d);
     }
     let out = cmd.output().expect("mpicast runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     parse_artifact(&String::from_utf8_lossy(&out.stdout), "stdout").expect("valid analysis")
 }
 
 /// The block that starts on the line holding `/* MARK */`.
 fn marked(path: &Path, model: &ProgramModel) -> Block {
     let text = std::fs::read_to_string(path).unwrap();
-    let line = text
-        .lines()
-        .position(|l| l.contains("/* MARK */"))
-        .expect("fixture has a MARK") as u32
-        + 1;
+    let line = text.lines().position(|l| l.contains("/* MARK */")).expect("fixture has a MARK") as u32 + 1;
     model
         .blocks
         .iter()
@@ -49,11 +39,7 @@ fn marked(path: &Path, model: &ProgramModel) -> Block {
 
 fn count_with(b: &Block, env: &[(&str, f64)]) -> f64 {
     let m: HashMap<String, f64> = env.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let e = b
-        .count
-        .expr
-        .as_ref()
-        .unwrap_or_else(|| panic!("no count formula: {:?}", b.count));
+    let e = b.count.expr.as_ref().unwrap_or_else(|| panic!("no count formula: {:?}", b.count));
     e.eval_map(&m).unwrap_or_else(|err| panic!("{e}: {err}"))
 }
 
@@ -102,11 +88,7 @@ fn probability_annotation() {
 fn argv_parameter_bound() {
     let p = fixture("argv_bound.c");
     let m = analyze(&p, &[]);
-    let param = m
-        .parameters
-        .iter()
-        .find(|x| x.name == "n")
-        .expect("n is a parameter");
+    let param = m.parameters.iter().find(|x| x.name == "n").expect("n is a parameter");
     assert_eq!(param.argv_index, Some(1));
     let b = marked(&p, &m);
     assert_eq!(b.count.status, CountStatus::Symbolic);
@@ -127,10 +109,7 @@ fn triangular_nest() {
     assert!(e.is_closed_form(), "closed form expected: {e}");
     assert!(e.to_string().contains("(n^2 - n)/2"), "{e}");
     for n in 0..30 {
-        assert_eq!(
-            count_with(&b, &[("n", n as f64)]),
-            (n * (n - 1) / 2).max(0) as f64
-        );
+        assert_eq!(count_with(&b, &[("n", n as f64)]), (n * (n - 1) / 2).max(0) as f64);
     }
 }
 
@@ -143,11 +122,7 @@ fn trapezoidal_nest() {
     for n in 0..12i64 {
         for mm in -5..12i64 {
             let want: i64 = (0..n).map(|i| (mm + i).max(0)).sum();
-            assert_eq!(
-                count_with(&b, &[("n", n as f64), ("m", mm as f64)]),
-                want as f64,
-                "n={n} m={mm}"
-            );
+            assert_eq!(count_with(&b, &[("n", n as f64), ("m", mm as f64)]), want as f64, "n={n} m={mm}");
         }
     }
 }
@@ -160,11 +135,7 @@ fn min_bound_nest_is_piecewise() {
     for n in 0..12i64 {
         for mm in 0..12i64 {
             let want: i64 = (0..n).map(|i| i.min(mm)).sum();
-            assert_eq!(
-                count_with(&b, &[("n", n as f64), ("m", mm as f64)]),
-                want as f64,
-                "n={n} m={mm}"
-            );
+            assert_eq!(count_with(&b, &[("n", n as f64), ("m", mm as f64)]), want as f64, "n={n} m={mm}");
         }
     }
 }
@@ -174,16 +145,7 @@ fn loop_over_n_divided_by_size() {
     let p = fixture("per_rank_share.c");
     let m = analyze(&p, &[]);
     let b = marked(&p, &m);
-    assert!(
-        b.count
-            .expr
-            .as_ref()
-            .unwrap()
-            .to_string()
-            .contains("floor(n/size)"),
-        "{:?}",
-        b.count
-    );
+    assert!(b.count.expr.as_ref().unwrap().to_string().contains("floor(n/size)"), "{:?}", b.count);
     assert_eq!(count_with(&b, &[("n", 1000.0), ("size", 3.0)]), 333.0);
 }
 
@@ -192,15 +154,7 @@ fn while_loop_needs_trace() {
     let p = fixture("while_loop.c");
     let b = marked(&p, &analyze(&p, &[]));
     assert_eq!(b.count.status, CountStatus::NeedsTrace);
-    assert!(
-        b.count
-            .reason
-            .as_deref()
-            .unwrap_or("")
-            .contains("while loop"),
-        "{:?}",
-        b.count
-    );
+    assert!(b.count.reason.as_deref().unwrap_or("").contains("while loop"), "{:?}", b.count);
 }
 
 #[test]
@@ -208,11 +162,7 @@ fn break_needs_trace() {
     let p = fixture("break_loop.c");
     let b = marked(&p, &analyze(&p, &[]));
     assert_eq!(b.count.status, CountStatus::NeedsTrace);
-    assert!(
-        b.count.reason.as_deref().unwrap_or("").contains("break"),
-        "{:?}",
-        b.count
-    );
+    assert!(b.count.reason.as_deref().unwrap_or("").contains("break"), "{:?}", b.count);
 }
 
 #[test]
@@ -231,47 +181,25 @@ fn function_called_in_a_loop() {
     let m = analyze(&p, &[]);
     assert_eq!(marked(&p, &m).count.value, Some(50.0));
     let f = m.functions.iter().find(|f| f.name == "f").unwrap();
-    let ops = f
-        .ops_per_call
-        .as_ref()
-        .expect("f's cost per call is static");
-    let adds = ops
-        .get(&mpicast::model::ops::OpClass::DoubleAdd)
-        .and_then(|e| e.value())
-        .unwrap();
+    let ops = f.ops_per_call.as_ref().expect("f's cost per call is static");
+    let adds = ops.get(&mpicast::model::ops::OpClass::DoubleAdd).and_then(|e| e.value()).unwrap();
     // kernel: 10 double adds per call; f: one more per iteration (t += ...).
     assert_eq!(adds, 50.0 * 10.0 + 50.0);
-    assert!(m
-        .calls
-        .iter()
-        .any(|c| c.caller == "f" && c.callee == "kernel"));
+    assert!(m.calls.iter().any(|c| c.caller == "f" && c.callee == "kernel"));
 }
 
 #[test]
 fn examples_analyse_clean() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .arg("analyze")
-        .arg(&dir)
-        .arg("--summary")
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast")).arg("analyze").arg(&dir).arg("--summary").output().unwrap();
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("syntax error"), "{stderr}");
     let m = analyze(&dir, &[]);
-    assert!(
-        m.static_fraction() > 0.6,
-        "static fraction {}",
-        m.static_fraction()
-    );
+    assert!(m.static_fraction() > 0.6, "static fraction {}", m.static_fraction());
     // Every MPI call of the examples is a comm site.
     assert!(m.comm.iter().any(|c| c.call == "MPI_Alltoallv"));
-    let send = m
-        .comm
-        .iter()
-        .find(|c| c.call == "MPI_Send" && c.file.ends_with("pi_dartboard.c"))
-        .unwrap();
+    let send = m.comm.iter().find(|c| c.call == "MPI_Send" && c.file.ends_with("pi_dartboard.c")).unwrap();
     assert_eq!(send.bytes.as_ref().and_then(|b| b.value()), Some(8.0));
 }
 
@@ -293,11 +221,7 @@ fn random_affine_nests_match_enumeration() {
         // bounds: lo = a*outer + c, hi = b*n + d*outer + e
         let mut spec = Vec::new();
         for d in 0..depth {
-            let outer = if d > 0 {
-                Some(vars[rnd(d as i64) as usize])
-            } else {
-                None
-            };
+            let outer = if d > 0 { Some(vars[rnd(d as i64) as usize]) } else { None };
             let lo_c = rnd(3);
             let lo_a = if outer.is_some() { rnd(2) } else { 0 };
             let hi_b = 1;
@@ -321,12 +245,7 @@ fn random_affine_nests_match_enumeration() {
         let b = marked(&path, &m);
         for n in 0..9i64 {
             // brute force
-            fn rec(
-                spec: &[(&str, Option<&str>, i64, i64, i64, i64, i64, bool)],
-                d: usize,
-                env: &mut HashMap<String, i64>,
-                n: i64,
-            ) -> i64 {
+            fn rec(spec: &[(&str, Option<&str>, i64, i64, i64, i64, i64, bool)], d: usize, env: &mut HashMap<String, i64>, n: i64) -> i64 {
                 if d == spec.len() {
                     return 1;
                 }
@@ -344,12 +263,7 @@ fn random_affine_nests_match_enumeration() {
                 total
             }
             let want = rec(&spec, 0, &mut HashMap::new(), n);
-            assert_eq!(
-                count_with(&b, &[("n", n as f64)]),
-                want as f64,
-                "n={n}\n{src}\nformula {:?}",
-                b.count.expr.as_ref().map(|e| e.to_string())
-            );
+            assert_eq!(count_with(&b, &[("n", n as f64)]), want as f64, "n={n}\n{src}\nformula {:?}", b.count.expr.as_ref().map(|e| e.to_string()));
         }
     }
 }
@@ -363,27 +277,15 @@ fn conditional_compilation_follows_the_build() {
     let plain = analyze(&p, &[]);
     let b = marked(&p, &plain);
     assert_eq!(b.count.value, Some(100.0), "{:?}", b.count);
-    assert!(
-        b.ops.contains_key(&OpClass::FloatMul) && !b.ops.contains_key(&OpClass::DoubleMul),
-        "{:?}",
-        b.ops
-    );
+    assert!(b.ops.contains_key(&OpClass::FloatMul) && !b.ops.contains_key(&OpClass::DoubleMul), "{:?}", b.ops);
     let built = analyze(&p, &["DOUBLE", "BIG"]);
     let b = marked(&p, &built);
     assert_eq!(b.count.value, Some(1000.0), "{:?}", b.count);
-    assert!(
-        b.ops.contains_key(&OpClass::DoubleMul) && !b.ops.contains_key(&OpClass::FloatMul),
-        "{:?}",
-        b.ops
-    );
+    assert!(b.ops.contains_key(&OpClass::DoubleMul) && !b.ops.contains_key(&OpClass::FloatMul), "{:?}", b.ops);
     // Byte ranges stay those of the file as written.
     let text = std::fs::read_to_string(&p).unwrap();
     let [s, _] = b.bytes.unwrap();
-    assert!(
-        text[s as usize..].starts_with("s += a * x[i]"),
-        "{}",
-        &text[s as usize..s as usize + 20]
-    );
+    assert!(text[s as usize..].starts_with("s += a * x[i]"), "{}", &text[s as usize..s as usize + 20]);
 }
 
 /// A function-like macro is analysed as its expansion: IDX(i, j) costs a multiply and an add,
@@ -394,18 +296,8 @@ fn function_like_macros_are_costed_as_their_expansion() {
     let p = fixture("index_macro.c");
     let m = analyze(&p, &[]);
     let b = marked(&p, &m);
-    let n = |c: OpClass| {
-        b.ops
-            .get(&c)
-            .map(|e| e.eval_map(&HashMap::new()).unwrap())
-            .unwrap_or(0.0)
-    };
+    let n = |c: OpClass| b.ops.get(&c).map(|e| e.eval_map(&HashMap::new()).unwrap()).unwrap_or(0.0);
     assert_eq!(n(OpClass::Call), 0.0, "{:?}", b.ops);
     assert_eq!(n(OpClass::IntMul), 5.0, "{:?}", b.ops);
-    assert_eq!(
-        (n(OpClass::DoubleAdd), n(OpClass::DoubleMul)),
-        (3.0, 1.0),
-        "{:?}",
-        b.ops
-    );
+    assert_eq!((n(OpClass::DoubleAdd), n(OpClass::DoubleMul)), (3.0, 1.0), "{:?}", b.ops);
 }

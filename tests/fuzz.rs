@@ -471,10 +471,7 @@ fn seeds(kind: &str) -> Vec<Vec<u8>> {
             std::fs::read_dir(dir)
                 .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
                 .map(|e| e.unwrap().path())
-                .filter(|p| {
-                    p.is_file()
-                        && (kind != "c" || p.extension().is_some_and(|x| x == "c" || x == "cpp"))
-                }),
+                .filter(|p| p.is_file() && (kind != "c" || p.extension().is_some_and(|x| x == "c" || x == "cpp"))),
         );
     }
     files.sort();

@@ -172,13 +172,7 @@ fn every_instrument_fixture_compiles_and_prints_what_the_original_prints() {
 #[test]
 fn every_example_and_analysis_fixture_compiles_with_every_block_counted() {
     let mut files: Vec<(PathBuf, bool, bool)> = Vec::new();
-    for dir in [
-        "examples",
-        "tests/fixtures/c",
-        "tests/fixtures/predict",
-        "tests/fixtures/corpus",
-        "tests/fixtures/build",
-    ] {
+    for dir in ["examples", "tests/fixtures/c", "tests/fixtures/predict", "tests/fixtures/corpus", "tests/fixtures/build"] {
         files.extend(sources(dir).into_iter().map(|f| (f, false, true)));
     }
     // broken.c does not compile to begin with.

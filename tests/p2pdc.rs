@@ -661,34 +661,12 @@ fn asynchronous_receives_are_traced_and_replayed_as_such() {
         let src = common::example("obstacle3d_p2p");
         let out = common::mpicast(&[
             // The P2PDC runtime is linked in by mpicast itself.
-            "trace",
-            src.to_str().unwrap(),
-            "-n",
-            "2",
-            "-o",
-            dir.to_str().unwrap(),
-            "--all-blocks",
-            "--mpirun-args",
-            &mpirun,
-            "--timeout",
-            "120",
-            "--",
-            &sch,
-            "16",
-            "2000",
+            "trace", src.to_str().unwrap(), "-n", "2", "-o", dir.to_str().unwrap(), "--all-blocks",
+            "--mpirun-args", &mpirun, "--timeout", "120", "--", &sch, "16", "2000",
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text: String = (0..2)
-            .map(|r| std::fs::read_to_string(dir.join(format!("rank-{r}.trace"))).unwrap())
-            .collect();
-        let arecvs = text
-            .lines()
-            .filter(|l| l.trim_start().starts_with("arecv "))
-            .count();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text: String = (0..2).map(|r| std::fs::read_to_string(dir.join(format!("rank-{r}.trace"))).unwrap()).collect();
+        let arecvs = text.lines().filter(|l| l.trim_start().starts_with("arecv ")).count();
         if scheme == "sync" {
             assert_eq!(arecvs, 0, "sync traces no asynchronous receive");
         } else {
@@ -698,35 +676,12 @@ fn asynchronous_receives_are_traced_and_replayed_as_such() {
         let p = common::platform("cluster-gige");
         let json = s.path().join(format!("{scheme}.json"));
         let out = common::mpicast(&[
-            "predict",
-            src.to_str().unwrap(),
-            "-n",
-            "2",
-            "--trace",
-            dir.to_str().unwrap(),
-            "--machine",
-            m.to_str().unwrap(),
-            "--platform",
-            p.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--",
-            &sch,
-            "16",
-            "2000",
+            "predict", src.to_str().unwrap(), "-n", "2", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", p.to_str().unwrap(),
+            "--json", json.to_str().unwrap(), "--", &sch, "16", "2000",
         ]);
-        assert!(
-            out.status.success(),
-            "{scheme}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let pred: mpicast::model::prediction::Prediction =
-            mpicast::model::read_artifact(&json).unwrap();
-        assert!(
-            pred.warnings.iter().all(|w| !w.contains("never received")),
-            "{:?}",
-            pred.warnings
-        );
+        assert!(out.status.success(), "{scheme}: {}", String::from_utf8_lossy(&out.stderr));
+        let pred: mpicast::model::prediction::Prediction = mpicast::model::read_artifact(&json).unwrap();
+        assert!(pred.warnings.iter().all(|w| !w.contains("never received")), "{:?}", pred.warnings);
         predicted.push(pred.predicted_s);
     }
     assert!(predicted.iter().all(|t| *t > 0.0), "{predicted:?}");

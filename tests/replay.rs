@@ -844,57 +844,20 @@ fn block_counts_need_a_block_table() {
 
 #[test]
 fn asynchronous_receives_take_what_was_sent_and_never_wait() {
-    let arecv = |from| A::Arecv {
-        from,
-        bytes: Some(1000),
-        tag: Tag::Value(0),
-        comm: 0,
-    };
+    let arecv = |from| A::Arecv { from, bytes: Some(1000), tag: Tag::Value(0), comm: 0 };
     // Rank 0 sends at t=1. Rank 1's first asynchronous receive (t=0) finds nothing and does not
     // wait; the second (t=2) takes the message.
-    let r = replay(
-        vec![
-            vec![secs(1.0), send(1, 1000)],
-            vec![arecv(0), secs(2.0), arecv(0)],
-        ],
-        &two_hosts(),
-        &UNIT,
-    );
-    exact(
-        r.ranks[1].finish_s,
-        2.0 + L + 1000.0 / B,
-        "second asynchronous receive",
-    );
+    let r = replay(vec![vec![secs(1.0), send(1, 1000)], vec![arecv(0), secs(2.0), arecv(0)]], &two_hosts(), &UNIT);
+    exact(r.ranks[1].finish_s, 2.0 + L + 1000.0 / B, "second asynchronous receive");
     exact(r.ranks[1].wait_s, 0.0, "no waiting");
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     // Nothing sent before the only asynchronous receive: rank 1 is done at once and the message
     // is reported as superseded, not as a missing receive.
-    let r = replay(
-        vec![vec![secs(1.0), send(1, 1000)], vec![arecv(0)]],
-        &two_hosts(),
-        &UNIT,
-    );
+    let r = replay(vec![vec![secs(1.0), send(1, 1000)], vec![arecv(0)]], &two_hosts(), &UNIT);
     exact(r.ranks[1].finish_s, 0.0, "nothing to take");
-    assert!(
-        r.warnings
-            .iter()
-            .any(|w| w.contains("asynchronous receivers were never taken")),
-        "{:?}",
-        r.warnings
-    );
+    assert!(r.warnings.iter().any(|w| w.contains("asynchronous receivers were never taken")), "{:?}", r.warnings);
     // Two messages sent before it: one asynchronous receive takes both.
-    let r = replay(
-        vec![
-            vec![send(1, 1000), send(1, 1000)],
-            vec![secs(1.0), arecv(0)],
-        ],
-        &two_hosts(),
-        &UNIT,
-    );
+    let r = replay(vec![vec![send(1, 1000), send(1, 1000)], vec![secs(1.0), arecv(0)]], &two_hosts(), &UNIT);
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-    assert!(
-        r.ranks[1].finish_s >= 1.0 + L + 1000.0 / B,
-        "{}",
-        r.ranks[1].finish_s
-    );
+    assert!(r.ranks[1].finish_s >= 1.0 + L + 1000.0 / B, "{}", r.ranks[1].finish_s);
 }

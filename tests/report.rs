@@ -20,11 +20,7 @@ fn root() -> PathBuf {
 }
 
 fn mpicast_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run mpicast")
+    Command::new(env!("CARGO_BIN_EXE_mpicast")).current_dir(dir).args(args).output().expect("run mpicast")
 }
 
 fn mpicast(args: &[&str]) -> Output {
@@ -32,23 +28,14 @@ fn mpicast(args: &[&str]) -> Output {
 }
 
 fn ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what} failed ({}): {}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{what} failed ({}): {}", o.status, String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Where screenshots are kept: target/test-artifacts/report/.
 fn artifacts() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let dir = tmp
-        .parent()
-        .unwrap_or(tmp)
-        .join("test-artifacts")
-        .join("report");
+    let dir = tmp.parent().unwrap_or(tmp).join("test-artifacts").join("report");
     std::fs::create_dir_all(&dir).expect("create target/test-artifacts/report");
     dir
 }
@@ -91,15 +78,9 @@ fn headless(page: &Path, hash: &str, extra: &[String]) -> Run {
             "--enable-logging=stderr",
             "--v=0",
         ])
-        .arg(format!(
-            "--user-data-dir={}",
-            profile.path().join("profile").display()
-        ))
+        .arg(format!("--user-data-dir={}", profile.path().join("profile").display()))
         .args(extra)
-        .arg(format!(
-            "file://{}{hash}",
-            page.canonicalize().expect("page exists").display()
-        ))
+        .arg(format!("file://{}{hash}", page.canonicalize().expect("page exists").display()))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
@@ -114,12 +95,8 @@ fn headless(page: &Path, hash: &str, extra: &[String]) -> Run {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let read =
-        |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
-    Run {
-        stdout: read(&out),
-        stderr: read(&err),
-    }
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+    Run { stdout: read(&out), stderr: read(&err) }
 }
 
 /// Opens a page: returns the DOM after its scripts ran, after checking that they finished
@@ -133,45 +110,15 @@ fn render_at(page: &Path, hash: &str, shot: &str) -> String {
     let o = headless(page, hash, &["--dump-dom".to_string()]);
     let dom = o.stdout;
     let log = o.stderr;
-    assert!(
-        dom.contains("<html"),
-        "no DOM dumped for {}: {log}",
-        page.display()
-    );
-    assert!(
-        !dom.contains("data-errors="),
-        "{}: the page recorded errors: {}",
-        page.display(),
-        attr(&dom, "data-errors").unwrap_or_default()
-    );
-    assert!(
-        !log.contains("Uncaught"),
-        "{}: uncaught error in Chromium's log: {log}",
-        page.display()
-    );
-    assert_eq!(
-        attr(&dom, "data-ready").as_deref(),
-        Some("1"),
-        "{}: the page's script did not finish",
-        page.display()
-    );
+    assert!(dom.contains("<html"), "no DOM dumped for {}: {log}", page.display());
+    assert!(!dom.contains("data-errors="), "{}: the page recorded errors: {}", page.display(), attr(&dom, "data-errors").unwrap_or_default());
+    assert!(!log.contains("Uncaught"), "{}: uncaught error in Chromium's log: {log}", page.display());
+    assert_eq!(attr(&dom, "data-ready").as_deref(), Some("1"), "{}: the page's script did not finish", page.display());
     let png = artifacts().join(shot);
     let _ = std::fs::remove_file(&png);
-    let o = headless(
-        page,
-        hash,
-        &[
-            format!("--screenshot={}", png.display()),
-            "--window-size=1400,1000".into(),
-        ],
-    );
+    let o = headless(page, hash, &[format!("--screenshot={}", png.display()), "--window-size=1400,1000".into()]);
     let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
-    assert!(
-        size > 10_000,
-        "no screenshot of {} ({size} bytes): {}",
-        page.display(),
-        o.stderr
-    );
+    assert!(size > 10_000, "no screenshot of {} ({size} bytes): {}", page.display(), o.stderr);
     dom
 }
 
@@ -185,42 +132,16 @@ fn attr(dom: &str, name: &str) -> Option<String> {
 
 /// The JSON a prediction page embeds for its script.
 fn page_data(html: &str) -> Value {
-    let start =
-        html.find("id=\"mpicast-data\">").expect("embedded data") + "id=\"mpicast-data\">".len();
+    let start = html.find("id=\"mpicast-data\">").expect("embedded data") + "id=\"mpicast-data\">".len();
     let end = start + html[start..].find("</script>").expect("end of data");
     serde_json::from_str(&html[start..end]).expect("embedded data is JSON")
 }
 
 /// Predicts with --json, --html and --chrome-trace into `dir`; returns the three paths.
-fn predict_all(
-    dir: &Path,
-    name: &str,
-    src: &str,
-    machine: &str,
-    program_args: &[&str],
-) -> (PathBuf, PathBuf, PathBuf) {
-    let (json, html, trace) = (
-        dir.join(format!("{name}.json")),
-        dir.join(format!("{name}.html")),
-        dir.join(format!("{name}.trace.json")),
-    );
-    let mut args: Vec<String> = [
-        "predict",
-        src,
-        "-n",
-        "4",
-        "--machine",
-        machine,
-        "--platform",
-        PLATFORM,
-    ]
-    .map(String::from)
-    .to_vec();
-    for (flag, p) in [
-        ("--json", &json),
-        ("--html", &html),
-        ("--chrome-trace", &trace),
-    ] {
+fn predict_all(dir: &Path, name: &str, src: &str, machine: &str, program_args: &[&str]) -> (PathBuf, PathBuf, PathBuf) {
+    let (json, html, trace) = (dir.join(format!("{name}.json")), dir.join(format!("{name}.html")), dir.join(format!("{name}.trace.json")));
+    let mut args: Vec<String> = ["predict", src, "-n", "4", "--machine", machine, "--platform", PLATFORM].map(String::from).to_vec();
+    for (flag, p) in [("--json", &json), ("--html", &html), ("--chrome-trace", &trace)] {
         args.push(flag.into());
         args.push(p.display().to_string());
     }
@@ -242,27 +163,17 @@ fn read_json(p: &Path) -> Value {
 fn check_chrome_trace(trace: &Path, prediction: &Value) {
     let t = read_json(trace);
     let events = t["traceEvents"].as_array().expect("traceEvents array");
-    assert!(
-        matches!(t["displayTimeUnit"].as_str(), Some("ms" | "ns")),
-        "displayTimeUnit: {}",
-        t["displayTimeUnit"]
-    );
+    assert!(matches!(t["displayTimeUnit"].as_str(), Some("ms" | "ns")), "displayTimeUnit: {}", t["displayTimeUnit"]);
     let ranks = prediction["ranks_detail"].as_array().unwrap();
     let mut host_pid = std::collections::BTreeMap::new();
     let mut thread_names = std::collections::BTreeMap::new();
     for e in events.iter().filter(|e| e["ph"] == "M") {
         match e["name"].as_str() {
             Some("process_name") => {
-                host_pid.insert(
-                    e["args"]["name"].as_str().unwrap().to_string(),
-                    e["pid"].as_u64().unwrap(),
-                );
+                host_pid.insert(e["args"]["name"].as_str().unwrap().to_string(), e["pid"].as_u64().unwrap());
             }
             Some("thread_name") => {
-                let old = thread_names.insert(
-                    e["tid"].as_u64().unwrap(),
-                    (e["pid"].as_u64().unwrap(), e["args"]["name"].clone()),
-                );
+                let old = thread_names.insert(e["tid"].as_u64().unwrap(), (e["pid"].as_u64().unwrap(), e["args"]["name"].clone()));
                 assert!(old.is_none(), "two thread_name events for tid {}", e["tid"]);
             }
             _ => {}
@@ -273,11 +184,7 @@ fn check_chrome_trace(trace: &Path, prediction: &Value) {
         let rank = r["rank"].as_u64().unwrap();
         let (pid, name) = &thread_names[&rank];
         assert_eq!(name, &Value::from(format!("rank {rank}")));
-        assert_eq!(
-            Some(pid),
-            host_pid.get(r["host"].as_str().unwrap()),
-            "rank {rank} is on its host's process"
-        );
+        assert_eq!(Some(pid), host_pid.get(r["host"].as_str().unwrap()), "rank {rank} is on its host's process");
     }
     let mut total = vec![0.0f64; ranks.len()];
     let mut compute = vec![0.0f64; ranks.len()];
@@ -290,85 +197,41 @@ fn check_chrome_trace(trace: &Path, prediction: &Value) {
         assert!(ts >= 0.0 && dur >= 0.0, "{e}");
         let tid = e["tid"].as_u64().unwrap() as usize;
         assert!(tid < ranks.len(), "tid {tid} is not a rank");
-        assert_eq!(
-            e["pid"].as_u64().unwrap(),
-            thread_names[&(tid as u64)].0,
-            "{e}"
-        );
+        assert_eq!(e["pid"].as_u64().unwrap(), thread_names[&(tid as u64)].0, "{e}");
         total[tid] += dur * 1e-6;
         if e["name"] == "compute" {
             compute[tid] += dur * 1e-6;
         }
         n += 1;
     }
-    assert_eq!(
-        n,
-        prediction["timeline"].as_array().unwrap().len(),
-        "one X event per timeline event"
-    );
+    assert_eq!(n, prediction["timeline"].as_array().unwrap().len(), "one X event per timeline event");
     for (i, r) in ranks.iter().enumerate() {
-        let busy = r["compute_s"].as_f64().unwrap()
-            + r["comm_s"].as_f64().unwrap()
-            + r["wait_s"].as_f64().unwrap();
-        assert!(
-            (total[i] - busy).abs() <= 1e-4 * busy + 1e-9,
-            "rank {i}: events add up to {} s, the prediction says {busy} s",
-            total[i]
-        );
+        let busy = r["compute_s"].as_f64().unwrap() + r["comm_s"].as_f64().unwrap() + r["wait_s"].as_f64().unwrap();
+        assert!((total[i] - busy).abs() <= 1e-4 * busy + 1e-9, "rank {i}: events add up to {} s, the prediction says {busy} s", total[i]);
         let c = r["compute_s"].as_f64().unwrap();
         // Reductions' arithmetic counts as compute inside collective events.
-        assert!(
-            (compute[i] - c).abs() <= 0.01 * c + 1e-9,
-            "rank {i}: compute events {} s, compute_s {c} s",
-            compute[i]
-        );
+        assert!((compute[i] - c).abs() <= 0.01 * c + 1e-9, "rank {i}: compute events {} s, compute_s {c} s", compute[i]);
     }
 }
 
 /// The prediction page rendered: highlighted source, the block panel the script fills, the
 /// timeline canvas with every event drawn.
 fn check_prediction_page(dom: &str, prediction: &Value) {
-    assert!(
-        dom.contains("class=\"ln b sel\""),
-        "the hottest block is selected in the source view"
-    );
-    assert!(
-        dom.contains("id=\"per-machine\"") && dom.contains("id=\"op-split\""),
-        "the block panel was filled"
-    );
-    let drawn: usize = attr(dom, "data-drawn")
-        .expect("timeline canvas")
-        .parse()
-        .unwrap();
-    assert_eq!(
-        drawn,
-        prediction["timeline"].as_array().unwrap().len(),
-        "every event drawn at the whole-run view"
-    );
+    assert!(dom.contains("class=\"ln b sel\""), "the hottest block is selected in the source view");
+    assert!(dom.contains("id=\"per-machine\"") && dom.contains("id=\"op-split\""), "the block panel was filled");
+    let drawn: usize = attr(dom, "data-drawn").expect("timeline canvas").parse().unwrap();
+    assert_eq!(drawn, prediction["timeline"].as_array().unwrap().len(), "every event drawn at the whole-run view");
 }
 
 #[test]
 fn pi_dartboard_report_and_chrome_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, html, trace) = predict_all(
-        dir.path(),
-        "pi",
-        "examples/pi_dartboard.c",
-        MACHINE,
-        &["100000", "3"],
-    );
+    let (json, html, trace) = predict_all(dir.path(), "pi", "examples/pi_dartboard.c", MACHINE, &["100000", "3"]);
     let p = read_json(&json);
     check_chrome_trace(&trace, &p);
     let page = std::fs::read_to_string(&html).unwrap();
     // Self-contained: nothing to fetch.
-    for needle in [
-        "<script src",
-        "<link",
-        "<img",
-        "<iframe",
-        "url(",
-        "https://",
-    ] {
+    for needle in ["<script src", "<link", "<img", "<iframe", "url(", "https://"] {
         assert!(!page.contains(needle), "the page refers outside: {needle}");
     }
     let data = page_data(&page);
@@ -381,53 +244,28 @@ fn pi_dartboard_report_and_chrome_trace() {
     let share = format!("{:.1}%", 100.0 * p["blocks"][0]["share"].as_f64().unwrap());
     let line = format!("id=\"f0l{}\"", p["blocks"][0]["line_start"]);
     let at = dom.find(&line).expect("hottest block's first line");
-    assert!(
-        dom[at..at + 400].contains(&share),
-        "share {share} on line {line}"
-    );
+    assert!(dom[at..at + 400].contains(&share), "share {share} on line {line}");
 
     // `mpicast report` on the saved JSON writes the same page, and the trace again.
     let again = dir.path().join("again.html");
     let trace2 = dir.path().join("again.trace.json");
     let out = ok(
-        &mpicast(&[
-            "report",
-            json.to_str().unwrap(),
-            "-o",
-            again.to_str().unwrap(),
-            "--chrome-trace",
-            trace2.to_str().unwrap(),
-        ]),
+        &mpicast(&["report", json.to_str().unwrap(), "-o", again.to_str().unwrap(), "--chrome-trace", trace2.to_str().unwrap()]),
         "mpicast report",
     );
     let predicted = mpicast::report::table::seconds(p["predicted_s"].as_f64().unwrap());
-    assert!(
-        out.contains(&format!("  {predicted}  ")),
-        "summary table shows {predicted}: {out}"
-    );
+    assert!(out.contains(&format!("  {predicted}  ")), "summary table shows {predicted}: {out}");
     // The same page and trace (up to the last bit of floats read back from JSON).
     let data2 = page_data(&std::fs::read_to_string(&again).unwrap());
-    assert_eq!(
-        data2["blocks"].as_array().unwrap().len(),
-        data["blocks"].as_array().unwrap().len()
-    );
-    assert_eq!(
-        data2["timeline"]["ev"].as_array().unwrap().len(),
-        data["timeline"]["ev"].as_array().unwrap().len()
-    );
+    assert_eq!(data2["blocks"].as_array().unwrap().len(), data["blocks"].as_array().unwrap().len());
+    assert_eq!(data2["timeline"]["ev"].as_array().unwrap().len(), data["timeline"]["ev"].as_array().unwrap().len());
     check_chrome_trace(&trace2, &p);
 }
 
 #[test]
 fn jacobi2d_report_and_chrome_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let (json, html, trace) = predict_all(
-        dir.path(),
-        "jacobi2d",
-        "examples/jacobi2d.c",
-        MACHINE,
-        &["64", "20"],
-    );
+    let (json, html, trace) = predict_all(dir.path(), "jacobi2d", "examples/jacobi2d.c", MACHINE, &["64", "20"]);
     let p = read_json(&json);
     check_chrome_trace(&trace, &p);
     let dom = render(&html, "jacobi2d.png");
@@ -436,17 +274,7 @@ fn jacobi2d_report_and_chrome_trace() {
     for r in p["ranks_detail"].as_array().unwrap() {
         assert!(dom.contains(&format!("<td>{}</td>", r["host"].as_str().unwrap())));
     }
-    let busiest = p["links"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .max_by(|a, b| {
-            a["bytes"]
-                .as_f64()
-                .partial_cmp(&b["bytes"].as_f64())
-                .unwrap()
-        })
-        .unwrap();
+    let busiest = p["links"].as_array().unwrap().iter().max_by(|a, b| a["bytes"].as_f64().partial_cmp(&b["bytes"].as_f64()).unwrap()).unwrap();
     assert!(dom.contains(&format!("<td>{}</td>", busiest["name"].as_str().unwrap())));
     // The allreduce shows as a collective in the timeline's legend.
     assert!(dom.contains("collective MPI"));
@@ -455,22 +283,13 @@ fn jacobi2d_report_and_chrome_trace() {
     let (a, b) = (1e-3, 2e-3);
     let inside = events
         .iter()
-        .filter(|e| {
-            e["end_s"].as_f64().unwrap() >= a - 1e-12 && e["start_s"].as_f64().unwrap() <= b + 1e-12
-        })
+        .filter(|e| e["end_s"].as_f64().unwrap() >= a - 1e-12 && e["start_s"].as_f64().unwrap() <= b + 1e-12)
         .count();
     let dom = render_at(&html, &format!("#view={a},{b}"), "jacobi2d_zoomed.png");
     assert_eq!(attr(&dom, "data-view").as_deref(), Some("0.001 0.002"));
     let drawn: usize = attr(&dom, "data-drawn").unwrap().parse().unwrap();
-    assert!(
-        drawn > 0 && drawn < events.len(),
-        "{drawn} of {} events drawn",
-        events.len()
-    );
-    assert!(
-        drawn.abs_diff(inside) <= 4,
-        "{drawn} drawn, {inside} overlap the window"
-    );
+    assert!(drawn > 0 && drawn < events.len(), "{drawn} of {} events drawn", events.len());
+    assert!(drawn.abs_diff(inside) <= 4, "{drawn} drawn, {inside} overlap the window");
 }
 
 #[test]
@@ -489,59 +308,19 @@ fn two_machine_tables_side_by_side() {
     }
     let slow = dir.path().join("slow.json");
     std::fs::write(&slow, serde_json::to_string(&m).unwrap()).unwrap();
-    let (a, _, _) = predict_all(
-        dir.path(),
-        "fast",
-        "examples/pi_dartboard.c",
-        MACHINE,
-        &["100000", "3"],
-    );
-    let (b, _, _) = predict_all(
-        dir.path(),
-        "slow",
-        "examples/pi_dartboard.c",
-        slow.to_str().unwrap(),
-        &["100000", "3"],
-    );
+    let (a, _, _) = predict_all(dir.path(), "fast", "examples/pi_dartboard.c", MACHINE, &["100000", "3"]);
+    let (b, _, _) = predict_all(dir.path(), "slow", "examples/pi_dartboard.c", slow.to_str().unwrap(), &["100000", "3"]);
     let out_html = dir.path().join("both.html");
-    let out = ok(
-        &mpicast(&[
-            "report",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "-o",
-            out_html.to_str().unwrap(),
-        ]),
-        "report a b",
-    );
-    assert!(
-        out.contains("(fixture)") && out.contains("(slowfp)"),
-        "{out}"
-    );
+    let out = ok(&mpicast(&["report", a.to_str().unwrap(), b.to_str().unwrap(), "-o", out_html.to_str().unwrap()]), "report a b");
+    assert!(out.contains("(fixture)") && out.contains("(slowfp)"), "{out}");
     let page = std::fs::read_to_string(&out_html).unwrap();
     let data = page_data(&page);
-    assert_eq!(
-        data["machines"],
-        serde_json::json!(["fixed.json (fixture)", "slow.json (slowfp)"])
-    );
+    assert_eq!(data["machines"], serde_json::json!(["fixed.json (fixture)", "slow.json (slowfp)"]));
     // The hottest block (x*x + y*y, all double arithmetic) costs about three times as much.
     let (pa, pb) = (read_json(&a), read_json(&b));
     let id = &pa["blocks"][0]["id"];
-    let block = data["blocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["id"] == *id)
-        .unwrap();
-    let find = |p: &Value| {
-        p["blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["id"] == *id)
-            .unwrap()["seconds"]
-            .clone()
-    };
+    let block = data["blocks"].as_array().unwrap().iter().find(|x| x["id"] == *id).unwrap();
+    let find = |p: &Value| p["blocks"].as_array().unwrap().iter().find(|x| x["id"] == *id).unwrap()["seconds"].clone();
     assert_eq!(block["per"][0]["s"], find(&pa));
     assert_eq!(block["per"][1]["s"], find(&pb));
     let ratio = find(&pb).as_f64().unwrap() / find(&pa).as_f64().unwrap();
@@ -549,35 +328,16 @@ fn two_machine_tables_side_by_side() {
     let dom = render(&out_html, "two_machines.png");
     let panel = &dom[dom.find("id=\"per-machine\"").unwrap()..];
     let panel = &panel[..panel.find("</table>").unwrap()];
-    assert_eq!(
-        panel.matches("<tr").count(),
-        3,
-        "header and one row per machine table: {panel}"
-    );
+    assert_eq!(panel.matches("<tr").count(), 3, "header and one row per machine table: {panel}");
     assert!(panel.contains("slow.json (slowfp)"));
 
     // Predictions of different programs do not mix.
-    let (c, _, _) = predict_all(
-        dir.path(),
-        "jac",
-        "examples/jacobi2d.c",
-        MACHINE,
-        &["64", "20"],
-    );
-    let o = mpicast(&[
-        "report",
-        a.to_str().unwrap(),
-        c.to_str().unwrap(),
-        "-o",
-        out_html.to_str().unwrap(),
-    ]);
+    let (c, _, _) = predict_all(dir.path(), "jac", "examples/jacobi2d.c", MACHINE, &["64", "20"]);
+    let o = mpicast(&["report", a.to_str().unwrap(), c.to_str().unwrap(), "-o", out_html.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(
-        e.contains(c.to_str().unwrap()) && e.contains("one program"),
-        "{e}"
-    );
+    assert!(e.contains(c.to_str().unwrap()) && e.contains("one program"), "{e}");
 }
 
 #[test]
@@ -623,17 +383,10 @@ fn sweep_page_and_figure() {
     };
     // The standalone figure: three panels, a curve and a legend entry per platform.
     let svg = mpicast::report::sweep_svg(&sweep);
-    assert!(
-        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
-        "{}",
-        &svg[..80]
-    );
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{}", &svg[..80]);
     assert_eq!(svg.matches("class=\"panel\"").count(), 3);
     assert_eq!(svg.matches("class=\"series\"").count(), 3 * platforms.len());
-    assert_eq!(
-        svg.matches("class=\"legend-entry\"").count(),
-        platforms.len()
-    );
+    assert_eq!(svg.matches("class=\"legend-entry\"").count(), platforms.len());
     assert_eq!(svg.matches("class=\"pt\"").count(), 3 * 10);
     assert!(svg.contains(">ideal</text>") && svg.contains(">ranks (log scale)</text>"));
 
@@ -641,37 +394,16 @@ fn sweep_page_and_figure() {
     let input = dir.path().join("sweep.json");
     mpicast::model::write_artifact(&input, &sweep).unwrap();
     let html = dir.path().join("sweep.html");
-    let out = ok(
-        &mpicast(&[
-            "report",
-            input.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ]),
-        "report sweep",
-    );
+    let out = ok(&mpicast(&["report", input.to_str().unwrap(), "-o", html.to_str().unwrap()]), "report sweep");
     // The terminal table: one line per point, units lined up.
-    let rows: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("platforms/"))
-        .collect();
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("platforms/")).collect();
     assert_eq!(rows.len(), 10, "{out}");
-    let unit_col: Vec<usize> = rows
-        .iter()
-        .map(|l| l.find(" ms").or(l.find("  s")).expect("a unit"))
-        .collect();
-    assert!(
-        unit_col.windows(2).all(|w| w[0] == w[1]),
-        "units line up: {out}"
-    );
+    let unit_col: Vec<usize> = rows.iter().map(|l| l.find(" ms").or(l.find("  s")).expect("a unit")).collect();
+    assert!(unit_col.windows(2).all(|w| w[0] == w[1]), "units line up: {out}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("a &lt;hand-written&gt; sweep &amp; &quot;quotes&quot;"));
     let dom = render(&html, "sweep.png");
-    assert_eq!(
-        attr(&dom, "data-plot-points").as_deref(),
-        Some("30"),
-        "every point laid out"
-    );
+    assert_eq!(attr(&dom, "data-plot-points").as_deref(), Some("30"), "every point laid out");
     let width: f64 = attr(&dom, "data-plot-width").unwrap().parse().unwrap();
     assert!(width > 1000.0, "plot width {width}");
     assert!(dom.contains("class=\"mpicast-sweep\""));
@@ -688,50 +420,22 @@ fn hostile_names_and_missing_sources_are_shown_as_text() {
     let (machine, platform) = (root().join(MACHINE), root().join(PLATFORM));
     let o = mpicast_in(
         dir.path(),
-        &[
-            "predict",
-            name,
-            "-n",
-            "2",
-            "--machine",
-            machine.to_str().unwrap(),
-            "--platform",
-            platform.to_str().unwrap(),
-            "--json",
-            "p.json",
-            "--html",
-            "p.html",
-            "--",
-            "1000",
-            "2",
-        ],
+        &["predict", name, "-n", "2", "--machine", machine.to_str().unwrap(), "--platform", platform.to_str().unwrap(), "--json", "p.json", "--html", "p.html", "--", "1000", "2"],
     );
     ok(&o, "predict on a hostile file name");
     let html = dir.path().join("p.html");
     let dom = render(&html, "hostile.png");
     assert!(!dom.contains("data-pwned="), "source text ran as script");
-    assert!(
-        !dom.contains("<img src=\"x\""),
-        "source text became an element"
-    );
-    assert!(
-        dom.contains("&lt;/script&gt;&lt;script&gt;"),
-        "the source line shows as text"
-    );
-    assert!(
-        dom.contains("pi&lt;b&gt;&amp;'x\"") || dom.contains("pi&lt;b&gt;&amp;&#39;x&quot;"),
-        "the file name shows as text"
-    );
+    assert!(!dom.contains("<img src=\"x\""), "source text became an element");
+    assert!(dom.contains("&lt;/script&gt;&lt;script&gt;"), "the source line shows as text");
+    assert!(dom.contains("pi&lt;b&gt;&amp;'x\"") || dom.contains("pi&lt;b&gt;&amp;&#39;x&quot;"), "the file name shows as text");
 
     // The source gone: the page says so and still renders.
     std::fs::remove_file(dir.path().join(name)).unwrap();
     let o = mpicast_in(dir.path(), &["report", "p.json", "-o", "q.html"]);
     ok(&o, "report without the source");
     let dom = render(&dir.path().join("q.html"), "missing_source.png");
-    assert!(
-        dom.contains("class=\"missing\"") && dom.contains("cannot read"),
-        "the missing source is named"
-    );
+    assert!(dom.contains("class=\"missing\"") && dom.contains("cannot read"), "the missing source is named");
 }
 
 #[test]
@@ -741,12 +445,7 @@ fn bad_input_is_one_line_naming_the_file() {
     let out = out.to_str().unwrap();
     let err = |args: &[&str]| -> String {
         let o = mpicast(args);
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
         let e = String::from_utf8_lossy(&o.stderr).into_owned();
         assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
         assert!(!Path::new(out).exists(), "{args:?} wrote a report");
@@ -754,70 +453,29 @@ fn bad_input_is_one_line_naming_the_file() {
     };
     // Not JSON: a C source and a trace file.
     let e = err(&["report", "examples/pi_dartboard.c", "-o", out]);
-    assert!(
-        e.starts_with("mpicast: examples/pi_dartboard.c: not JSON"),
-        "{e}"
-    );
+    assert!(e.starts_with("mpicast: examples/pi_dartboard.c: not JSON"), "{e}");
     let e = err(&["report", "traces/golden/halo_2x2/rank-0.trace", "-o", out]);
-    assert!(
-        e.starts_with("mpicast: traces/golden/halo_2x2/rank-0.trace: not JSON"),
-        "{e}"
-    );
+    assert!(e.starts_with("mpicast: traces/golden/halo_2x2/rank-0.trace: not JSON"), "{e}");
     // Another artifact.
     let e = err(&["report", MACHINE, "-o", out]);
     assert!(e.contains(&format!("{MACHINE}: is a \"mpicast/machine\" file, expected \"mpicast/prediction\" or \"mpicast/sweep\"")), "{e}");
     // A missing file.
     let e = err(&["report", "/nonexistent/p.json", "-o", out]);
-    assert!(
-        e.starts_with("mpicast: /nonexistent/p.json: cannot read"),
-        "{e}"
-    );
+    assert!(e.starts_with("mpicast: /nonexistent/p.json: cannot read"), "{e}");
     // A prediction without a timeline has no Chrome trace.
     let json = dir.path().join("p.json");
     ok(
-        &mpicast(&[
-            "predict",
-            "examples/pi_dartboard.c",
-            "-n",
-            "2",
-            "--machine",
-            MACHINE,
-            "--platform",
-            PLATFORM,
-            "--json",
-            json.to_str().unwrap(),
-            "--",
-            "1000",
-            "2",
-        ]),
+        &mpicast(&["predict", "examples/pi_dartboard.c", "-n", "2", "--machine", MACHINE, "--platform", PLATFORM, "--json", json.to_str().unwrap(), "--", "1000", "2"]),
         "predict without a timeline",
     );
     let trace = dir.path().join("t.json");
-    let e = err(&[
-        "report",
-        json.to_str().unwrap(),
-        "--chrome-trace",
-        trace.to_str().unwrap(),
-    ]);
-    assert!(
-        e.contains(json.to_str().unwrap()) && e.contains("no timeline"),
-        "{e}"
-    );
+    let e = err(&["report", json.to_str().unwrap(), "--chrome-trace", trace.to_str().unwrap()]);
+    assert!(e.contains(json.to_str().unwrap()) && e.contains("no timeline"), "{e}");
     // Nothing asked for.
     let e = err(&["report", json.to_str().unwrap()]);
     assert!(e.contains("nothing to write"), "{e}");
     // Without a timeline the page still renders, and says how to get one.
     let page = dir.path().join("ok.html");
-    ok(
-        &mpicast(&[
-            "report",
-            json.to_str().unwrap(),
-            "-o",
-            page.to_str().unwrap(),
-        ]),
-        "report without a timeline",
-    );
-    assert!(std::fs::read_to_string(&page)
-        .unwrap()
-        .contains("id=\"no-timeline\""));
+    ok(&mpicast(&["report", json.to_str().unwrap(), "-o", page.to_str().unwrap()]), "report without a timeline");
+    assert!(std::fs::read_to_string(&page).unwrap().contains("id=\"no-timeline\""));
 }

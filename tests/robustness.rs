@@ -867,9 +867,5 @@ fn twenty_thousand_functions_are_analysed_in_bounded_time() {
     assert!(o.status.success() && !e.contains("panicked"), "{e}");
     assert!(t < Duration::from_secs(120), "20,000 functions took {t:?}");
     // The functions call each other in one cycle: every one is recursive, found in one pass.
-    assert!(
-        e.contains("f0 is recursive") && e.contains("f19999 is recursive"),
-        "{}",
-        &e[..e.len().min(2000)]
-    );
+    assert!(e.contains("f0 is recursive") && e.contains("f19999 is recursive"), "{}", &e[..e.len().min(2000)]);
 }

@@ -16,15 +16,7 @@ use mpicast::scale::detect::{from_analysis, from_graph, grid_neighbours, Graph, 
 use mpicast::scale::items::Item;
 
 fn sendrecv(to: u32, from: u32) -> Item {
-    Item::Act(TraceAction::Sendrecv {
-        to,
-        send_bytes: 64,
-        send_tag: 0,
-        from: Peer::Rank(from),
-        recv_bytes: Some(64),
-        recv_tag: Tag::Value(0),
-        comm: 0,
-    })
+    Item::Act(TraceAction::Sendrecv { to, send_bytes: 64, send_tag: 0, from: Peer::Rank(from), recv_bytes: Some(64), recv_tag: Tag::Value(0), comm: 0 })
 }
 
 /// Every rank exchanges with its grid neighbours, in a loop.
@@ -32,23 +24,14 @@ fn grid_traces(dims: &[u32], periodic: &[bool]) -> Vec<Vec<Item>> {
     let n: u32 = dims.iter().product();
     (0..n)
         .map(|r| {
-            let body: Vec<Item> = grid_neighbours(r, dims, periodic)
-                .into_iter()
-                .map(|p| sendrecv(p, p))
-                .collect();
-            vec![
-                Item::Loop(10, body),
-                Item::Act(TraceAction::Allreduce { bytes: 8, comm: 0 }),
-            ]
+            let body: Vec<Item> = grid_neighbours(r, dims, periodic).into_iter().map(|p| sendrecv(p, p)).collect();
+            vec![Item::Loop(10, body), Item::Act(TraceAction::Allreduce { bytes: 8, comm: 0 })]
         })
         .collect()
 }
 
 fn grid(dims: &[u32], periodic: &[bool]) -> Topology {
-    Topology::Grid {
-        dims: dims.to_vec(),
-        periodic: periodic.to_vec(),
-    }
+    Topology::Grid { dims: dims.to_vec(), periodic: periodic.to_vec() }
 }
 
 #[test]
@@ -63,57 +46,22 @@ fn graphs_give_their_topology_and_dimensions() {
         (vec![4, 3], vec![true, false]),
     ] {
         let d = from_graph(&Graph::from_traces(&grid_traces(&dims, &periodic)));
-        assert_eq!(
-            d.topology,
-            Some(grid(&dims, &periodic)),
-            "{dims:?} {periodic:?}: {:?}",
-            d.evidence
-        );
+        assert_eq!(d.topology, Some(grid(&dims, &periodic)), "{dims:?} {periodic:?}: {:?}", d.evidence);
     }
     // A master and five workers, the master receiving from any source.
-    let mut star = vec![vec![Item::Loop(
-        5,
-        vec![Item::Act(TraceAction::Recv {
-            from: Peer::Any,
-            bytes: Some(8),
-            tag: Tag::Value(1),
-            comm: 0,
-        })],
-    )]];
+    let mut star = vec![vec![Item::Loop(5, vec![Item::Act(TraceAction::Recv { from: Peer::Any, bytes: Some(8), tag: Tag::Value(1), comm: 0 })])]];
     for _ in 1..6 {
-        star.push(vec![Item::Act(TraceAction::Send {
-            to: 0,
-            bytes: 8,
-            tag: 1,
-            comm: 0,
-        })]);
+        star.push(vec![Item::Act(TraceAction::Send { to: 0, bytes: 8, tag: 1, comm: 0 })]);
     }
-    assert_eq!(
-        from_graph(&Graph::from_traces(&star)).topology,
-        Some(Topology::MasterWorker { root: 0 })
-    );
+    assert_eq!(from_graph(&Graph::from_traces(&star)).topology, Some(Topology::MasterWorker { root: 0 }));
     // Collectives only.
-    let coll: Vec<Vec<Item>> = (0..4)
-        .map(|_| vec![Item::Act(TraceAction::Allreduce { bytes: 8, comm: 0 })])
-        .collect();
-    assert_eq!(
-        from_graph(&Graph::from_traces(&coll)).topology,
-        Some(Topology::Independent)
-    );
+    let coll: Vec<Vec<Item>> = (0..4).map(|_| vec![Item::Act(TraceAction::Allreduce { bytes: 8, comm: 0 })]).collect();
+    assert_eq!(from_graph(&Graph::from_traces(&coll)).topology, Some(Topology::Independent));
     // Pairs 0-3 and 1-2: no grid, no star; the evidence names the neighbours.
-    let pairs = vec![
-        vec![sendrecv(3, 3)],
-        vec![sendrecv(2, 2)],
-        vec![sendrecv(1, 1)],
-        vec![sendrecv(0, 0)],
-    ];
+    let pairs = vec![vec![sendrecv(3, 3)], vec![sendrecv(2, 2)], vec![sendrecv(1, 1)], vec![sendrecv(0, 0)]];
     let d = from_graph(&Graph::from_traces(&pairs));
     assert_eq!(d.topology, None);
-    assert!(
-        d.evidence.iter().any(|e| e.contains("0->{3}")),
-        "{:?}",
-        d.evidence
-    );
+    assert!(d.evidence.iter().any(|e| e.contains("0->{3}")), "{:?}", d.evidence);
 }
 
 #[test]
@@ -122,10 +70,7 @@ fn the_source_gives_every_examples_topology() {
         ("pi_dartboard", Some(Topology::MasterWorker { root: 0 })),
         ("matmul_mw", Some(Topology::MasterWorker { root: 0 })),
         ("jacobi2d", Some(grid(&[2, 2], &[false, false]))),
-        (
-            "stencil3d_torus",
-            Some(grid(&[2, 2, 1], &[true, true, true])),
-        ),
+        ("stencil3d_torus", Some(grid(&[2, 2, 1], &[true, true, true]))),
         ("obstacle3d", Some(grid(&[4], &[false]))),
         ("isort", Some(Topology::Independent)),
     ];
@@ -138,41 +83,18 @@ fn the_source_gives_every_examples_topology() {
     }
 }
 
-fn predict(
-    src: &str,
-    n: u32,
-    trace: &std::path::Path,
-    args: &[&str],
-    extra: &[&str],
-) -> Prediction {
+fn predict(src: &str, n: u32, trace: &std::path::Path, args: &[&str], extra: &[&str]) -> Prediction {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("p.json");
     let ns = n.to_string();
     let m = fixed_machine();
     let plat = platform("cluster-gige");
-    let mut a = vec![
-        "predict",
-        src,
-        "-n",
-        &ns,
-        "--trace",
-        trace.to_str().unwrap(),
-        "--machine",
-        m.to_str().unwrap(),
-        "--platform",
-        plat.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let mut a = vec!["predict", src, "-n", &ns, "--trace", trace.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--json", json.to_str().unwrap()];
     a.extend_from_slice(extra);
     a.push("--");
     a.extend_from_slice(args);
     let out = mpicast(&a);
-    assert!(
-        out.status.success(),
-        "predict {src} -n {n}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "predict {src} -n {n}: {}", String::from_utf8_lossy(&out.stderr));
     mpicast::model::read_artifact(&json).unwrap()
 }
 
@@ -190,27 +112,12 @@ fn scaled_matches_real(s: &Scratch, name: &str, k: u32, n: u32, args: &[&str], t
     assert!(real.scaling.is_none());
     assert_eq!(scaled.messages, real.messages, "{name}: messages");
     let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
-    assert!(
-        rel < 1e-3,
-        "{name} {k}->{n}: scaled {} s, real trace {} s",
-        scaled.predicted_s,
-        real.predicted_s
-    );
+    assert!(rel < 1e-3, "{name} {k}->{n}: scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
     // Per rank: a master's bookkeeping between its messages to workers is copied from the traced
     // workers' (1% of a tiny share); everything else is the same work.
-    let top = real
-        .ranks_detail
-        .iter()
-        .map(|r| r.compute_s)
-        .fold(0.0, f64::max);
+    let top = real.ranks_detail.iter().map(|r| r.compute_s).fold(0.0, f64::max);
     for (a, b) in scaled.ranks_detail.iter().zip(&real.ranks_detail) {
-        assert!(
-            (a.compute_s - b.compute_s).abs() <= 1e-3 * top + 0.01 * b.compute_s,
-            "{name} rank {}: compute {} vs {}",
-            a.rank,
-            a.compute_s,
-            b.compute_s
-        );
+        assert!((a.compute_s - b.compute_s).abs() <= 1e-3 * top + 0.01 * b.compute_s, "{name} rank {}: compute {} vs {}", a.rank, a.compute_s, b.compute_s);
     }
 }
 
@@ -235,22 +142,8 @@ fn obstacle3d_from_2_ranks_is_the_4_rank_trace() {
 #[test]
 fn master_worker_programs_from_3_ranks_are_the_6_rank_traces() {
     let s = Scratch::new("mpicast-scale-mw");
-    scaled_matches_real(
-        &s,
-        "pi_dartboard",
-        3,
-        6,
-        &["20000", "3"],
-        "master-worker (master rank 0)",
-    );
-    scaled_matches_real(
-        &s,
-        "matmul_mw",
-        3,
-        6,
-        &["40", "2"],
-        "master-worker (master rank 0)",
-    );
+    scaled_matches_real(&s, "pi_dartboard", 3, 6, &["20000", "3"], "master-worker (master rank 0)");
+    scaled_matches_real(&s, "matmul_mw", 3, 6, &["40", "2"], "master-worker (master rank 0)");
 }
 
 #[test]
@@ -265,16 +158,8 @@ fn strong_and_weak_scaling_divide_or_keep_the_work() {
     let weak = predict(src, 16, &dir, &args, &["--scaling", "weak"]);
     let c4 = base.ranks_detail[0].compute_s;
     // 16 ranks: a quarter of the work each (counts rounded per burst), or all of it.
-    assert!(
-        (strong.ranks_detail[5].compute_s / c4 - 0.25).abs() < 0.01,
-        "strong: {} vs {c4}",
-        strong.ranks_detail[5].compute_s
-    );
-    assert!(
-        (weak.ranks_detail[5].compute_s / c4 - 1.0).abs() < 0.01,
-        "weak: {} vs {c4}",
-        weak.ranks_detail[5].compute_s
-    );
+    assert!((strong.ranks_detail[5].compute_s / c4 - 0.25).abs() < 0.01, "strong: {} vs {c4}", strong.ranks_detail[5].compute_s);
+    assert!((weak.ranks_detail[5].compute_s / c4 - 1.0).abs() < 0.01, "weak: {} vs {c4}", weak.ranks_detail[5].compute_s);
     assert_eq!(strong.scaling.as_ref().unwrap().mode, "strong");
     // Halo messages: the faces of a 2x2 grid of 64x64 cells (32 doubles) become 16 on 4x4.
     let sc = strong.scaling.as_ref().unwrap();
@@ -290,63 +175,23 @@ fn scaling_refuses_what_it_cannot_know() {
     let dir = s.trace("jacobi-2", &src, 2, &["32", "2", "1"]);
     let m = fixed_machine();
     let plat = platform("cluster-gige");
-    let out = mpicast(&[
-        "predict",
-        src.to_str().unwrap(),
-        "-n",
-        "8",
-        "--trace",
-        dir.to_str().unwrap(),
-        "--machine",
-        m.to_str().unwrap(),
-        "--platform",
-        plat.to_str().unwrap(),
-        "--",
-        "32",
-        "2",
-        "1",
-    ]);
+    let out = mpicast(&["predict", src.to_str().unwrap(), "-n", "8", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--", "32", "2", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("dimension 1") && err.contains("trace with more ranks"),
-        "{err}"
-    );
+    assert!(err.contains("dimension 1") && err.contains("trace with more ranks"), "{err}");
     // A graph that is no known topology: refused, naming what was found and --force-topology.
     let odd = s.path().join("odd");
     std::fs::create_dir_all(&odd).unwrap();
     std::fs::copy(dir.join("analysis.json"), odd.join("analysis.json")).unwrap();
     let peers = [3, 2, 1, 0];
     for (r, p) in peers.iter().enumerate() {
-        std::fs::write(
-            odd.join(format!("rank-{r}.trace")),
-            format!("mpicast-trace 1 rank {r} size 4\nsendrecv {p} 8 {p} 8\n"),
-        )
-        .unwrap();
+        std::fs::write(odd.join(format!("rank-{r}.trace")), format!("mpicast-trace 1 rank {r} size 4\nsendrecv {p} 8 {p} 8\n")).unwrap();
     }
-    let out = mpicast(&[
-        "predict",
-        src.to_str().unwrap(),
-        "-n",
-        "8",
-        "--trace",
-        odd.to_str().unwrap(),
-        "--machine",
-        m.to_str().unwrap(),
-        "--platform",
-        plat.to_str().unwrap(),
-        "--",
-        "32",
-        "2",
-        "1",
-    ]);
+    let out = mpicast(&["predict", src.to_str().unwrap(), "-n", "8", "--trace", odd.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--", "32", "2", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cannot scale") && err.contains("--force-topology") && err.contains("0->{3}"),
-        "{err}"
-    );
+    assert!(err.contains("cannot scale") && err.contains("--force-topology") && err.contains("0->{3}"), "{err}");
 }
 
 #[test]
@@ -360,36 +205,12 @@ fn sweep_writes_the_table_the_plot_and_the_json() {
     let m = fixed_machine();
     let (g, ib) = (platform("cluster-gige"), platform("cluster-ib"));
     let out = mpicast(&[
-        "sweep",
-        src.to_str().unwrap(),
-        "-n",
-        "1..16",
-        "--trace",
-        dir.to_str().unwrap(),
-        "--machine",
-        m.to_str().unwrap(),
-        "--platform",
-        g.to_str().unwrap(),
-        "--platform",
-        ib.to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--",
-        "20000",
-        "2",
+        "sweep", src.to_str().unwrap(), "-n", "1..16", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(),
+        "--platform", g.to_str().unwrap(), "--platform", ib.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--json", json.to_str().unwrap(), "--", "20000", "2",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("speedup") && text.contains("cluster-ib.xml"),
-        "{text}"
-    );
+    assert!(text.contains("speedup") && text.contains("cluster-ib.xml"), "{text}");
     let sw: Sweep = mpicast::model::read_artifact(&json).unwrap();
     assert_eq!(sw.ranks, vec![1, 2, 4, 8, 16]);
     assert_eq!(sw.points.len(), 10);
@@ -400,18 +221,9 @@ fn sweep_writes_the_table_the_plot_and_the_json() {
         }
     }
     // Every rank throws the same darts: time grows slowly with ranks, so efficiency drops.
-    let eff: Vec<f64> = sw
-        .points
-        .iter()
-        .filter(|p| p.platform.ends_with("cluster-gige.xml"))
-        .map(|p| p.efficiency)
-        .collect();
+    let eff: Vec<f64> = sw.points.iter().filter(|p| p.platform.ends_with("cluster-gige.xml")).map(|p| p.efficiency).collect();
     assert!(eff.windows(2).all(|w| w[1] <= w[0] + 1e-9), "{eff:?}");
     let plot = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        plot.starts_with("<svg") || plot.starts_with("<?xml"),
-        "{}",
-        &plot[..plot.len().min(80)]
-    );
+    assert!(plot.starts_with("<svg") || plot.starts_with("<?xml"), "{}", &plot[..plot.len().min(80)]);
     assert!(plot.contains("cluster-ib.xml"));
 }

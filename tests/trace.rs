@@ -722,8 +722,7 @@ fn a_nonzero_exit_after_finalize_keeps_the_traces_with_a_warning() {
     let t = trace(&s, &fixture("exit_status.c"), 2, &[], &[]);
     assert!(t.out.status.success(), "{}", t.context());
     assert!(
-        t.stderr()
-            .contains("exited with status 1 after every rank finished"),
+        t.stderr().contains("exited with status 1 after every rank finished"),
         "{}",
         t.context()
     );
@@ -992,18 +991,11 @@ fn defines_reach_the_build_and_a_missing_mpi_macro_is_named() {
     let t = trace(&s, &src, 2, &[], &[]);
     assert_eq!(t.out.status.code(), Some(2), "{}", t.context());
     let err = String::from_utf8_lossy(&t.out.stderr);
-    assert!(
-        err.contains("no rank called MPI_Init") && err.contains("-DUSE_MPI"),
-        "{err}"
-    );
+    assert!(err.contains("no rank called MPI_Init") && err.contains("-DUSE_MPI"), "{err}");
     let t = trace_ok(&s, &src, 2, &["-D", "USE_MPI", "-D", "WIDTH=7"], &[]);
     assert_eq!(t.value("width"), "7");
     assert_eq!(t.value("ranks"), "2");
-    assert!(
-        t.meta().build.contains("-DUSE_MPI") && t.meta().build.contains("-DWIDTH=7"),
-        "{}",
-        t.meta().build
-    );
+    assert!(t.meta().build.contains("-DUSE_MPI") && t.meta().build.contains("-DWIDTH=7"), "{}", t.meta().build);
 }
 
 /// A compilation database next to the sources gives each file its flags (here -D and an
@@ -1014,14 +1006,7 @@ fn compile_commands_json_gives_the_build_its_flags() {
     let proj = s.path().join("proj");
     std::fs::create_dir_all(proj.join("inc")).unwrap();
     let text = std::fs::read_to_string(root().join("tests/fixtures/build/guarded_mpi.c")).unwrap();
-    std::fs::write(
-        proj.join("guarded_mpi.c"),
-        text.replace(
-            "#include <stdio.h>",
-            "#include <stdio.h>\n#include \"width.h\"",
-        ),
-    )
-    .unwrap();
+    std::fs::write(proj.join("guarded_mpi.c"), text.replace("#include <stdio.h>", "#include <stdio.h>\n#include \"width.h\"")).unwrap();
     std::fs::write(proj.join("inc/width.h"), "#define WIDTH 5\n").unwrap();
     let db = format!(
         r#"[{{"directory": "{}", "file": "guarded_mpi.c", "arguments": ["mpicc", "-DUSE_MPI", "-I", "inc", "-c", "guarded_mpi.c"]}}]"#,
@@ -1038,20 +1023,11 @@ fn compile_commands_json_gives_the_build_its_flags() {
 #[test]
 fn requests_sharing_a_handle_keep_their_own_ids() {
     let s = Scratch::new();
-    let t = trace_ok(
-        &s,
-        &root().join("tests/fixtures/corpus/self_isend.c"),
-        2,
-        &[],
-        &[],
-    );
+    let t = trace_ok(&s, &root().join("tests/fixtures/corpus/self_isend.c"), 2, &[], &[]);
     assert_eq!(t.value("exchanged"), "4");
     for rank in 0..2 {
         let text = std::fs::read_to_string(t.dir.join(format!("rank-{rank}.trace"))).unwrap();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("waitall"))
-            .unwrap_or_else(|| panic!("no waitall\n{text}"));
+        let line = text.lines().find(|l| l.starts_with("waitall")).unwrap_or_else(|| panic!("no waitall\n{text}"));
         let mut ids: Vec<&str> = line.split_whitespace().skip(1).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -1060,15 +1036,8 @@ fn requests_sharing_a_handle_keep_their_own_ids() {
     let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
         .args(["replay"])
         .arg(&t.dir)
-        .args([
-            "--platform",
-            root().join("platforms/localhost.xml").to_str().unwrap(),
-        ])
+        .args(["--platform", root().join("platforms/localhost.xml").to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -56,10 +56,7 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
     assert!(out.status.success(), "validate failed: {stderr}");
     // A progress line per run and per prediction; the table with both modes.
     assert!(stderr.contains("pi_dartboard.c n=2 run 1/1"), "{stderr}");
-    assert!(
-        stdout.contains("trace counts") && stdout.contains("mean absolute error"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("trace counts") && stdout.contains("mean absolute error"), "{stdout}");
 
     let v = read_json(&out_json);
     assert_eq!(v["modes"], serde_json::json!(["static", "trace"]));
@@ -71,10 +68,7 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
         assert_eq!(p["ranks"].as_u64(), Some(n));
         let m = &p["measured"];
         let median = m["median_s"].as_f64().unwrap();
-        assert!(
-            median > 0.0 && m["min_s"].as_f64().unwrap() > 0.0,
-            "n={n}: {m}"
-        );
+        assert!(median > 0.0 && m["min_s"].as_f64().unwrap() > 0.0, "n={n}: {m}");
         assert_eq!(m["runs_s"].as_array().unwrap().len(), 1);
         // pi_dartboard prints its own main-loop time.
         assert_eq!(m["source"], "elapsed_s");
@@ -87,10 +81,7 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
             assert!(pred > 0.0);
             let err = r["error_pct"].as_f64().unwrap();
             let want = 100.0 * (pred - median) / median;
-            assert!(
-                (err - want).abs() <= 1e-9 * want.abs().max(1.0),
-                "n={n} {mode}: error {err}, from the numbers {want}"
-            );
+            assert!((err - want).abs() <= 1e-9 * want.abs().max(1.0), "n={n} {mode}: error {err}, from the numbers {want}");
         }
         assert_eq!(preds[1]["trace_ranks"].as_u64(), Some(n));
     }
@@ -98,23 +89,10 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
     for mode in ["static", "trace"] {
         let errs: Vec<f64> = points
             .iter()
-            .map(|p| {
-                p["predictions"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|r| r["mode"] == mode)
-                    .unwrap()["error_pct"]
-                    .as_f64()
-                    .unwrap()
-                    .abs()
-            })
+            .map(|p| p["predictions"].as_array().unwrap().iter().find(|r| r["mode"] == mode).unwrap()["error_pct"].as_f64().unwrap().abs())
             .collect();
         let mape = v["summary"][mode]["mape_pct"].as_f64().unwrap();
-        assert!(
-            (mape - errs.iter().sum::<f64>() / 2.0).abs() < 1e-9,
-            "{mode}: {mape} vs {errs:?}"
-        );
+        assert!((mape - errs.iter().sum::<f64>() / 2.0).abs() < 1e-9, "{mode}: {mape} vs {errs:?}");
         assert_eq!(v["summary"][mode]["points"].as_u64(), Some(2));
     }
 }
@@ -147,25 +125,12 @@ fn unavailable_mode_is_na_and_max_error_sets_status_one() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr
-            .lines()
-            .last()
-            .unwrap()
-            .contains("over --max-error 0%"),
-        "{stderr}"
-    );
+    assert!(stderr.lines().last().unwrap().contains("over --max-error 0%"), "{stderr}");
     let v = read_json(&out_json);
     let scaled = &v["points"][0]["predictions"][1];
     assert_eq!(scaled["mode"], "scaled");
     assert_eq!(scaled["status"], "n/a");
-    assert!(
-        scaled["reason"]
-            .as_str()
-            .unwrap()
-            .contains("no rank count below 1"),
-        "{scaled}"
-    );
+    assert!(scaled["reason"].as_str().unwrap().contains("no rank count below 1"), "{scaled}");
     assert_eq!(v["summary"]["scaled"]["unavailable"].as_u64(), Some(1));
     assert_eq!(v["args"], serde_json::json!(["20000", "1"]));
 }
@@ -174,56 +139,22 @@ fn assert_bad_input(args: &[&str], what: &str) {
     let out = mpicast(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "{args:?}: one line expected: {stderr}"
-    );
-    assert!(
-        stderr.starts_with("mpicast: ") && stderr.contains(what),
-        "{args:?}: {stderr}"
-    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line expected: {stderr}");
+    assert!(stderr.starts_with("mpicast: ") && stderr.contains(what), "{args:?}: {stderr}");
 }
 
 #[test]
 fn bad_input_is_one_line_and_status_two() {
-    assert_bad_input(
-        &["validate", "examples/no_such_program.c", "-n", "1"],
-        "no_such_program.c",
-    );
+    assert_bad_input(&["validate", "examples/no_such_program.c", "-n", "1"], "no_such_program.c");
     assert_bad_input(&["validate", "examples/pi_dartboard.c", "-n", "0"], "-n 0");
-    assert_bad_input(
-        &[
-            "validate",
-            "examples/pi_dartboard.c",
-            "-n",
-            "1",
-            "--modes",
-            "static,psychic",
-        ],
-        "valid: static, trace, measured, scaled",
-    );
-    assert_bad_input(
-        &[
-            "validate",
-            "examples/pi_dartboard.c",
-            "-n",
-            "1",
-            "--platform",
-            "no/such.xml",
-        ],
-        "no/such.xml",
-    );
+    assert_bad_input(&["validate", "examples/pi_dartboard.c", "-n", "1", "--modes", "static,psychic"], "valid: static, trace, measured, scaled");
+    assert_bad_input(&["validate", "examples/pi_dartboard.c", "-n", "1", "--platform", "no/such.xml"], "no/such.xml");
 }
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
         .unwrap_or(false)
 }
 
@@ -232,9 +163,7 @@ struct NetnsGuard;
 
 impl Drop for NetnsGuard {
     fn drop(&mut self) {
-        let _ = Command::new(root().join("scripts/netns.sh"))
-            .args(["down", "test"])
-            .output();
+        let _ = Command::new(root().join("scripts/netns.sh")).args(["down", "test"]).output();
     }
 }
 
@@ -247,28 +176,15 @@ fn emulated_network_runs_ranks_in_namespaces() {
         eprintln!("skipped: the emulated network needs root");
         return;
     }
-    let check = Command::new(&script)
-        .arg("check")
-        .output()
-        .expect("run netns.sh");
+    let check = Command::new(&script).arg("check").output().expect("run netns.sh");
     if !check.status.success() {
         eprintln!("skipped: {}", String::from_utf8_lossy(&check.stderr).trim());
         return;
     }
     let _guard = NetnsGuard;
-    let up = Command::new(&script)
-        .args(["up", "test", "2"])
-        .output()
-        .expect("run netns.sh");
-    assert!(
-        up.status.success(),
-        "netns.sh up test: {}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let env = Command::new(&script)
-        .args(["env", "test"])
-        .output()
-        .unwrap();
+    let up = Command::new(&script).args(["up", "test", "2"]).output().expect("run netns.sh");
+    assert!(up.status.success(), "netns.sh up test: {}", String::from_utf8_lossy(&up.stderr));
+    let env = Command::new(&script).args(["env", "test"]).output().unwrap();
     let env = String::from_utf8_lossy(&env.stdout).into_owned();
     let get = |k: &str| -> String {
         env.lines()
@@ -282,27 +198,13 @@ fn emulated_network_runs_ranks_in_namespaces() {
 
     // Each rank sees its namespace's own address (10.77.9.2 and 10.77.9.3).
     let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--hostfile",
-        &hostfile,
-        "--map-by",
-        "node",
-    ]);
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "--hostfile", &hostfile, "--map-by", "node"]);
     cmd.args(mpirun_args.split_whitespace());
     cmd.args(["-np", "2", "sh", "-c", "ip -o -4 addr show dev eth0"]);
     let out = cmd.output().expect("run mpirun");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "mpirun in namespaces: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("10.77.9.2/24") && text.contains("10.77.9.3/24"),
-        "{text}"
-    );
+    assert!(out.status.success(), "mpirun in namespaces: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("10.77.9.2/24") && text.contains("10.77.9.3/24"), "{text}");
 
     let dir = tempfile::tempdir().unwrap();
     let out_json = dir.path().join("v.json");
@@ -330,23 +232,10 @@ fn emulated_network_runs_ranks_in_namespaces() {
         "--json",
         out_json.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "validate on the emulated network: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "validate on the emulated network: {}", String::from_utf8_lossy(&out.stderr));
     let v = read_json(&out_json);
     assert!(v["points"][0]["measured"]["median_s"].as_f64().unwrap() > 0.0);
     assert_eq!(v["cores_per_host"].as_u64(), Some(1));
-    let launch: Vec<String> = v["launch"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect();
-    assert!(
-        launch.contains(&"--hostfile".to_string())
-            && launch.iter().any(|a| a.ends_with("netns-agent.sh")),
-        "{launch:?}"
-    );
+    let launch: Vec<String> = v["launch"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    assert!(launch.contains(&"--hostfile".to_string()) && launch.iter().any(|a| a.ends_with("netns-agent.sh")), "{launch:?}");
 }

@@ -29,10 +29,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let spec = args.build.spec(&args.inputs)?;
     let files = frontend::collect_sources(&args.inputs)?;
     let bindings = args.build.bindings(&spec, &files);
-    let opts = frontend::Options {
-        bindings,
-        assume_branches: args.assume_branches,
-    };
+    let opts = frontend::Options { bindings, assume_branches: args.assume_branches };
     let model = frontend::analyze_built(&files, &opts, &spec);
     match &args.json {
         Some(p) if p.as_os_str() == "-" => print!("{}", to_json(&model)),
@@ -62,33 +59,14 @@ fn status_word(s: CountStatus) -> &'static str {
 }
 
 fn print_summary(m: &ProgramModel) {
-    println!(
-        "{:<40} {:>7} {:>7} {:>9} {:>7} {:>9}",
-        "file", "blocks", "exact", "symbolic", "trace", "static"
-    );
+    println!("{:<40} {:>7} {:>7} {:>9} {:>7} {:>9}", "file", "blocks", "exact", "symbolic", "trace", "static");
     let mut total = (0, 0, 0, 0);
     for f in &m.files {
         let bs: Vec<_> = m.blocks.iter().filter(|b| &b.file == f).collect();
         let c = |s: CountStatus| bs.iter().filter(|b| b.count.status == s).count();
-        let (e, s, t) = (
-            c(CountStatus::Exact),
-            c(CountStatus::Symbolic),
-            c(CountStatus::NeedsTrace),
-        );
-        let frac = if bs.is_empty() {
-            1.0
-        } else {
-            (e + s) as f64 / bs.len() as f64
-        };
-        println!(
-            "{:<40} {:>7} {:>7} {:>9} {:>7} {:>8.0}%",
-            f,
-            bs.len(),
-            e,
-            s,
-            t,
-            frac * 100.0
-        );
+        let (e, s, t) = (c(CountStatus::Exact), c(CountStatus::Symbolic), c(CountStatus::NeedsTrace));
+        let frac = if bs.is_empty() { 1.0 } else { (e + s) as f64 / bs.len() as f64 };
+        println!("{:<40} {:>7} {:>7} {:>9} {:>7} {:>8.0}%", f, bs.len(), e, s, t, frac * 100.0);
         total = (total.0 + bs.len(), total.1 + e, total.2 + s, total.3 + t);
     }
     println!(
@@ -105,18 +83,10 @@ fn print_summary(m: &ProgramModel) {
 fn print_tree(m: &ProgramModel) {
     let depth_of = |id: &str| {
         let mut d = 0;
-        let mut cur = m
-            .blocks
-            .iter()
-            .find(|b| b.id == id)
-            .and_then(|b| b.parent.clone());
+        let mut cur = m.blocks.iter().find(|b| b.id == id).and_then(|b| b.parent.clone());
         while let Some(p) = cur {
             d += 1;
-            cur = m
-                .blocks
-                .iter()
-                .find(|b| b.id == p)
-                .and_then(|b| b.parent.clone());
+            cur = m.blocks.iter().find(|b| b.id == p).and_then(|b| b.parent.clone());
         }
         d
     };
@@ -133,19 +103,14 @@ fn print_tree(m: &ProgramModel) {
             (_, Some(e), _) => e.to_string(),
             _ => "?".into(),
         };
-        let mut ops: Vec<(String, String)> = b
-            .ops
-            .iter()
-            .map(|(c, n)| (c.name().to_string(), n.to_string()))
-            .collect();
+        let mut ops: Vec<(String, String)> = b.ops.iter().map(|(c, n)| (c.name().to_string(), n.to_string())).collect();
         ops.truncate(4);
         let ops: Vec<String> = ops.into_iter().map(|(c, n)| format!("{c}:{n}")).collect();
         let what = match b.kind {
             crate::model::analysis::BlockKind::Function => format!("fn {}", b.function),
             crate::model::analysis::BlockKind::Comm => {
                 let c = m.comm.iter().find(|c| c.block == b.id);
-                c.map(|c| format!("comm {}", c.call))
-                    .unwrap_or_else(|| "comm".into())
+                c.map(|c| format!("comm {}", c.call)).unwrap_or_else(|| "comm".into())
             }
             k => k.name().to_string(),
         };

@@ -25,12 +25,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub cflags: Option<String>,
     /// Libraries for the default build's link.
-    #[arg(
-        long,
-        value_name = "LIBS",
-        allow_hyphen_values = true,
-        default_value = "-lm"
-    )]
+    #[arg(long, value_name = "LIBS", allow_hyphen_values = true, default_value = "-lm")]
     pub libs: String,
     /// Define a macro as a C compiler does (NAME alone is 1) for every build and for the
     /// analysis; a numeric value also binds the program variable NAME (repeatable).
@@ -48,11 +43,7 @@ pub struct BuildArgs {
 impl BuildArgs {
     /// The build model; `inputs` (the program's sources) locate a default compile_commands.json.
     pub fn spec(&self, inputs: &[PathBuf]) -> Result<BuildSpec> {
-        let defines = self
-            .define
-            .iter()
-            .map(|d| Define::parse(d))
-            .collect::<Result<Vec<_>>>()?;
+        let defines = self.define.iter().map(|d| Define::parse(d)).collect::<Result<Vec<_>>>()?;
         let mut includes = Vec::new();
         for d in &self.include {
             if !d.is_dir() {
@@ -64,13 +55,7 @@ impl BuildArgs {
             Some(p) => Some(p.clone()),
             None => inputs
                 .iter()
-                .map(|i| {
-                    if i.is_dir() {
-                        i.clone()
-                    } else {
-                        i.parent().unwrap_or(Path::new(".")).to_path_buf()
-                    }
-                })
+                .map(|i| if i.is_dir() { i.clone() } else { i.parent().unwrap_or(Path::new(".")).to_path_buf() })
                 .map(|d| d.join("compile_commands.json"))
                 .find(|p| p.is_file()),
         };
@@ -82,10 +67,7 @@ impl BuildArgs {
         let libs = split_words(&self.libs).map_err(|e| anyhow::anyhow!("--libs {e}"))?;
         if let Some(e) = &self.exe {
             if e.is_absolute() {
-                bail!(
-                    "--exe {}: give the path relative to the source directory",
-                    e.display()
-                );
+                bail!("--exe {}: give the path relative to the source directory", e.display());
             }
         }
         Ok(BuildSpec {
@@ -157,12 +139,7 @@ impl LaunchArgs {
             Some(a) => split_words(a).map_err(|e| anyhow::anyhow!("--mpirun-args {e}"))?,
             None => Vec::new(),
         };
-        Ok(LaunchSpec {
-            mpirun_args,
-            launcher: self.launcher.clone(),
-            hostfile: self.hostfile.clone(),
-            hosts: Vec::new(),
-        })
+        Ok(LaunchSpec { mpirun_args, launcher: self.launcher.clone(), hostfile: self.hostfile.clone(), hosts: Vec::new() })
     }
 
     pub fn to_argv(&self) -> Vec<String> {

@@ -2,10 +2,10 @@
 //! library modules; this file only wires arguments to them.
 
 mod analyze;
+mod flags;
 mod bench;
 mod bench_machine;
 mod bench_network;
-mod flags;
 mod platform;
 mod predict;
 mod replay;
@@ -78,15 +78,9 @@ pub fn main() -> ExitCode {
                     let text = e.render().to_string();
                     let first = text.lines().next().unwrap_or("invalid command line");
                     let first = first.trim_start_matches("error: ");
-                    let tips: Vec<&str> = text
-                        .lines()
-                        .filter_map(|l| l.trim().strip_prefix("tip: "))
-                        .collect();
-                    let tips = if tips.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; {}", tips.join("; "))
-                    };
+                    let tips: Vec<&str> =
+                        text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+                    let tips = if tips.is_empty() { String::new() } else { format!("; {}", tips.join("; ")) };
                     eprintln!("mpicast: {first}{tips} (see mpicast --help)");
                     ExitCode::from(EXIT_INPUT)
                 }

@@ -50,16 +50,13 @@ fn read_input(path: &Path) -> Result<Input> {
         ),
         // A prediction, or no schema to go by (not JSON, not an object...): the typed read says
         // what is wrong.
-        _ => Ok(Input::Prediction(Box::new(read_artifact::<Prediction>(
-            path,
-        )?))),
+        _ => Ok(Input::Prediction(Box::new(read_artifact::<Prediction>(path)?))),
     }
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     }
     std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
 }
@@ -78,24 +75,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if let Some((sweep_path, sweep)) = sweeps.first() {
         if let Some((p, _)) = preds.first() {
-            bail!(
-                "{}: a prediction, {} a sweep: a report shows one sweep or predictions, not both",
-                p.display(),
-                sweep_path.display()
-            );
+            bail!("{}: a prediction, {} a sweep: a report shows one sweep or predictions, not both", p.display(), sweep_path.display());
         }
         if let Some((other, _)) = sweeps.get(1) {
-            bail!(
-                "{}: a second sweep: a report shows one sweep ({})",
-                other.display(),
-                sweep_path.display()
-            );
+            bail!("{}: a second sweep: a report shows one sweep ({})", other.display(), sweep_path.display());
         }
         if args.chrome_trace.is_some() {
-            bail!(
-                "{}: --chrome-trace needs a prediction with a timeline, this is a sweep",
-                sweep_path.display()
-            );
+            bail!("{}: --chrome-trace needs a prediction with a timeline, this is a sweep", sweep_path.display());
         }
         let out = args.output.as_ref().expect("checked above");
         write(out, &crate::report::html_sweep(sweep)?)?;
@@ -135,9 +121,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => None,
     };
     let trace = match &args.chrome_trace {
-        Some(_) => Some(
-            crate::report::chrome_trace(first).with_context(|| first_path.display().to_string())?,
-        ),
+        Some(_) => Some(crate::report::chrome_trace(first).with_context(|| first_path.display().to_string())?),
         None => None,
     };
     if let (Some(out), Some(page)) = (&args.output, &page) {
@@ -151,12 +135,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("wrote {}", out.display());
     }
     if let Some(t) = &args.chrome_trace {
-        println!(
-            "wrote {} ({} events, from {})",
-            t.display(),
-            first.timeline.len(),
-            first_path.display()
-        );
+        println!("wrote {} ({} events, from {})", t.display(), first.timeline.len(), first_path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -179,11 +158,7 @@ fn predictions_summary(preds: &[(PathBuf, Prediction)]) -> String {
             p.platform.clone(),
             p.ranks.to_string(),
             table::seconds(p.predicted_s),
-            format!(
-                "{} .. {}",
-                table::seconds(p.interval_s[0]),
-                table::seconds(p.interval_s[1])
-            ),
+            format!("{} .. {}", table::seconds(p.interval_s[0]), table::seconds(p.interval_s[1])),
             format!("{} events", p.timeline.len()),
         ]);
     }

@@ -129,10 +129,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             s.sampled_iterations, s.trip_count, s.block_id
         );
     }
-    println!(
-        "mpicast: launched as: {}",
-        crate::mpi::build::show(&m.launch)
-    );
+    println!("mpicast: launched as: {}", crate::mpi::build::show(&m.launch));
     if let Some(w) = &m.work_dir {
         println!("mpicast: work directory kept: {w}");
     }

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::model::prediction::Prediction;
-use crate::model::validation::{
-    Measured, ModeResult, ModeSummary, Validation, ValidationHost, ValidationPoint,
-};
 use crate::mpi::build::BuildSpec;
 use crate::mpi::launch::Launch;
 use crate::mpi::run::{describe, run_captured, Echo};
+use crate::model::validation::{
+    Measured, ModeResult, ModeSummary, Validation, ValidationHost, ValidationPoint,
+};
 
 /// The modes, in the order they are predicted and shown.
 const MODES: [&str; 4] = ["static", "trace", "measured", "scaled"];
@@ -30,13 +30,7 @@ pub struct Args {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Rank counts to run and predict, e.g. 1,2,4.
-    #[arg(
-        short = 'n',
-        long = "ranks",
-        value_delimiter = ',',
-        required = true,
-        value_name = "N,..."
-    )]
+    #[arg(short = 'n', long = "ranks", value_delimiter = ',', required = true, value_name = "N,...")]
     ranks: Vec<u32>,
     /// Program arguments as one string, e.g. --args "256 500" (or give them after `--`).
     #[arg(long = "args", value_name = "ARGS", allow_hyphen_values = true)]
@@ -58,12 +52,7 @@ pub struct Args {
     /// Prediction modes: static (skeleton execution), trace (block counts of a run at N ranks),
     /// measured (block benchmarking: a --time-blocks run at N ranks), scaled (a run at fewer
     /// ranks scaled to N).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "static,trace,measured,scaled",
-        value_name = "MODE,..."
-    )]
+    #[arg(long, value_delimiter = ',', default_value = "static,trace,measured,scaled", value_name = "MODE,...")]
     modes: Vec<String>,
     /// Ranks of the run the scaled mode starts from (default: the smallest rank count of -n
     /// below N that is at least 2, else the smallest below N).
@@ -108,10 +97,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bail!("--runs 0: at least one run is needed");
     }
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        bail!(
-            "--timeout {}: must be a positive number of seconds",
-            args.timeout
-        );
+        bail!("--timeout {}: must be a positive number of seconds", args.timeout);
     }
     if let Some(m) = args.max_error {
         if !(m >= 0.0 && m.is_finite()) {
@@ -129,15 +115,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     if modes.is_empty() {
-        bail!(
-            "--modes: name at least one mode (valid: {})",
-            MODES.join(", ")
-        );
+        bail!("--modes: name at least one mode (valid: {})", MODES.join(", "));
     }
     let program_args: Vec<String> = match (&args.program_args_str, args.program_args.is_empty()) {
-        (Some(_), false) => {
-            bail!("give the program arguments either with --args or after `--`, not both")
-        }
+        (Some(_), false) => bail!("give the program arguments either with --args or after `--`, not both"),
         (Some(s), true) => s.split_whitespace().map(String::from).collect(),
         (None, _) => args.program_args.clone(),
     };
@@ -178,10 +159,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let mut source = "elapsed_s";
         let mut failure = None;
         for r in 0..args.runs {
-            match launch
-                .command(n, &exe, &program_args, &[])
-                .and_then(|l| run_program(&l, args.timeout))
-            {
+            match launch.command(n, &exe, &program_args, &[]).and_then(|l| run_program(&l, args.timeout)) {
                 Ok((t, wall, from_program)) => {
                     if !from_program {
                         source = "wall";
@@ -191,11 +169,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                         r + 1,
                         args.runs,
                         fmt_s(t),
-                        if from_program {
-                            "elapsed_s="
-                        } else {
-                            "wall clock"
-                        },
+                        if from_program { "elapsed_s=" } else { "wall clock" },
                         fmt_s(wall)
                     );
                     times.push(t);
@@ -203,11 +177,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 }
                 Err(e) => {
                     let msg = super::one_line(&e);
-                    eprintln!(
-                        "validate: {name} n={n} run {}/{}: failed: {msg}",
-                        r + 1,
-                        args.runs
-                    );
+                    eprintln!("validate: {name} n={n} run {}/{}: failed: {msg}", r + 1, args.runs);
                     failure = Some(msg);
                     break;
                 }
@@ -215,11 +185,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         let measured = if failure.is_none() {
             // A program that printed elapsed_s= in some runs only: compare wall clocks throughout.
-            let t = if source == "wall" {
-                walls.clone()
-            } else {
-                times.clone()
-            };
+            let t = if source == "wall" { walls.clone() } else { times.clone() };
             Some(Measured {
                 median_s: median(&t),
                 min_s: t.iter().copied().fold(f64::INFINITY, f64::min),
@@ -239,13 +205,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let mut predictions = Vec::new();
         for mode in &modes {
             if measured.is_none() {
-                predictions.push(na(
-                    mode,
-                    None,
-                    "not predicted: the real run failed",
-                    Vec::new(),
-                    0.0,
-                ));
+                predictions.push(na(mode, None, "not predicted: the real run failed", Vec::new(), 0.0));
                 continue;
             }
             let k = match mode.as_str() {
@@ -299,21 +259,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             predictions.push(r);
         }
-        points.push(ValidationPoint {
-            ranks: n,
-            measured,
-            failure,
-            predictions,
-        });
+        points.push(ValidationPoint { ranks: n, measured, failure, predictions });
     }
 
     let summary = summarise(&modes, &points);
     let validation = Validation {
-        program: args
-            .inputs
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
+        program: args.inputs.iter().map(|p| p.display().to_string()).collect(),
         args: program_args.clone(),
         build: build_cmd,
         launch: launch
@@ -351,10 +302,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => print!("{table}"),
     }
     if !failures.is_empty() {
-        eprintln!(
-            "mpicast: {name}: the real run failed at {}",
-            failures.join("; ")
-        );
+        eprintln!("mpicast: {name}: the real run failed at {}", failures.join("; "));
         return Ok(ExitCode::from(super::EXIT_INPUT));
     }
     if let Some(bound) = args.max_error {
@@ -402,9 +350,7 @@ fn median(v: &[f64]) -> f64 {
 
 fn loadavg() -> [f64; 3] {
     let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut it = s
-        .split_whitespace()
-        .map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
+    let mut it = s.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
     [
         it.next().unwrap_or(f64::NAN),
         it.next().unwrap_or(f64::NAN),
@@ -431,23 +377,14 @@ fn scale_base(ranks: &[u32], n: u32, given: Option<u32>) -> std::result::Result<
 
 /// Builds the program as the build model says (the default build, or the --build command in a
 /// copy of the tree) into `dir`; returns the executable and the commands shown.
-fn build(
-    inputs: &[PathBuf],
-    files: &[PathBuf],
-    dir: &Path,
-    name: &str,
-    spec: &BuildSpec,
-) -> Result<(PathBuf, Vec<String>)> {
+fn build(inputs: &[PathBuf], files: &[PathBuf], dir: &Path, name: &str, spec: &BuildSpec) -> Result<(PathBuf, Vec<String>)> {
     use crate::mpi::build::{find_executable, is_unit, run_steps, show, write_wrappers};
     if let Some(cmd) = &spec.command {
         let [root] = inputs else {
             bail!("--build runs in a copy of one source directory: give the program's directory");
         };
         if !root.is_dir() {
-            bail!(
-                "{}: --build needs the program's directory, not a file",
-                root.display()
-            );
+            bail!("{}: --build needs the program's directory, not a file", root.display());
         }
         let copy = dir.join("src");
         crate::instrument::copy_sources(root, true, &copy)?;
@@ -456,18 +393,14 @@ fn build(
         let since = std::time::SystemTime::now() - Duration::from_secs(1);
         let step = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
         run_steps(std::slice::from_ref(&step), &copy, Some(&bin), name, "")?;
-        let exe = find_executable(&copy, since, spec.exe.as_deref(), ".mpicast")
-            .map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
+        let exe = find_executable(&copy, since, spec.exe.as_deref(), ".mpicast").map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
         return Ok((exe, vec![cmd.clone()]));
     }
     let units: Vec<PathBuf> = files.iter().filter(|f| is_unit(f)).cloned().collect();
     if units.is_empty() {
         bail!("{name}: no C or C++ file to compile among the sources (headers only?)");
     }
-    let stem = Path::new(name)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "program".into());
+    let stem = Path::new(name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "program".into());
     let exe = dir.join(stem);
     let steps = spec.default_steps(&units, &units, &exe, &[], dir);
     run_steps(&steps, Path::new("."), None, name, "")?;
@@ -476,11 +409,7 @@ fn build(
 
 /// The last non-empty line of some output.
 fn last_line(s: &str) -> &str {
-    s.lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("---"))
-        .unwrap_or("no output")
+    s.lines().rev().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("---")).unwrap_or("no output")
 }
 
 /// One real run: (time, wall clock, whether the time is the program's own elapsed_s=).
@@ -491,11 +420,7 @@ fn run_program(l: &Launch, timeout_s: f64) -> Result<(f64, f64, bool)> {
         bail!("`{shown}` stopped after the {timeout_s} s time limit");
     }
     if !f.status.success() {
-        bail!(
-            "`{shown}` failed ({}): {}",
-            describe(&f.status),
-            last_line(&f.tail)
-        );
+        bail!("`{shown}` failed ({}): {}", describe(&f.status), last_line(&f.tail));
     }
     Ok(match elapsed_from(&f.stdout) {
         Some(t) => (t, f.wall_s, true),
@@ -520,12 +445,7 @@ fn failure_reason(stderr: &str, status: &ExitStatus) -> String {
     }
     let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
     if let Some(k) = lines.iter().position(|l| l.contains("panicked at")) {
-        let at = lines[k]
-            .split("panicked at")
-            .nth(1)
-            .unwrap_or("")
-            .trim()
-            .trim_end_matches(':');
+        let at = lines[k].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
         let what = lines.get(k + 1).copied().unwrap_or("");
         return format!("mpicast predict panicked at {at}: {what}");
     }
@@ -607,31 +527,25 @@ fn predict_mode(
     };
     let wall_s = f.wall_s;
     let why = match f.status {
-        _ if f.timed_out => format!(
-            "the prediction was stopped after the {} s time limit",
-            args.timeout
-        ),
+        _ if f.timed_out => format!("the prediction was stopped after the {} s time limit", args.timeout),
         s if !s.success() => failure_reason(&f.tail, &s),
-        _ => {
-            match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -")
-            {
-                Ok(p) => {
-                    let r = ModeResult {
-                        mode: mode.to_string(),
-                        status: "ok".into(),
-                        predicted_s: Some(p.predicted_s),
-                        interval_s: Some(p.interval_s),
-                        error_pct: None,
-                        trace_ranks: k,
-                        reason: None,
-                        command: a,
-                        wall_s,
-                    };
-                    return (r, Some(p));
-                }
-                Err(e) => e.to_string(),
+        _ => match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -") {
+            Ok(p) => {
+                let r = ModeResult {
+                    mode: mode.to_string(),
+                    status: "ok".into(),
+                    predicted_s: Some(p.predicted_s),
+                    interval_s: Some(p.interval_s),
+                    error_pct: None,
+                    trace_ranks: k,
+                    reason: None,
+                    command: a,
+                    wall_s,
+                };
+                return (r, Some(p));
             }
-        }
+            Err(e) => e.to_string(),
+        },
     };
     (na(mode, k, &why, a, wall_s), None)
 }
@@ -650,18 +564,10 @@ fn summarise(modes: &[String], points: &[ValidationPoint]) -> BTreeMap<String, M
             }
         }
         let mape = (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64);
-        let max = errs
-            .iter()
-            .copied()
-            .fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
+        let max = errs.iter().copied().fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
         out.insert(
             m.clone(),
-            ModeSummary {
-                points: errs.len() as u32,
-                unavailable,
-                mape_pct: mape,
-                max_abs_error_pct: max,
-            },
+            ModeSummary { points: errs.len() as u32, unavailable, mape_pct: mape, max_abs_error_pct: max },
         );
     }
     out
@@ -710,24 +616,13 @@ fn label(mode: &str) -> &'static str {
 pub fn render(v: &Validation, name: &str, notes: &[String]) -> String {
     use std::fmt::Write;
     let mut o = String::new();
-    let args = if v.args.is_empty() {
-        String::new()
-    } else {
-        format!(" {}", v.args.join(" "))
-    };
-    let _ = writeln!(
-        o,
-        "{name}{args}: {} run{} per rank count",
-        v.runs,
-        if v.runs == 1 { "" } else { "s" }
-    );
+    let args = if v.args.is_empty() { String::new() } else { format!(" {}", v.args.join(" ")) };
+    let _ = writeln!(o, "{name}{args}: {} run{} per rank count", v.runs, if v.runs == 1 { "" } else { "s" });
     let _ = writeln!(
         o,
         "platform {}{}, machine {}",
         v.platform,
-        v.cores_per_host
-            .map(|c| format!(" ({c} cores per host)"))
-            .unwrap_or_default(),
+        v.cores_per_host.map(|c| format!(" ({c} cores per host)")).unwrap_or_default(),
         v.machine
     );
     let _ = writeln!(
@@ -743,22 +638,8 @@ pub fn render(v: &Validation, name: &str, notes: &[String]) -> String {
         v.host.load_after[1],
         v.host.load_after[2]
     );
-    let src = v
-        .points
-        .iter()
-        .filter_map(|p| p.measured.as_ref())
-        .map(|m| m.source.as_str())
-        .next()
-        .unwrap_or("elapsed_s");
-    let _ = write!(
-        o,
-        "{:>5}  {:>21}",
-        "ranks",
-        format!(
-            "measured ({})",
-            if src == "wall" { "wall" } else { "elapsed_s" }
-        )
-    );
+    let src = v.points.iter().filter_map(|p| p.measured.as_ref()).map(|m| m.source.as_str()).next().unwrap_or("elapsed_s");
+    let _ = write!(o, "{:>5}  {:>21}", "ranks", format!("measured ({})", if src == "wall" { "wall" } else { "elapsed_s" }));
     for m in &v.modes {
         let _ = write!(o, "  {:>18}", label(m));
     }
@@ -798,26 +679,13 @@ pub fn render(v: &Validation, name: &str, notes: &[String]) -> String {
         }
         let _ = writeln!(o);
     }
-    let _ = writeln!(
-        o,
-        "\nerror = (predicted - measured median) / measured median"
-    );
+    let _ = writeln!(o, "\nerror = (predicted - measured median) / measured median");
     let parts: Vec<String> = v
         .modes
         .iter()
         .map(|m| match v.summary.get(m) {
-            Some(ModeSummary {
-                mape_pct: Some(e),
-                points,
-                ..
-            }) => {
-                format!(
-                    "{} {:.1}% ({} point{})",
-                    label(m),
-                    e,
-                    points,
-                    if *points == 1 { "" } else { "s" }
-                )
+            Some(ModeSummary { mape_pct: Some(e), points, .. }) => {
+                format!("{} {:.1}% ({} point{})", label(m), e, points, if *points == 1 { "" } else { "s" })
             }
             _ => format!("{} n/a", label(m)),
         })
@@ -843,14 +711,8 @@ mod tests {
 
     #[test]
     fn elapsed_is_the_last_one_printed() {
-        assert_eq!(
-            elapsed_from("a=1 elapsed_s=2.5e-1\nelapsed_s=0.75\n"),
-            Some(0.75)
-        );
-        assert_eq!(
-            elapsed_from("iterations=3 elapsed_s=1.0 contact=2"),
-            Some(1.0)
-        );
+        assert_eq!(elapsed_from("a=1 elapsed_s=2.5e-1\nelapsed_s=0.75\n"), Some(0.75));
+        assert_eq!(elapsed_from("iterations=3 elapsed_s=1.0 contact=2"), Some(1.0));
         assert_eq!(elapsed_from("no time here"), None);
     }
 

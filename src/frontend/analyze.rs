@@ -99,10 +99,7 @@ impl<'a> Analyzer<'a> {
                 structs: HashMap::new(),
                 functions: HashMap::new(),
             },
-            model: ProgramModel {
-                bindings: opts.bindings.clone(),
-                ..Default::default()
-            },
+            model: ProgramModel { bindings: opts.bindings.clone(), ..Default::default() },
             file: String::new(),
             func: String::new(),
             locals: HashMap::new(),
@@ -116,11 +113,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn diag(&mut self, line: u32, message: String) {
-        self.model.diagnostics.push(Diagnostic {
-            file: self.file.clone(),
-            line,
-            message,
-        });
+        self.model.diagnostics.push(Diagnostic { file: self.file.clone(), line, message });
     }
 
     /// First pass over every unit: global constants, types, function signatures.
@@ -131,9 +124,7 @@ impl<'a> Analyzer<'a> {
                 self.globals.typedefs.insert(name.clone(), ty.clone());
             }
             for (name, fields) in &u.structs {
-                self.globals
-                    .structs
-                    .insert(name.clone(), fields.iter().cloned().collect());
+                self.globals.structs.insert(name.clone(), fields.iter().cloned().collect());
             }
             for g in &u.globals {
                 self.globals.types.insert(g.name.clone(), g.ty.clone());
@@ -146,10 +137,7 @@ impl<'a> Analyzer<'a> {
                     },
                     _ => None,
                 };
-                self.globals.functions.insert(
-                    f.name.clone(),
-                    (f.ret.clone(), f.params.clone(), single_return),
-                );
+                self.globals.functions.insert(f.name.clone(), (f.ret.clone(), f.params.clone(), single_return));
             }
         }
         // Constants: -D bindings win; then macros, enumerators and const globals, resolved
@@ -165,13 +153,7 @@ impl<'a> Analyzer<'a> {
             for g in &u.globals {
                 if g.ty.is_const && g.ty.indirection == 0 {
                     if let Some(init) = &g.init {
-                        pending.push((
-                            g.name.clone(),
-                            init.clone(),
-                            u.file.clone(),
-                            g.span.line_start,
-                            "const",
-                        ));
+                        pending.push((g.name.clone(), init.clone(), u.file.clone(), g.span.line_start, "const"));
                     }
                 }
             }
@@ -180,10 +162,7 @@ impl<'a> Analyzer<'a> {
             self.globals.consts.insert(name.clone(), num_expr(*v));
         }
         for (name, v) in mpi::CONSTANTS {
-            self.globals
-                .consts
-                .entry(name.to_string())
-                .or_insert(Expr::int(*v));
+            self.globals.consts.entry(name.to_string()).or_insert(Expr::int(*v));
         }
         for _ in 0..4 {
             for (name, e, _, _, _) in &pending {
@@ -239,35 +218,15 @@ impl<'a> Analyzer<'a> {
             recursive: false,
             ops_per_call: None,
         });
-        self.push_block(
-            fid.clone(),
-            None,
-            BlockKind::Function,
-            f.span,
-            &Ctx::default(),
-            None,
-            Ops::new(),
-        );
+        self.push_block(fid.clone(), None, BlockKind::Function, f.span, &Ctx::default(), None, Ops::new());
         let inner = f.body.span().place.inner;
         self.set_last_site(if inner != 0 {
-            Site {
-                at: inner,
-                compound: true,
-                ..Site::default()
-            }
+            Site { at: inner, compound: true, ..Site::default() }
         } else {
-            Site {
-                blocked: Some("the function body is not a compound statement".into()),
-                ..Site::default()
-            }
+            Site { blocked: Some("the function body is not a compound statement".into()), ..Site::default() }
         });
         let mut seg = Segment::default();
-        self.stmts(
-            std::slice::from_ref(&f.body),
-            &fid,
-            &Ctx::default(),
-            &mut seg,
-        );
+        self.stmts(std::slice::from_ref(&f.body), &fid, &Ctx::default(), &mut seg);
         self.flush(&mut seg, &fid, &Ctx::default());
     }
 
@@ -285,12 +244,7 @@ impl<'a> Analyzer<'a> {
     /// The execution count of a block under `ctx`.
     fn count(&self, ctx: &Ctx) -> Count {
         if let Some(r) = &ctx.needs_trace {
-            return Count {
-                status: CountStatus::NeedsTrace,
-                expr: None,
-                value: None,
-                reason: Some(r.clone()),
-            };
+            return Count { status: CountStatus::NeedsTrace, expr: None, value: None, reason: Some(r.clone()) };
         }
         let mut e = ctx.conds.iter().cloned().fold(Expr::int(1), Expr::mul);
         for l in ctx.loops.iter().rev() {
@@ -306,55 +260,21 @@ impl<'a> Analyzer<'a> {
     }
 
     fn count_of(&self, e: Expr) -> Count {
-        let bound = e.bind(
-            &self
-                .opts
-                .bindings
-                .iter()
-                .map(|(k, v)| (k.clone(), num_expr(*v)))
-                .collect(),
-        );
+        let bound = e.bind(&self.opts.bindings.iter().map(|(k, v)| (k.clone(), num_expr(*v))).collect());
         let value = bound.value();
-        let status = if e.vars().is_empty() {
-            CountStatus::Exact
-        } else {
-            CountStatus::Symbolic
-        };
-        let e = if status == CountStatus::Exact {
-            value.map(num_expr).unwrap_or(e)
-        } else {
-            e
-        };
-        Count {
-            status,
-            expr: Some(e),
-            value,
-            reason: None,
-        }
+        let status = if e.vars().is_empty() { CountStatus::Exact } else { CountStatus::Symbolic };
+        let e = if status == CountStatus::Exact { value.map(num_expr).unwrap_or(e) } else { e };
+        Count { status, expr: Some(e), value, reason: None }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push_block(
-        &mut self,
-        id: String,
-        parent: Option<&str>,
-        kind: BlockKind,
-        sp: Span,
-        ctx: &Ctx,
-        trip: Option<Count>,
-        ops: Ops,
-    ) {
+    fn push_block(&mut self, id: String, parent: Option<&str>, kind: BlockKind, sp: Span, ctx: &Ctx, trip: Option<Count>, ops: Ops) {
         let count = self.count(ctx);
         // Straight code that starts inside a macro's expansion (`#define BODY { acc++; }` as a
         // loop body) takes the trace point of the body it opens, when it is that body's first
         // block: both run as often.
         let inherited = match self.model.blocks.last() {
-            Some(p)
-                if sp.place.in_macro
-                    && matches!(kind, BlockKind::Straight | BlockKind::Comm)
-                    && parent == Some(p.id.as_str())
-                    && matches!(p.kind, BlockKind::Loop | BlockKind::Branch) =>
-            {
+            Some(p) if sp.place.in_macro && matches!(kind, BlockKind::Straight | BlockKind::Comm) && parent == Some(p.id.as_str()) && matches!(p.kind, BlockKind::Loop | BlockKind::Branch) => {
                 p.site.clone().filter(|s| s.blocked.is_none())
             }
             _ => None,
@@ -396,16 +316,10 @@ impl<'a> Analyzer<'a> {
 
     /// The indicator (or probability) a branch arm adds to its parent's context.
     fn arm_cond(parent: &Ctx, arm: &Ctx) -> Option<Expr> {
-        if (arm.needs_trace.is_some() && parent.needs_trace.is_none())
-            || arm.data_arms > parent.data_arms
-        {
+        if (arm.needs_trace.is_some() && parent.needs_trace.is_none()) || arm.data_arms > parent.data_arms {
             return None;
         }
-        let mut c = if arm.conds.len() > parent.conds.len() {
-            arm.conds.last().cloned()?
-        } else {
-            Expr::int(1)
-        };
+        let mut c = if arm.conds.len() > parent.conds.len() { arm.conds.last().cloned()? } else { Expr::int(1) };
         if arm.proba.0 != parent.proba.0 && parent.proba.0 != 0.0 {
             c = c.mul(num_expr(arm.proba.0 / parent.proba.0));
         }
@@ -433,11 +347,7 @@ impl<'a> Analyzer<'a> {
                 if sp.place.lead_line != 0 && seg.span.is_none() {
                     // A preprocessor conditional first in its block: the block's trace point
                     // goes before the `#if`, so that it is counted whichever arm is compiled.
-                    seg.extend(Span {
-                        line_end: sp.line_start,
-                        byte_end: sp.byte_start,
-                        ..*sp
-                    });
+                    seg.extend(Span { line_end: sp.line_start, byte_end: sp.byte_start, ..*sp });
                 }
                 self.stmts(v, parent, ctx, seg)
             }
@@ -476,21 +386,10 @@ impl<'a> Analyzer<'a> {
                     self.note_calls(e, seg);
                 }
             }
-            Stmt::Break(sp) | Stmt::Continue(sp) | Stmt::Goto(sp) | Stmt::Empty(sp) => {
-                seg.extend(*sp)
-            }
-            Stmt::If {
-                cond,
-                then,
-                otherwise,
-                span,
-            } => {
+            Stmt::Break(sp) | Stmt::Continue(sp) | Stmt::Goto(sp) | Stmt::Empty(sp) => seg.extend(*sp),
+            Stmt::If { cond, then, otherwise, span } => {
                 // The condition is evaluated where the if is reached: charge it to the segment.
-                seg.extend(Span {
-                    line_end: span.line_start,
-                    byte_end: span.byte_start,
-                    ..*span
-                });
+                seg.extend(Span { line_end: span.line_start, byte_end: span.byte_start, ..*span });
                 let mut ops = std::mem::take(&mut seg.ops);
                 self.expr_ops(cond, &mut ops, false);
                 add_op(&mut ops, OpClass::Branch, Expr::int(1));
@@ -498,66 +397,32 @@ impl<'a> Analyzer<'a> {
                 self.flush(seg, parent, ctx);
                 let (then_ctx, else_ctx) = self.branch_ctx(cond, span.line_start, ctx);
                 let tid = self.block_id(then.span(), BlockKind::Branch);
-                self.push_block(
-                    tid.clone(),
-                    Some(parent),
-                    BlockKind::Branch,
-                    then.span(),
-                    &then_ctx,
-                    None,
-                    Ops::new(),
-                );
+                self.push_block(tid.clone(), Some(parent), BlockKind::Branch, then.span(), &then_ctx, None, Ops::new());
                 self.set_last_cond(ctx, &then_ctx);
                 let mut inner = Segment::default();
                 self.stmt(then, &tid, &then_ctx, &mut inner);
                 self.flush(&mut inner, &tid, &then_ctx);
                 if let Some(o) = otherwise {
                     let eid = self.block_id(o.span(), BlockKind::Branch);
-                    self.push_block(
-                        eid.clone(),
-                        Some(parent),
-                        BlockKind::Branch,
-                        o.span(),
-                        &else_ctx,
-                        None,
-                        Ops::new(),
-                    );
+                    self.push_block(eid.clone(), Some(parent), BlockKind::Branch, o.span(), &else_ctx, None, Ops::new());
                     self.set_last_cond(ctx, &else_ctx);
                     let mut inner = Segment::default();
                     self.stmt(o, &eid, &else_ctx, &mut inner);
                     self.flush(&mut inner, &eid, &else_ctx);
                 }
             }
-            Stmt::For {
-                init,
-                cond,
-                update,
-                body,
-                span,
-            } => {
+            Stmt::For { init, cond, update, body, span } => {
                 if let Some(i) = init {
                     // The init clause runs where the loop is reached: its block's statement
                     // goes before the loop (and the lines attached to it).
                     let mut i = (**i).clone();
                     if let Stmt::Expr(_, sp) | Stmt::Decl(_, sp) = &mut i {
-                        sp.place = Place {
-                            lead: span.place.lead,
-                            lead_line: span.place.lead_line,
-                            in_macro: span.place.in_macro,
-                            ..sp.place
-                        };
+                        sp.place = Place { lead: span.place.lead, lead_line: span.place.lead_line, in_macro: span.place.in_macro, ..sp.place };
                     }
                     self.stmt(&i, parent, ctx, seg);
                 }
                 self.flush(seg, parent, ctx);
-                let (loop_ctx, trip, inner_ctx) = self.for_loop(
-                    init.as_deref(),
-                    cond.as_ref(),
-                    update.as_ref(),
-                    body,
-                    *span,
-                    ctx,
-                );
+                let (loop_ctx, trip, inner_ctx) = self.for_loop(init.as_deref(), cond.as_ref(), update.as_ref(), body, *span, ctx);
                 let mut ops = Ops::new();
                 add_op(&mut ops, OpClass::LoopIter, Expr::int(1));
                 if let Some(c) = cond {
@@ -567,23 +432,13 @@ impl<'a> Analyzer<'a> {
                     self.expr_ops(u, &mut ops, false);
                 }
                 let lid = self.block_id(*span, BlockKind::Loop);
-                self.push_block(
-                    lid.clone(),
-                    Some(parent),
-                    BlockKind::Loop,
-                    *span,
-                    &loop_ctx,
-                    Some(trip),
-                    ops,
-                );
+                self.push_block(lid.clone(), Some(parent), BlockKind::Loop, *span, &loop_ctx, Some(trip), ops);
                 if let Some(b) = self.model.blocks.last_mut() {
                     let bs = body.span();
                     b.body_bytes = Some([bs.byte_start, bs.byte_end]);
                     b.site = Some(body_site(&bs));
                     if inner_ctx.loops.len() > ctx.loops.len() {
-                        if let Some((v, lo, hi)) =
-                            inner_ctx.loops.last().and_then(|l| l.var.clone())
-                        {
+                        if let Some((v, lo, hi)) = inner_ctx.loops.last().and_then(|l| l.var.clone()) {
                             b.induction = Some(Induction { var: v, lo, hi });
                         }
                     }
@@ -599,50 +454,22 @@ impl<'a> Analyzer<'a> {
             // `do { ... } while (0)` (a statement macro's wrapper) runs its body once: the
             // compiler drops the loop, and so does the analysis.
             // Its straight code starts at the macro's use, where a trace point can go.
-            Stmt::DoWhile {
-                body,
-                cond: CExpr::Int(0),
-                span,
-            } => {
-                seg.extend(Span {
-                    line_end: span.line_start,
-                    byte_end: span.byte_start,
-                    ..*span
-                });
+            Stmt::DoWhile { body, cond: CExpr::Int(0), span } => {
+                seg.extend(Span { line_end: span.line_start, byte_end: span.byte_start, ..*span });
                 self.stmt(body, parent, ctx, seg)
             }
             Stmt::While { cond, body, span } | Stmt::DoWhile { body, cond, span } => {
                 self.flush(seg, parent, ctx);
-                let what = if matches!(s, Stmt::While { .. }) {
-                    "while"
-                } else {
-                    "do-while"
-                };
-                let reason = format!(
-                    "{}:{}: {what} loop: iteration count depends on data",
-                    self.file, span.line_start
-                );
+                let what = if matches!(s, Stmt::While { .. }) { "while" } else { "do-while" };
+                let reason = format!("{}:{}: {what} loop: iteration count depends on data", self.file, span.line_start);
                 let mut inner_ctx = ctx.clone();
                 inner_ctx.needs_trace.get_or_insert(reason.clone());
-                let trip = Count {
-                    status: CountStatus::NeedsTrace,
-                    expr: None,
-                    value: None,
-                    reason: Some(reason),
-                };
+                let trip = Count { status: CountStatus::NeedsTrace, expr: None, value: None, reason: Some(reason) };
                 let mut ops = Ops::new();
                 add_op(&mut ops, OpClass::LoopIter, Expr::int(1));
                 self.expr_ops(cond, &mut ops, false);
                 let lid = self.block_id(*span, BlockKind::Loop);
-                self.push_block(
-                    lid.clone(),
-                    Some(parent),
-                    BlockKind::Loop,
-                    *span,
-                    &inner_ctx,
-                    Some(trip),
-                    ops,
-                );
+                self.push_block(lid.clone(), Some(parent), BlockKind::Loop, *span, &inner_ctx, Some(trip), ops);
                 if let Some(b) = self.model.blocks.last_mut() {
                     let bs = body.span();
                     b.body_bytes = Some([bs.byte_start, bs.byte_end]);
@@ -653,11 +480,7 @@ impl<'a> Analyzer<'a> {
                 self.flush(&mut inner, &lid, &inner_ctx);
             }
             Stmt::Switch { cond, body, span } => {
-                seg.extend(Span {
-                    line_end: span.line_start,
-                    byte_end: span.byte_start,
-                    ..*span
-                });
+                seg.extend(Span { line_end: span.line_start, byte_end: span.byte_start, ..*span });
                 let mut ops = std::mem::take(&mut seg.ops);
                 self.expr_ops(cond, &mut ops, false);
                 add_op(&mut ops, OpClass::Branch, Expr::int(1));
@@ -671,59 +494,33 @@ impl<'a> Analyzer<'a> {
                     let mut case_ctx = ctx.clone();
                     let ind = match (c, self.cond_indicator(cond)) {
                         (Stmt::Case { value: Some(v), .. }, Some(_)) => {
-                            let eq = CExpr::Binary {
-                                op: "==".into(),
-                                left: Box::new(cond.clone()),
-                                right: Box::new(v.clone()),
-                            };
+                            let eq = CExpr::Binary { op: "==".into(), left: Box::new(cond.clone()), right: Box::new(v.clone()) };
                             self.cond_indicator(&eq)
                         }
                         _ => None,
                     };
                     match ind {
                         Some(i) => case_ctx.conds.push(i),
-                        None => self.unknown_branch(
-                            &mut case_ctx,
-                            span.line_start,
-                            "switch on a value known only at run time",
-                        ),
+                        None => self.unknown_branch(&mut case_ctx, span.line_start, "switch on a value known only at run time"),
                     }
                     let cid = self.block_id(c.span(), BlockKind::Branch);
-                    self.push_block(
-                        cid.clone(),
-                        Some(parent),
-                        BlockKind::Branch,
-                        c.span(),
-                        &case_ctx,
-                        None,
-                        Ops::new(),
-                    );
+                    self.push_block(cid.clone(), Some(parent), BlockKind::Branch, c.span(), &case_ctx, None, Ops::new());
                     if let Stmt::Case { span: cs, .. } = c {
                         // After the label's colon: reached by the jump and by fall-through.
                         // A switch body without braces is a slot no statement may enter.
                         let bs = body.span().place;
-                        self.set_last_site(
-                            if bs.inner == 0 || !matches!(**body, Stmt::Compound(..)) {
-                                Site {
-                                    at: bs.lead,
-                                    wrap_end: Some(bs.close),
-                                    blocked: Some(
-                                        "the switch body is not a compound statement".into(),
-                                    ),
-                                    ..Site::default()
-                                }
-                            } else if cs.place.inner != 0 {
-                                Site {
-                                    at: cs.place.inner,
-                                    ..Site::default()
-                                }
-                            } else {
-                                Site {
-                                    blocked: Some("no `:` after the case label".into()),
-                                    ..Site::default()
-                                }
-                            },
-                        );
+                        self.set_last_site(if bs.inner == 0 || !matches!(**body, Stmt::Compound(..)) {
+                            Site {
+                                at: bs.lead,
+                                wrap_end: Some(bs.close),
+                                blocked: Some("the switch body is not a compound statement".into()),
+                                ..Site::default()
+                            }
+                        } else if cs.place.inner != 0 {
+                            Site { at: cs.place.inner, ..Site::default() }
+                        } else {
+                            Site { blocked: Some("no `:` after the case label".into()), ..Site::default() }
+                        });
                     }
                     self.set_last_cond(ctx, &case_ctx);
                     let mut inner = Segment::default();
@@ -741,13 +538,9 @@ impl<'a> Analyzer<'a> {
     fn unknown_branch(&mut self, ctx: &mut Ctx, line: u32, what: &str) {
         if self.opts.assume_branches {
             ctx.proba = Rat1(ctx.proba.0 * 0.5);
-            self.diag(
-                line,
-                format!("{what}: assumed taken half the time (--assume-branches)"),
-            );
+            self.diag(line, format!("{what}: assumed taken half the time (--assume-branches)"));
         } else {
-            ctx.needs_trace
-                .get_or_insert(format!("{}:{line}: {what}", self.file));
+            ctx.needs_trace.get_or_insert(format!("{}:{line}: {what}", self.file));
             ctx.data_arms += 1;
         }
     }
@@ -759,18 +552,12 @@ impl<'a> Analyzer<'a> {
         // MPICAST_PROBA(cond, p): the programmer's probability (ChronosMix's PIC_proba).
         if let CExpr::Call { func, args, .. } = cond {
             if func == "MPICAST_PROBA" && args.len() == 2 {
-                if let Some(p) = self
-                    .float_const(&args[1])
-                    .filter(|p| (0.0..=1.0).contains(p))
-                {
+                if let Some(p) = self.float_const(&args[1]).filter(|p| (0.0..=1.0).contains(p)) {
                     t.proba = Rat1(t.proba.0 * p);
                     e.proba = Rat1(e.proba.0 * (1.0 - p));
                     return (t, e);
                 }
-                self.diag(
-                    line,
-                    "MPICAST_PROBA's probability must be a constant between 0 and 1".into(),
-                );
+                self.diag(line, "MPICAST_PROBA's probability must be a constant between 0 and 1".into());
             }
         }
         match self.cond_indicator(cond) {
@@ -797,70 +584,33 @@ impl<'a> Analyzer<'a> {
     // ---- Loops ----------------------------------------------------------------------------
 
     /// Returns (context of the loop block itself, trip count, context of its body).
-    fn for_loop(
-        &mut self,
-        init: Option<&Stmt>,
-        cond: Option<&CExpr>,
-        update: Option<&CExpr>,
-        body: &Stmt,
-        sp: Span,
-        ctx: &Ctx,
-    ) -> (Ctx, Count, Ctx) {
+    fn for_loop(&mut self, init: Option<&Stmt>, cond: Option<&CExpr>, update: Option<&CExpr>, body: &Stmt, sp: Span, ctx: &Ctx) -> (Ctx, Count, Ctx) {
         let fail = |this: &mut Self, why: String| {
             let reason = format!("{}:{}: {why}", this.file, sp.line_start);
             let mut c = ctx.clone();
             c.needs_trace.get_or_insert(reason.clone());
-            let trip = Count {
-                status: CountStatus::NeedsTrace,
-                expr: None,
-                value: None,
-                reason: Some(reason),
-            };
+            let trip = Count { status: CountStatus::NeedsTrace, expr: None, value: None, reason: Some(reason) };
             (c.clone(), trip, c)
         };
         let Some(shape) = loop_shape(init, cond, update) else {
             let text = cond.map(cexpr_text).unwrap_or_else(|| "(none)".into());
-            return fail(
-                self,
-                format!("loop shape not recognised (condition {text})"),
-            );
+            return fail(self, format!("loop shape not recognised (condition {text})"));
         };
         if let Some(why) = body_escapes(body) {
             return fail(self, why);
         }
         let modified = modified_vars(body);
         if modified.contains(&shape.var) {
-            return fail(
-                self,
-                format!("loop variable {} is modified in the body", shape.var),
-            );
+            return fail(self, format!("loop variable {} is modified in the body", shape.var));
         }
         let Some(start) = self.value_expr(&shape.start) else {
-            return fail(
-                self,
-                format!(
-                    "loop start {} is not known before running",
-                    cexpr_text(&shape.start)
-                ),
-            );
+            return fail(self, format!("loop start {} is not known before running", cexpr_text(&shape.start)));
         };
         let Some(bound) = self.value_expr(&shape.bound) else {
-            return fail(
-                self,
-                format!(
-                    "loop bound {} is not known before running",
-                    cexpr_text(&shape.bound)
-                ),
-            );
+            return fail(self, format!("loop bound {} is not known before running", cexpr_text(&shape.bound)));
         };
-        if let Some(v) = cexpr_idents(&shape.bound)
-            .into_iter()
-            .find(|v| modified.contains(v))
-        {
-            return fail(
-                self,
-                format!("loop bound variable {v} is modified in the body"),
-            );
+        if let Some(v) = cexpr_idents(&shape.bound).into_iter().find(|v| modified.contains(v)) {
+            return fail(self, format!("loop bound variable {v} is modified in the body"));
         }
         let one = || Expr::int(1);
         let (trip, range) = match shape.step {
@@ -872,11 +622,7 @@ impl<'a> Analyzer<'a> {
                     _ => return fail(self, format!("loop counts up but tests {}", shape.cmp)),
                 };
                 let trip = Expr::clamp0(Expr::ceil_div(span_e, Expr::int(s as i128)));
-                let range = if s == 1 {
-                    Some((start.clone(), hi))
-                } else {
-                    None
-                };
+                let range = if s == 1 { Some((start.clone(), hi)) } else { None };
                 (trip, range)
             }
             Step::Add(s) if s < 0 => {
@@ -888,51 +634,22 @@ impl<'a> Analyzer<'a> {
                     _ => return fail(self, format!("loop counts down but tests {}", shape.cmp)),
                 };
                 let trip = Expr::clamp0(Expr::ceil_div(span_e, Expr::int(s as i128)));
-                let range = if s == 1 {
-                    Some((lo, start.clone()))
-                } else {
-                    None
-                };
+                let range = if s == 1 { Some((lo, start.clone())) } else { None };
                 (trip, range)
             }
             Step::Mul(f) if f >= 2 && (shape.cmp == "<" || shape.cmp == "<=") => {
-                let b = if shape.cmp == "<=" {
-                    bound.clone().add(one())
-                } else {
-                    bound.clone()
-                };
-                (
-                    Expr::LogCount {
-                        start: Box::new(start.clone()),
-                        bound: Box::new(b),
-                        factor: f,
-                    },
-                    None,
-                )
+                let b = if shape.cmp == "<=" { bound.clone().add(one()) } else { bound.clone() };
+                (Expr::LogCount { start: Box::new(start.clone()), bound: Box::new(b), factor: f }, None)
             }
             Step::Div(f) if f >= 2 && (shape.cmp == ">" || shape.cmp == ">=") => {
                 // i = start; i > b; i /= f runs while (b+1) f^k <= start: logcount(b+1, start+1, f).
-                let b1 = if shape.cmp == ">" {
-                    bound.clone().add(one())
-                } else {
-                    bound.clone()
-                };
-                (
-                    Expr::LogCount {
-                        start: Box::new(b1),
-                        bound: Box::new(start.clone().add(one())),
-                        factor: f,
-                    },
-                    None,
-                )
+                let b1 = if shape.cmp == ">" { bound.clone().add(one()) } else { bound.clone() };
+                (Expr::LogCount { start: Box::new(b1), bound: Box::new(start.clone().add(one())), factor: f }, None)
             }
             _ => return fail(self, "loop step not recognised".into()),
         };
         let mut body_ctx = ctx.clone();
-        body_ctx.loops.push(LoopCtx {
-            var: range.map(|(lo, hi)| (shape.var.clone(), lo, hi)),
-            trip: trip.clone(),
-        });
+        body_ctx.loops.push(LoopCtx { var: range.map(|(lo, hi)| (shape.var.clone(), lo, hi)), trip: trip.clone() });
         self.loop_vars.insert(shape.var.clone());
         // The trip count relative to one entry of the loop (may depend on outer loop variables).
         let trip_count = self.count_of(trip);
@@ -948,12 +665,7 @@ impl<'a> Analyzer<'a> {
         self.value_expr_in(e, &mut visiting, 0)
     }
 
-    fn value_expr_in(
-        &mut self,
-        e: &CExpr,
-        visiting: &mut HashSet<String>,
-        depth: usize,
-    ) -> Option<Expr> {
+    fn value_expr_in(&mut self, e: &CExpr, visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
         if depth > 32 {
             return None;
         }
@@ -967,10 +679,7 @@ impl<'a> Analyzer<'a> {
         }
         for (arr, idx) in cexpr_const_indexes(e) {
             if let Some(prefix) = self.cart_arrays.get(&arr) {
-                env.insert(
-                    format!("{arr}[{idx}]"),
-                    Expr::var(&format!("{prefix}{idx}")),
-                );
+                env.insert(format!("{arr}[{idx}]"), Expr::var(&format!("{prefix}{idx}")));
             }
         }
         for (i, c) in cexpr_calls(e).into_iter().enumerate() {
@@ -984,12 +693,7 @@ impl<'a> Analyzer<'a> {
         to_expr(e, &lookup, &call_lookup, 0)
     }
 
-    fn ident_value(
-        &mut self,
-        id: &str,
-        visiting: &mut HashSet<String>,
-        depth: usize,
-    ) -> Option<Expr> {
+    fn ident_value(&mut self, id: &str, visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
         if self.loop_vars.contains(id) {
             // Inside its own loop (for_loop checked that the body does not write it).
             return Some(Expr::var(id));
@@ -1026,32 +730,16 @@ impl<'a> Analyzer<'a> {
 
     /// The value a local receives from its single assignment: a parameter when it is read from
     /// the command line, rank/size from MPI, else the assigned expression's value.
-    fn assignment_value(
-        &mut self,
-        var: &str,
-        rhs: &CExpr,
-        visiting: &mut HashSet<String>,
-        depth: usize,
-    ) -> Option<Expr> {
+    fn assignment_value(&mut self, var: &str, rhs: &CExpr, visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
         match rhs {
-            CExpr::Call { func, .. } if func == "MPI_Comm_rank(out)" => {
-                return Some(Expr::var("rank"))
-            }
-            CExpr::Call { func, .. } if func == "MPI_Comm_size(out)" => {
-                return Some(Expr::var("size"))
-            }
-            CExpr::Call { func, args, .. } if func == "P2Prank" && args.is_empty() => {
-                return Some(Expr::var("rank"))
-            }
-            CExpr::Call { func, args, .. } if func == "P2Psize" && args.is_empty() => {
-                return Some(Expr::var("size"))
-            }
+            CExpr::Call { func, .. } if func == "MPI_Comm_rank(out)" => return Some(Expr::var("rank")),
+            CExpr::Call { func, .. } if func == "MPI_Comm_size(out)" => return Some(Expr::var("size")),
+            CExpr::Call { func, args, .. } if func == "P2Prank" && args.is_empty() => return Some(Expr::var("rank")),
+            CExpr::Call { func, args, .. } if func == "P2Psize" && args.is_empty() => return Some(Expr::var("size")),
             _ => {}
         }
         if let Some((index, default)) = argv_read(rhs) {
-            let default = default
-                .and_then(|d| self.value_expr(&d))
-                .and_then(|d| d.value());
+            let default = default.and_then(|d| self.value_expr(&d)).and_then(|d| d.value());
             self.add_parameter(var, "argv", Some(index), default);
             if let Some(v) = self.opts.bindings.get(var) {
                 return Some(num_expr(*v));
@@ -1062,13 +750,7 @@ impl<'a> Analyzer<'a> {
         self.value_expr_in(stripped, visiting, depth)
     }
 
-    fn add_parameter(
-        &mut self,
-        name: &str,
-        origin: &str,
-        argv_index: Option<u32>,
-        default: Option<f64>,
-    ) {
+    fn add_parameter(&mut self, name: &str, origin: &str, argv_index: Option<u32>, default: Option<f64>) {
         if self.params_seen.insert(name.to_string()) {
             let line = 0;
             self.model.parameters.push(Parameter {
@@ -1083,15 +765,8 @@ impl<'a> Analyzer<'a> {
     }
 
     /// Value of a call to one of the program's own one-line functions (`return expr;`).
-    fn call_value(
-        &mut self,
-        c: &CExpr,
-        visiting: &mut HashSet<String>,
-        depth: usize,
-    ) -> Option<Expr> {
-        let CExpr::Call { func, args, .. } = c else {
-            return None;
-        };
+    fn call_value(&mut self, c: &CExpr, visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
+        let CExpr::Call { func, args, .. } = c else { return None };
         let (_, params, ret) = self.globals.functions.get(func)?.clone();
         let ret = ret?;
         if params.len() != args.len() || visiting.contains(func) {
@@ -1102,16 +777,9 @@ impl<'a> Analyzer<'a> {
             vals.push(self.value_expr_in(a, visiting, depth + 1)?);
         }
         // Convert the body with the parameters as fresh variables, then substitute.
-        let names: Vec<String> = params
-            .iter()
-            .map(|p| format!("mpicast_arg_{}", p.name))
-            .collect();
+        let names: Vec<String> = params.iter().map(|p| format!("mpicast_arg_{}", p.name)).collect();
         let lookup = |n: &str| {
-            params
-                .iter()
-                .position(|p| p.name == n)
-                .map(|i| Expr::var(&names[i]))
-                .or_else(|| self.globals.consts.get(n).cloned())
+            params.iter().position(|p| p.name == n).map(|i| Expr::var(&names[i])).or_else(|| self.globals.consts.get(n).cloned())
         };
         let body = to_expr(&ret, &lookup, &|_| None, 0)?;
         let mut out = body;
@@ -1139,9 +807,7 @@ impl<'a> Analyzer<'a> {
                     Some(Expr::int(1).sub(compare("==", v, Expr::int(0))))
                 }
             },
-            CExpr::Unary { op, arg } if op == "!" => {
-                Some(Expr::int(1).sub(self.cond_indicator(arg)?))
-            }
+            CExpr::Unary { op, arg } if op == "!" => Some(Expr::int(1).sub(self.cond_indicator(arg)?)),
             other => {
                 let v = self.value_expr(other)?;
                 Some(Expr::int(1).sub(compare("==", v, Expr::int(0))))
@@ -1157,17 +823,12 @@ impl<'a> Analyzer<'a> {
             if let Base::Named(n) = &t.base {
                 if let Some(td) = self.globals.typedefs.get(n) {
                     let ind = t.indirection;
-                    t = CType {
-                        base: td.base.clone(),
-                        indirection: td.indirection + ind,
-                        is_const: t.is_const,
-                    };
+                    t = CType { base: td.base.clone(), indirection: td.indirection + ind, is_const: t.is_const };
                     continue;
                 }
                 t.base = match n.as_str() {
-                    "size_t" | "ssize_t" | "int64_t" | "uint64_t" | "int32_t" | "uint32_t"
-                    | "uint8_t" | "int8_t" | "uint16_t" | "int16_t" | "MPI_Comm"
-                    | "MPI_Datatype" | "MPI_Request" | "bool" => Base::Int,
+                    "size_t" | "ssize_t" | "int64_t" | "uint64_t" | "int32_t" | "uint32_t" | "uint8_t" | "int8_t"
+                    | "uint16_t" | "int16_t" | "MPI_Comm" | "MPI_Datatype" | "MPI_Request" | "bool" => Base::Int,
                     _ => Base::Named(n.clone()),
                 };
             }
@@ -1177,11 +838,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn var_type(&self, name: &str) -> CType {
-        let t = self
-            .locals
-            .get(name)
-            .or_else(|| self.globals.types.get(name))
-            .cloned();
+        let t = self.locals.get(name).or_else(|| self.globals.types.get(name)).cloned();
         match t {
             Some(t) => self.resolve(&t),
             None if self.globals.consts.contains_key(name) => CType::int(),
@@ -1194,14 +851,8 @@ impl<'a> Analyzer<'a> {
         match e {
             CExpr::Ident(n) => self.var_type(n),
             CExpr::Int(_) => CType::int(),
-            CExpr::Float { single, .. } => {
-                CType::new(if *single { Base::Float } else { Base::Double })
-            }
-            CExpr::Str(_) => CType {
-                base: Base::Int,
-                indirection: 1,
-                is_const: true,
-            },
+            CExpr::Float { single, .. } => CType::new(if *single { Base::Float } else { Base::Double }),
+            CExpr::Str(_) => CType { base: Base::Int, indirection: 1, is_const: true },
             CExpr::Binary { op, left, right } => {
                 let lt = self.expr_ops(left, ops, false);
                 let rt = self.expr_ops(right, ops, false);
@@ -1216,22 +867,12 @@ impl<'a> Analyzer<'a> {
                     add_op(ops, OpClass::IntToFp, Expr::int(1));
                 }
                 let class = match op.as_str() {
-                    "+" | "-" => {
-                        fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd)
-                    }
+                    "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
                     "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
                     "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
                     "%" => OpClass::IntDiv,
                     "<" | "<=" | ">" | ">=" | "==" | "!=" => {
-                        add_op(
-                            ops,
-                            if t.is_scalar_fp() {
-                                OpClass::FpCmp
-                            } else {
-                                OpClass::IntCmp
-                            },
-                            Expr::int(1),
-                        );
+                        add_op(ops, if t.is_scalar_fp() { OpClass::FpCmp } else { OpClass::IntCmp }, Expr::int(1));
                         return CType::int();
                     }
                     "&&" | "||" => {
@@ -1246,11 +887,7 @@ impl<'a> Analyzer<'a> {
             CExpr::Unary { op, arg } => {
                 let t = self.expr_ops(arg, ops, false);
                 match op.as_str() {
-                    "-" => add_op(
-                        ops,
-                        fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
-                        Expr::int(1),
-                    ),
+                    "-" => add_op(ops, fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd), Expr::int(1)),
                     "!" | "~" => add_op(ops, OpClass::IntLogic, Expr::int(1)),
                     _ => {}
                 }
@@ -1263,29 +900,19 @@ impl<'a> Analyzer<'a> {
             CExpr::Update { arg, .. } => {
                 let t = self.expr_ops(arg, ops, false);
                 self.lvalue_write(arg, ops);
-                let class = if t.indirection > 0 {
-                    OpClass::IntAdd
-                } else {
-                    fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd)
-                };
+                let class = if t.indirection > 0 { OpClass::IntAdd } else { fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd) };
                 add_op(ops, class, Expr::int(1));
                 t
             }
             CExpr::Assign { op, left, right } => {
                 let rt = self.expr_ops(right, ops, false);
-                let lt = if op == "=" {
-                    self.lvalue_type(left, ops)
-                } else {
-                    self.expr_ops(left, ops, false)
-                };
+                let lt = if op == "=" { self.lvalue_type(left, ops) } else { self.expr_ops(left, ops, false) };
                 self.lvalue_write(left, ops);
                 if op != "=" {
                     let bop = op.trim_end_matches('=');
                     let t = arith(&lt, &rt);
                     let class = match bop {
-                        "+" | "-" => {
-                            fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd)
-                        }
+                        "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
                         "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
                         "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
                         "%" => OpClass::IntDiv,
@@ -1311,13 +938,7 @@ impl<'a> Analyzer<'a> {
                     add_op(ops, OpClass::PtrDeref, Expr::int(1));
                 }
                 match &bt.base {
-                    Base::Struct(s) => self
-                        .globals
-                        .structs
-                        .get(s)
-                        .and_then(|f| f.get(field))
-                        .map(|t| self.resolve(t))
-                        .unwrap_or(CType::unknown()),
+                    Base::Struct(s) => self.globals.structs.get(s).and_then(|f| f.get(field)).map(|t| self.resolve(t)).unwrap_or(CType::unknown()),
                     _ => CType::unknown(),
                 }
             }
@@ -1339,11 +960,7 @@ impl<'a> Analyzer<'a> {
                 conversion_op(&vt, &ty, ops);
                 ty
             }
-            CExpr::Cond {
-                cond,
-                then,
-                otherwise,
-            } => {
+            CExpr::Cond { cond, then, otherwise } => {
                 self.expr_ops(cond, ops, false);
                 add_op(ops, OpClass::Branch, Expr::int(1));
                 // Both arms are counted at half weight: one of them runs.
@@ -1377,10 +994,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn lvalue_write(&mut self, e: &CExpr, ops: &mut Ops) {
-        if matches!(
-            e,
-            CExpr::Index { .. } | CExpr::Deref(_) | CExpr::Field { arrow: true, .. }
-        ) {
+        if matches!(e, CExpr::Index { .. } | CExpr::Deref(_) | CExpr::Field { arrow: true, .. }) {
             add_op(ops, OpClass::Store, Expr::int(1));
         }
     }
@@ -1409,9 +1023,7 @@ impl<'a> Analyzer<'a> {
             "sin" | "cos" | "tan" | "sinf" | "cosf" | "tanf" => Some(OpClass::SinCos),
             "pow" | "powf" => Some(OpClass::Pow),
             "fabs" | "fabsf" => Some(OpClass::Fabs),
-            "floor" | "ceil" | "round" | "floorf" | "ceilf" | "roundf" | "trunc" => {
-                Some(OpClass::FpToInt)
-            }
+            "floor" | "ceil" | "round" | "floorf" | "ceilf" | "roundf" | "trunc" => Some(OpClass::FpToInt),
             _ => None,
         };
         if let Some(c) = class {
@@ -1428,30 +1040,13 @@ impl<'a> Analyzer<'a> {
                 return CType::int();
             }
             "memcpy" | "memmove" | "memset" => {
-                let class = if func == "memset" {
-                    OpClass::MemsetByte
-                } else {
-                    OpClass::MemcpyByte
-                };
-                let n = args
-                    .get(2)
-                    .and_then(|a| self.byte_count(a))
-                    .unwrap_or(Expr::int(1));
+                let class = if func == "memset" { OpClass::MemsetByte } else { OpClass::MemcpyByte };
+                let n = args.get(2).and_then(|a| self.byte_count(a)).unwrap_or(Expr::int(1));
                 if n.is_one() && args.len() == 3 {
-                    self.diag(
-                        args[2].line_hint(),
-                        format!(
-                            "{func} size {} not known before running; counted as one byte",
-                            cexpr_text(&args[2])
-                        ),
-                    );
+                    self.diag(args[2].line_hint(), format!("{func} size {} not known before running; counted as one byte", cexpr_text(&args[2])));
                 }
                 add_op(ops, class, n);
-                return CType {
-                    base: Base::Void,
-                    indirection: 1,
-                    is_const: false,
-                };
+                return CType { base: Base::Void, indirection: 1, is_const: false };
             }
             _ => {}
         }
@@ -1460,20 +1055,12 @@ impl<'a> Analyzer<'a> {
             return self.resolve(&ret.clone());
         }
         if !mpi::is_mpi_bookkeeping(func) {
-            *self
-                .model
-                .external_calls
-                .entry(func.to_string())
-                .or_insert(0) += 1;
+            *self.model.external_calls.entry(func.to_string()).or_insert(0) += 1;
             add_op(ops, OpClass::Call, Expr::int(1));
         }
         match func {
             "MPI_Wtime" | "atof" | "strtod" | "drand48" | "erand48" => CType::double(),
-            "malloc" | "calloc" | "realloc" => CType {
-                base: Base::Void,
-                indirection: 1,
-                is_const: false,
-            },
+            "malloc" | "calloc" | "realloc" => CType { base: Base::Void, indirection: 1, is_const: false },
             _ => CType::int(),
         }
     }
@@ -1534,65 +1121,26 @@ impl<'a> Analyzer<'a> {
         let Some(sp) = seg.span else { return };
         let id = self.block_id(sp, BlockKind::Straight);
         let ops = std::mem::take(&mut seg.ops);
-        self.push_block(
-            id.clone(),
-            Some(parent),
-            BlockKind::Straight,
-            sp,
-            ctx,
-            None,
-            ops,
-        );
+        self.push_block(id.clone(), Some(parent), BlockKind::Straight, sp, ctx, None, ops);
         for (callee, line, args) in seg.calls.drain(..) {
-            self.model.calls.push(CallSite {
-                block: id.clone(),
-                caller: self.func.clone(),
-                callee,
-                file: self.file.clone(),
-                line,
-                args,
-            });
+            self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line, args });
         }
         seg.span = None;
     }
 
-    fn comm_block(
-        &mut self,
-        name: &str,
-        args: &[CExpr],
-        line: u32,
-        sp: Span,
-        parent: &str,
-        ctx: &Ctx,
-    ) {
+    fn comm_block(&mut self, name: &str, args: &[CExpr], line: u32, sp: Span, parent: &str, ctx: &Ctx) {
         let id = self.block_id(sp, BlockKind::Comm);
-        self.push_block(
-            id.clone(),
-            Some(parent),
-            BlockKind::Comm,
-            sp,
-            ctx,
-            None,
-            Ops::new(),
-        );
+        self.push_block(id.clone(), Some(parent), BlockKind::Comm, sp, ctx, None, Ops::new());
         let sig = mpi::comm_signature(name);
         let text = |i: Option<usize>| i.and_then(|i| args.get(i)).map(cexpr_text);
         let (peer, peer_expr, bytes, size_text, tag, root, comm) = match sig {
             Some(s) => {
-                let peer_expr = s
-                    .peer
-                    .and_then(|i| args.get(i))
-                    .and_then(|a| self.value_expr(a));
-                let bytes = match (
-                    s.count.and_then(|i| args.get(i)),
-                    s.datatype.and_then(|i| args.get(i)),
-                ) {
-                    (Some(c), Some(dt)) if !name.starts_with("P2P") => {
-                        match (self.value_expr(c), self.datatype_bytes(dt, 0)) {
-                            (Some(n), Some(sz)) => Some(n.mul(sz)),
-                            _ => None,
-                        }
-                    }
+                let peer_expr = s.peer.and_then(|i| args.get(i)).and_then(|a| self.value_expr(a));
+                let bytes = match (s.count.and_then(|i| args.get(i)), s.datatype.and_then(|i| args.get(i))) {
+                    (Some(c), Some(dt)) if !name.starts_with("P2P") => match (self.value_expr(c), self.datatype_bytes(dt, 0)) {
+                        (Some(n), Some(sz)) => Some(n.mul(sz)),
+                        _ => None,
+                    },
                     (Some(c), None) if name.starts_with("P2P") => self.byte_count(c),
                     _ => None,
                 };
@@ -1601,15 +1149,7 @@ impl<'a> Analyzer<'a> {
                     (Some(c), None) => Some(c),
                     _ => None,
                 };
-                (
-                    text(s.peer),
-                    peer_expr,
-                    bytes,
-                    size_text,
-                    text(s.tag),
-                    text(s.root),
-                    text(s.comm),
-                )
+                (text(s.peer), peer_expr, bytes, size_text, text(s.tag), text(s.root), text(s.comm))
             }
             None => (None, None, None, None, None, None, None),
         };
@@ -1664,10 +1204,7 @@ impl<'a> Analyzer<'a> {
             _ => return None,
         };
         match (def.0.as_str(), def.1.as_slice()) {
-            ("MPI_Type_contiguous(out)", [count, old, ..]) => Some(
-                self.value_expr(count)?
-                    .mul(self.datatype_bytes(old, depth + 1)?),
-            ),
+            ("MPI_Type_contiguous(out)", [count, old, ..]) => Some(self.value_expr(count)?.mul(self.datatype_bytes(old, depth + 1)?)),
             ("MPI_Type_vector(out)", [count, blocklen, _stride, old, ..]) => {
                 let n = self.value_expr(count)?.mul(self.value_expr(blocklen)?);
                 Some(n.mul(self.datatype_bytes(old, depth + 1)?))
@@ -1680,18 +1217,10 @@ impl<'a> Analyzer<'a> {
 
     /// Ops per call of each function including its callees; flags recursion.
     fn compose_functions(&mut self) {
-        let names: Vec<String> = self
-            .model
-            .functions
-            .iter()
-            .map(|f| f.name.clone())
-            .collect();
+        let names: Vec<String> = self.model.functions.iter().map(|f| f.name.clone()).collect();
         let mut graph: HashMap<String, BTreeSet<String>> = HashMap::new();
         for c in &self.model.calls {
-            graph
-                .entry(c.caller.clone())
-                .or_default()
-                .insert(c.callee.clone());
+            graph.entry(c.caller.clone()).or_default().insert(c.callee.clone());
         }
         // A function is recursive when it can reach itself: it calls itself, or shares a
         // strongly connected component of the call graph with another function.
@@ -1717,14 +1246,7 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn ops_per_call(
-        &self,
-        name: &str,
-        recursive: &HashSet<String>,
-        index: &CallIndex,
-        memo: &mut HashMap<String, Option<Ops>>,
-        depth: usize,
-    ) -> Option<Ops> {
+    fn ops_per_call(&self, name: &str, recursive: &HashSet<String>, index: &CallIndex, memo: &mut HashMap<String, Option<Ops>>, depth: usize) -> Option<Ops> {
         if let Some(m) = memo.get(name) {
             return m.clone();
         }
@@ -1734,19 +1256,8 @@ impl<'a> Analyzer<'a> {
         }
         let mut total = Ops::new();
         let mut ok = true;
-        for b in index
-            .blocks_of
-            .get(name)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.model.blocks[i])
-        {
-            let Some(n) = b
-                .count
-                .expr
-                .clone()
-                .filter(|_| b.count.status != CountStatus::NeedsTrace)
-            else {
+        for b in index.blocks_of.get(name).into_iter().flatten().map(|&i| &self.model.blocks[i]) {
+            let Some(n) = b.count.expr.clone().filter(|_| b.count.status != CountStatus::NeedsTrace) else {
                 if !b.ops.is_empty() {
                     ok = false;
                 }
@@ -1758,10 +1269,7 @@ impl<'a> Analyzer<'a> {
         }
         for &k in index.calls_of.get(name).into_iter().flatten() {
             let s = &self.model.calls[k];
-            let count = index
-                .block_by_id
-                .get(s.block.as_str())
-                .and_then(|&i| self.model.blocks[i].count.expr.clone());
+            let count = index.block_by_id.get(s.block.as_str()).and_then(|&i| self.model.blocks[i].count.expr.clone());
             let callee = self.ops_per_call(&s.callee, recursive, index, memo, depth + 1);
             match (count, callee) {
                 (Some(n), Some(ops)) => {
@@ -1801,11 +1309,7 @@ impl CallIndex {
         for (k, c) in model.calls.iter().enumerate() {
             calls_of.entry(c.caller.clone()).or_default().push(k);
         }
-        CallIndex {
-            blocks_of,
-            calls_of,
-            block_by_id,
-        }
+        CallIndex { blocks_of, calls_of, block_by_id }
     }
 }
 
@@ -1813,19 +1317,10 @@ impl CallIndex {
 /// components, iteratively: linear in the graph, no recursion on deep call chains).
 fn recursive_functions(graph: &HashMap<String, BTreeSet<String>>) -> HashSet<String> {
     let names: Vec<&String> = graph.keys().collect();
-    let id: HashMap<&str, usize> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), i))
-        .collect();
+    let id: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let succ: Vec<Vec<usize>> = names
         .iter()
-        .map(|n| {
-            graph[*n]
-                .iter()
-                .filter_map(|c| id.get(c.as_str()).copied())
-                .collect()
-        })
+        .map(|n| graph[*n].iter().filter_map(|c| id.get(c.as_str()).copied()).collect())
         .collect();
     let n = names.len();
     let (mut index, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
@@ -1880,28 +1375,17 @@ fn nonzero(x: u32) -> Option<u32> {
     (x != 0).then_some(x)
 }
 
-const IN_MACRO: &str =
-    "it starts inside a statement macro's expansion, where nothing can be inserted";
+const IN_MACRO: &str = "it starts inside a statement macro's expansion, where nothing can be inserted";
 
 /// Where a loop body's or a branch arm's statement takes a trace point.
 fn body_site(sp: &Span) -> Site {
     let p = &sp.place;
     let stmt = Some([sp.byte_start, sp.byte_end]);
     if p.in_macro {
-        return Site {
-            at: p.lead,
-            stmt,
-            blocked: Some(IN_MACRO.into()),
-            ..Site::default()
-        };
+        return Site { at: p.lead, stmt, blocked: Some(IN_MACRO.into()), ..Site::default() };
     }
     if p.inner != 0 {
-        return Site {
-            at: p.inner,
-            stmt,
-            compound: true,
-            ..Site::default()
-        };
+        return Site { at: p.inner, stmt, compound: true, ..Site::default() };
     }
     Site {
         at: p.lead,
@@ -2015,11 +1499,7 @@ fn compare(op: &str, a: Expr, b: Expr) -> Expr {
         ">=" => Expr::ifpos(a.sub(b).add(one()), one(), zero()),
         "==" => {
             let d = a.sub(b);
-            Expr::ifpos(
-                d.clone().add(one()),
-                Expr::ifpos(one().sub(d), one(), zero()),
-                zero(),
-            )
+            Expr::ifpos(d.clone().add(one()), Expr::ifpos(one().sub(d), one(), zero()), zero())
         }
         _ => one().sub(compare("==", a, b)),
     }
@@ -2027,12 +1507,7 @@ fn compare(op: &str, a: Expr, b: Expr) -> Expr {
 
 /// Converts a C integer expression to a formula. `lookup` gives identifiers' values, `call`
 /// gives values of calls.
-fn to_expr(
-    e: &CExpr,
-    lookup: &dyn Fn(&str) -> Option<Expr>,
-    call: &dyn Fn(&CExpr) -> Option<Expr>,
-    depth: usize,
-) -> Option<Expr> {
+fn to_expr(e: &CExpr, lookup: &dyn Fn(&str) -> Option<Expr>, call: &dyn Fn(&CExpr) -> Option<Expr>, depth: usize) -> Option<Expr> {
     if depth > 64 {
         return None;
     }
@@ -2063,15 +1538,11 @@ fn to_expr(
                 "/" => Expr::floor_div(a, b),
                 "%" => Expr::modulo(a, b),
                 "<<" => {
-                    let k = b
-                        .as_constant()
-                        .filter(|k| k.is_int() && (0..63).contains(&k.num()))?;
+                    let k = b.as_constant().filter(|k| k.is_int() && (0..63).contains(&k.num()))?;
                     a.mul(Expr::int(1i128 << k.num()))
                 }
                 ">>" => {
-                    let k = b
-                        .as_constant()
-                        .filter(|k| k.is_int() && (0..63).contains(&k.num()))?;
+                    let k = b.as_constant().filter(|k| k.is_int() && (0..63).contains(&k.num()))?;
                     Expr::floor_div(a, Expr::int(1i128 << k.num()))
                 }
                 "<" | "<=" | ">" | ">=" | "==" | "!=" => compare(op, a, b),
@@ -2092,11 +1563,7 @@ fn to_expr(
                 }
             })
         }
-        CExpr::Cond {
-            cond,
-            then,
-            otherwise,
-        } => {
+        CExpr::Cond { cond, then, otherwise } => {
             let c = r(cond)?;
             Some(Expr::ifpos(c, r(then)?, r(otherwise)?))
         }
@@ -2142,18 +1609,13 @@ fn cart_arrays(body: &Stmt) -> HashMap<String, &'static str> {
                     }
                 }
             }
-            Stmt::If {
-                then, otherwise, ..
-            } => {
+            Stmt::If { then, otherwise, .. } => {
                 stmt(then, out);
                 if let Some(o) = otherwise {
                     stmt(o, out);
                 }
             }
-            Stmt::For { body, .. }
-            | Stmt::While { body, .. }
-            | Stmt::DoWhile { body, .. }
-            | Stmt::Label(body, _) => stmt(body, out),
+            Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } | Stmt::Label(body, _) => stmt(body, out),
             _ => {}
         }
     }
@@ -2171,9 +1633,7 @@ fn strip_casts(e: &CExpr) -> &CExpr {
 /// `atoi(argv[k])`, `strtol(argv[k], ...)`, `helper(argc, argv, k, default)`: the argv index read,
 /// and the program's fallback when it can be seen.
 fn argv_read(e: &CExpr) -> Option<(u32, Option<CExpr>)> {
-    let CExpr::Call { func, args, .. } = strip_casts(e) else {
-        return None;
-    };
+    let CExpr::Call { func, args, .. } = strip_casts(e) else { return None };
     let argv_index = |a: &CExpr| match a {
         CExpr::Index { array, index } => match (&**array, &**index) {
             (CExpr::Ident(n), CExpr::Int(k)) if n == "argv" => Some(*k as u32),
@@ -2181,16 +1641,11 @@ fn argv_read(e: &CExpr) -> Option<(u32, Option<CExpr>)> {
         },
         _ => None,
     };
-    if matches!(
-        func.as_str(),
-        "atoi" | "atol" | "atoll" | "strtol" | "strtoul" | "strtoll" | "strtoull"
-    ) {
+    if matches!(func.as_str(), "atoi" | "atol" | "atoll" | "strtol" | "strtoul" | "strtoll" | "strtoull") {
         return args.first().and_then(argv_index).map(|k| (k, None));
     }
     // A helper taking argv and a literal index (parse_arg(argc, argv, 1, DEFAULT)).
-    let pos = args
-        .iter()
-        .position(|a| matches!(a, CExpr::Ident(n) if n == "argv"))?;
+    let pos = args.iter().position(|a| matches!(a, CExpr::Ident(n) if n == "argv"))?;
     let k = args.iter().skip(pos + 1).find_map(|a| match a {
         CExpr::Int(k) => Some(*k as u32),
         _ => None,
@@ -2206,9 +1661,7 @@ fn comm_call(e: &CExpr) -> Option<(String, Vec<CExpr>, u32)> {
         other => other,
     };
     match strip_casts(call) {
-        CExpr::Call { func, args, line }
-            if mpi::comm_signature(func).is_some() && is_communication(func) =>
-        {
+        CExpr::Call { func, args, line } if mpi::comm_signature(func).is_some() && is_communication(func) => {
             Some((func.clone(), args.clone(), *line))
         }
         _ => None,
@@ -2224,20 +1677,12 @@ fn is_communication(_func: &str) -> bool {
 /// Assignments per variable in a function body (declaration initialisers included), and the
 /// locals' types. `&v` passed to a call counts as an assignment, except the MPI routines that
 /// set rank and size, which become pseudo-calls the value resolver recognises.
-fn collect_assignments(
-    s: &Stmt,
-    out: &mut HashMap<String, Vec<CExpr>>,
-    locals: &mut HashMap<String, CType>,
-) {
+fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: &mut HashMap<String, CType>) {
     fn expr(e: &CExpr, out: &mut HashMap<String, Vec<CExpr>>) {
         match e {
             CExpr::Assign { op, left, right } => {
                 if let CExpr::Ident(n) = &**left {
-                    let v = if op == "=" {
-                        (**right).clone()
-                    } else {
-                        CExpr::Unknown(format!("{n} {op} ..."))
-                    };
+                    let v = if op == "=" { (**right).clone() } else { CExpr::Unknown(format!("{n} {op} ...")) };
                     out.entry(n.clone()).or_default().push(v);
                 }
                 expr(left, out);
@@ -2245,9 +1690,7 @@ fn collect_assignments(
             }
             CExpr::Update { arg, .. } => {
                 if let CExpr::Ident(n) = &**arg {
-                    out.entry(n.clone())
-                        .or_default()
-                        .push(CExpr::Unknown(format!("{n}++")));
+                    out.entry(n.clone()).or_default().push(CExpr::Unknown(format!("{n}++")));
                 }
                 expr(arg, out);
             }
@@ -2255,47 +1698,25 @@ fn collect_assignments(
                 for (i, a) in args.iter().enumerate() {
                     // Committing or freeing a datatype does not change what it describes; MPI_Init leaves
                     // argc as the program got it.
-                    if matches!(
-                        func.as_str(),
-                        "MPI_Type_commit" | "MPI_Type_free" | "MPI_Init" | "MPI_Init_thread"
-                    ) {
+                    if matches!(func.as_str(), "MPI_Type_commit" | "MPI_Type_free" | "MPI_Init" | "MPI_Init_thread") {
                         continue;
                     }
                     if let CExpr::AddrOf(inner) = a {
                         if let CExpr::Ident(n) = &**inner {
                             let v = match (func.as_str(), i) {
-                                ("MPI_Comm_rank", 1) => CExpr::Call {
-                                    func: "MPI_Comm_rank(out)".into(),
-                                    args: vec![],
-                                    line: *line,
-                                },
-                                ("MPI_Comm_size", 1) => CExpr::Call {
-                                    func: "MPI_Comm_size(out)".into(),
-                                    args: vec![],
-                                    line: *line,
-                                },
+                                ("MPI_Comm_rank", 1) => CExpr::Call { func: "MPI_Comm_rank(out)".into(), args: vec![], line: *line },
+                                ("MPI_Comm_size", 1) => CExpr::Call { func: "MPI_Comm_size(out)".into(), args: vec![], line: *line },
                                 ("MPI_Type_contiguous", 2) | ("MPI_Type_vector", 4) => {
-                                    CExpr::Call {
-                                        func: format!("{func}(out)"),
-                                        args: args.clone(),
+                                    CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line }
+                                }
+                                ("sscanf", _) if matches!(args.first(), Some(CExpr::Index { .. })) => match &args[0] {
+                                    CExpr::Index { array, index } => CExpr::Call {
+                                        func: "atoi".into(),
+                                        args: vec![CExpr::Index { array: array.clone(), index: index.clone() }],
                                         line: *line,
-                                    }
-                                }
-                                ("sscanf", _)
-                                    if matches!(args.first(), Some(CExpr::Index { .. })) =>
-                                {
-                                    match &args[0] {
-                                        CExpr::Index { array, index } => CExpr::Call {
-                                            func: "atoi".into(),
-                                            args: vec![CExpr::Index {
-                                                array: array.clone(),
-                                                index: index.clone(),
-                                            }],
-                                            line: *line,
-                                        },
-                                        _ => CExpr::Unknown(String::new()),
-                                    }
-                                }
+                                    },
+                                    _ => CExpr::Unknown(String::new()),
+                                },
                                 _ => CExpr::Unknown(format!("&{n} passed to {func}")),
                             };
                             out.entry(n.clone()).or_default().push(v);
@@ -2315,11 +1736,7 @@ fn collect_assignments(
                 expr(index, out);
             }
             CExpr::Field { base, .. } => expr(base, out),
-            CExpr::Cond {
-                cond,
-                then,
-                otherwise,
-            } => {
+            CExpr::Cond { cond, then, otherwise } => {
                 expr(cond, out);
                 expr(then, out);
                 expr(otherwise, out);
@@ -2340,25 +1757,14 @@ fn collect_assignments(
                 }
             }
         }
-        Stmt::If {
-            cond,
-            then,
-            otherwise,
-            ..
-        } => {
+        Stmt::If { cond, then, otherwise, .. } => {
             expr(cond, out);
             collect_assignments(then, out, locals);
             if let Some(o) = otherwise {
                 collect_assignments(o, out, locals);
             }
         }
-        Stmt::For {
-            init,
-            cond,
-            update,
-            body,
-            ..
-        } => {
+        Stmt::For { init, cond, update, body, .. } => {
             if let Some(i) = init {
                 collect_assignments(i, out, locals);
             }
@@ -2370,15 +1776,11 @@ fn collect_assignments(
             }
             collect_assignments(body, out, locals);
         }
-        Stmt::While { cond, body, .. }
-        | Stmt::DoWhile { body, cond, .. }
-        | Stmt::Switch { cond, body, .. } => {
+        Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => {
             expr(cond, out);
             collect_assignments(body, out, locals);
         }
-        Stmt::Case { body, .. } => body
-            .iter()
-            .for_each(|x| collect_assignments(x, out, locals)),
+        Stmt::Case { body, .. } => body.iter().for_each(|x| collect_assignments(x, out, locals)),
         Stmt::Label(x, _) => collect_assignments(x, out, locals),
         _ => {}
     }
@@ -2391,41 +1793,25 @@ fn modified_vars(s: &Stmt) -> HashSet<String> {
     collect_assignments(s, &mut m, &mut l);
     // A declaration with an initialiser inside the body is a fresh variable per iteration, not a
     // modification of an outer one; those are in `l`.
-    m.into_iter()
-        .filter(|(k, v)| !(l.contains_key(k) && v.len() <= 1))
-        .map(|(k, _)| k)
-        .collect()
+    m.into_iter().filter(|(k, v)| !(l.contains_key(k) && v.len() <= 1)).map(|(k, _)| k).collect()
 }
 
 /// A reason when control can leave the loop body other than by finishing the iteration.
 fn body_escapes(s: &Stmt) -> Option<String> {
     fn walk(s: &Stmt, in_inner_loop_or_switch: bool) -> Option<String> {
         match s {
-            Stmt::Break(sp) if !in_inner_loop_or_switch => Some(format!(
-                "break at line {} leaves the loop early",
-                sp.line_start
-            )),
+            Stmt::Break(sp) if !in_inner_loop_or_switch => Some(format!("break at line {} leaves the loop early", sp.line_start)),
             Stmt::Goto(sp) => Some(format!("goto at line {} may leave the loop", sp.line_start)),
-            Stmt::Return(_, sp) => {
-                Some(format!("return at line {} leaves the loop", sp.line_start))
-            }
+            Stmt::Return(_, sp) => Some(format!("return at line {} leaves the loop", sp.line_start)),
             Stmt::Compound(v, _) => v.iter().find_map(|x| walk(x, in_inner_loop_or_switch)),
-            Stmt::If {
-                then, otherwise, ..
-            } => walk(then, in_inner_loop_or_switch).or_else(|| {
-                otherwise
-                    .as_ref()
-                    .and_then(|o| walk(o, in_inner_loop_or_switch))
-            }),
-            Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } => {
-                walk(body, true)
+            Stmt::If { then, otherwise, .. } => {
+                walk(then, in_inner_loop_or_switch).or_else(|| otherwise.as_ref().and_then(|o| walk(o, in_inner_loop_or_switch)))
             }
+            Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } => walk(body, true),
             Stmt::Switch { body, .. } => walk(body, true),
             Stmt::Case { body, .. } => body.iter().find_map(|x| walk(x, in_inner_loop_or_switch)),
             Stmt::Label(x, _) => walk(x, in_inner_loop_or_switch),
-            Stmt::Expr(CExpr::Call { func, .. }, sp)
-                if func == "exit" || func == "MPI_Abort" || func == "abort" =>
-            {
+            Stmt::Expr(CExpr::Call { func, .. }, sp) if func == "exit" || func == "MPI_Abort" || func == "abort" => {
                 let _ = sp;
                 None
             }
@@ -2449,11 +1835,7 @@ pub(crate) struct LoopShape {
     pub(crate) step: Step,
 }
 
-pub(crate) fn loop_shape(
-    init: Option<&Stmt>,
-    cond: Option<&CExpr>,
-    update: Option<&CExpr>,
-) -> Option<LoopShape> {
+pub(crate) fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Option<&CExpr>) -> Option<LoopShape> {
     let (var, start) = match init? {
         Stmt::Decl(ds, _) if ds.len() == 1 => (ds[0].name.clone(), ds[0].init.clone()?),
         Stmt::Expr(CExpr::Assign { op, left, right }, _) if op == "=" => match &**left {
@@ -2463,9 +1845,7 @@ pub(crate) fn loop_shape(
         _ => return None,
     };
     let (cmp, bound) = match cond? {
-        CExpr::Binary { op, left, right }
-            if matches!(op.as_str(), "<" | "<=" | ">" | ">=" | "!=") =>
-        {
+        CExpr::Binary { op, left, right } if matches!(op.as_str(), "<" | "<=" | ">" | ">=" | "!=") => {
             match (&**left, &**right) {
                 (CExpr::Ident(n), b) if *n == var => (op.clone(), b.clone()),
                 (b, CExpr::Ident(n)) if *n == var => {
@@ -2502,11 +1882,7 @@ pub(crate) fn loop_shape(
             "/=" => Step::Div(int_of(right)?),
             ">>=" => Step::Div(1i64 << int_of(right)?.clamp(0, 62)),
             "=" => match &**right {
-                CExpr::Binary {
-                    op,
-                    left: l,
-                    right: r,
-                } => match (op.as_str(), is_var(l), is_var(r)) {
+                CExpr::Binary { op, left: l, right: r } => match (op.as_str(), is_var(l), is_var(r)) {
                     ("+", true, false) => Step::Add(int_of(r)?),
                     ("+", false, true) => Step::Add(int_of(l)?),
                     ("-", true, false) => Step::Add(-int_of(r)?),
@@ -2524,13 +1900,7 @@ pub(crate) fn loop_shape(
     if matches!(step, Step::Add(0)) {
         return None;
     }
-    Some(LoopShape {
-        var,
-        start,
-        cmp,
-        bound,
-        step,
-    })
+    Some(LoopShape { var, start, cmp, bound, step })
 }
 
 /// Identifiers read by an expression (not inside calls' names).
@@ -2549,24 +1919,15 @@ fn cexpr_idents(e: &CExpr) -> Vec<String> {
 /// The direct subexpressions of `e`.
 fn children(e: &CExpr) -> Vec<&CExpr> {
     match e {
-        CExpr::Binary { left, right, .. }
-        | CExpr::Assign { left, right, .. }
-        | CExpr::Comma(left, right) => {
+        CExpr::Binary { left, right, .. } | CExpr::Assign { left, right, .. } | CExpr::Comma(left, right) => {
             vec![left, right]
         }
-        CExpr::Unary { arg, .. }
-        | CExpr::Update { arg, .. }
-        | CExpr::Deref(arg)
-        | CExpr::AddrOf(arg) => vec![arg],
+        CExpr::Unary { arg, .. } | CExpr::Update { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => vec![arg],
         CExpr::Cast { value, .. } => vec![value],
         CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().collect(),
         CExpr::Index { array, index } => vec![array, index],
         CExpr::Field { base, .. } => vec![base],
-        CExpr::Cond {
-            cond,
-            then,
-            otherwise,
-        } => vec![cond, then, otherwise],
+        CExpr::Cond { cond, then, otherwise } => vec![cond, then, otherwise],
         _ => Vec::new(),
     }
 }
@@ -2600,27 +1961,14 @@ pub fn cexpr_text(e: &CExpr) -> String {
         CExpr::Binary { op, left, right } => format!("{} {op} {}", paren(left), paren(right)),
         CExpr::Unary { op, arg } => format!("{op}{}", paren(arg)),
         CExpr::Update { op, arg, .. } => format!("{}{op}", cexpr_text(arg)),
-        CExpr::Assign { op, left, right } => {
-            format!("{} {op} {}", cexpr_text(left), cexpr_text(right))
-        }
-        CExpr::Call { func, args, .. } => format!(
-            "{func}({})",
-            args.iter().map(cexpr_text).collect::<Vec<_>>().join(", ")
-        ),
+        CExpr::Assign { op, left, right } => format!("{} {op} {}", cexpr_text(left), cexpr_text(right)),
+        CExpr::Call { func, args, .. } => format!("{func}({})", args.iter().map(cexpr_text).collect::<Vec<_>>().join(", ")),
         CExpr::Index { array, index } => format!("{}[{}]", cexpr_text(array), cexpr_text(index)),
-        CExpr::Field { base, field, arrow } => format!(
-            "{}{}{field}",
-            cexpr_text(base),
-            if *arrow { "->" } else { "." }
-        ),
+        CExpr::Field { base, field, arrow } => format!("{}{}{field}", cexpr_text(base), if *arrow { "->" } else { "." }),
         CExpr::Deref(a) => format!("*{}", paren(a)),
         CExpr::AddrOf(a) => format!("&{}", paren(a)),
         CExpr::Cast { value, .. } => format!("(cast){}", paren(value)),
-        CExpr::Cond {
-            cond,
-            then,
-            otherwise,
-        } => format!("{} ? {} : {}", paren(cond), paren(then), paren(otherwise)),
+        CExpr::Cond { cond, then, otherwise } => format!("{} ? {} : {}", paren(cond), paren(then), paren(otherwise)),
         CExpr::Sizeof { .. } => "sizeof(...)".into(),
         CExpr::Comma(a, b) => format!("{}, {}", cexpr_text(a), cexpr_text(b)),
         CExpr::InitList(_) => "{...}".into(),
@@ -2630,9 +1978,7 @@ pub fn cexpr_text(e: &CExpr) -> String {
 
 fn paren(e: &CExpr) -> String {
     match e {
-        CExpr::Binary { .. } | CExpr::Cond { .. } | CExpr::Assign { .. } => {
-            format!("({})", cexpr_text(e))
-        }
+        CExpr::Binary { .. } | CExpr::Cond { .. } | CExpr::Assign { .. } => format!("({})", cexpr_text(e)),
         _ => cexpr_text(e),
     }
 }

@@ -81,11 +81,7 @@ pub struct CType {
 
 impl CType {
     pub fn new(base: Base) -> CType {
-        CType {
-            base,
-            indirection: 0,
-            is_const: false,
-        }
+        CType { base, indirection: 0, is_const: false }
     }
     pub fn int() -> CType {
         CType::new(Base::Int)
@@ -97,11 +93,7 @@ impl CType {
         CType::new(Base::Unknown)
     }
     pub fn deref(&self) -> CType {
-        CType {
-            base: self.base.clone(),
-            indirection: self.indirection.saturating_sub(1),
-            is_const: false,
-        }
+        CType { base: self.base.clone(), indirection: self.indirection.saturating_sub(1), is_const: false }
     }
     pub fn is_scalar_fp(&self) -> bool {
         self.indirection == 0 && matches!(self.base, Base::Float | Base::Double)
@@ -113,61 +105,22 @@ pub enum CExpr {
     Ident(String),
     Int(i128),
     /// A floating literal; `single` when it has an f suffix.
-    Float {
-        value: f64,
-        single: bool,
-    },
+    Float { value: f64, single: bool },
     /// A string literal's characters (escapes decoded as far as C's simple ones go).
     Str(String),
-    Binary {
-        op: String,
-        left: Box<CExpr>,
-        right: Box<CExpr>,
-    },
-    Unary {
-        op: String,
-        arg: Box<CExpr>,
-    },
+    Binary { op: String, left: Box<CExpr>, right: Box<CExpr> },
+    Unary { op: String, arg: Box<CExpr> },
     /// ++ / --, prefix (`++i`) or postfix (`i++`).
-    Update {
-        op: String,
-        arg: Box<CExpr>,
-        prefix: bool,
-    },
-    Assign {
-        op: String,
-        left: Box<CExpr>,
-        right: Box<CExpr>,
-    },
-    Call {
-        func: String,
-        args: Vec<CExpr>,
-        line: u32,
-    },
-    Index {
-        array: Box<CExpr>,
-        index: Box<CExpr>,
-    },
-    Field {
-        base: Box<CExpr>,
-        field: String,
-        arrow: bool,
-    },
+    Update { op: String, arg: Box<CExpr>, prefix: bool },
+    Assign { op: String, left: Box<CExpr>, right: Box<CExpr> },
+    Call { func: String, args: Vec<CExpr>, line: u32 },
+    Index { array: Box<CExpr>, index: Box<CExpr> },
+    Field { base: Box<CExpr>, field: String, arrow: bool },
     Deref(Box<CExpr>),
     AddrOf(Box<CExpr>),
-    Cast {
-        ty: CType,
-        value: Box<CExpr>,
-    },
-    Cond {
-        cond: Box<CExpr>,
-        then: Box<CExpr>,
-        otherwise: Box<CExpr>,
-    },
-    Sizeof {
-        ty: Option<CType>,
-        value: Option<Box<CExpr>>,
-    },
+    Cast { ty: CType, value: Box<CExpr> },
+    Cond { cond: Box<CExpr>, then: Box<CExpr>, otherwise: Box<CExpr> },
+    Sizeof { ty: Option<CType>, value: Option<Box<CExpr>> },
     Comma(Box<CExpr>, Box<CExpr>),
     InitList(Vec<CExpr>),
     /// Something the lowering did not model; the text is kept for messages.
@@ -189,39 +142,12 @@ pub enum Stmt {
     Compound(Vec<Stmt>, Span),
     Expr(CExpr, Span),
     Decl(Vec<VarDecl>, Span),
-    If {
-        cond: CExpr,
-        then: Box<Stmt>,
-        otherwise: Option<Box<Stmt>>,
-        span: Span,
-    },
-    For {
-        init: Option<Box<Stmt>>,
-        cond: Option<CExpr>,
-        update: Option<CExpr>,
-        body: Box<Stmt>,
-        span: Span,
-    },
-    While {
-        cond: CExpr,
-        body: Box<Stmt>,
-        span: Span,
-    },
-    DoWhile {
-        body: Box<Stmt>,
-        cond: CExpr,
-        span: Span,
-    },
-    Switch {
-        cond: CExpr,
-        body: Box<Stmt>,
-        span: Span,
-    },
-    Case {
-        value: Option<CExpr>,
-        body: Vec<Stmt>,
-        span: Span,
-    },
+    If { cond: CExpr, then: Box<Stmt>, otherwise: Option<Box<Stmt>>, span: Span },
+    For { init: Option<Box<Stmt>>, cond: Option<CExpr>, update: Option<CExpr>, body: Box<Stmt>, span: Span },
+    While { cond: CExpr, body: Box<Stmt>, span: Span },
+    DoWhile { body: Box<Stmt>, cond: CExpr, span: Span },
+    Switch { cond: CExpr, body: Box<Stmt>, span: Span },
+    Case { value: Option<CExpr>, body: Vec<Stmt>, span: Span },
     Return(Option<CExpr>, Span),
     Break(Span),
     Continue(Span),
@@ -238,12 +164,7 @@ impl Stmt {
                 s.map_offsets(f);
                 body.iter_mut().for_each(|b| b.map_offsets(f));
             }
-            Stmt::Expr(_, s)
-            | Stmt::Return(_, s)
-            | Stmt::Break(s)
-            | Stmt::Continue(s)
-            | Stmt::Goto(s)
-            | Stmt::Empty(s) => s.map_offsets(f),
+            Stmt::Expr(_, s) | Stmt::Return(_, s) | Stmt::Break(s) | Stmt::Continue(s) | Stmt::Goto(s) | Stmt::Empty(s) => s.map_offsets(f),
             Stmt::Decl(decls, s) => {
                 s.map_offsets(f);
                 decls.iter_mut().for_each(|d| d.span.map_offsets(f));
@@ -252,30 +173,21 @@ impl Stmt {
                 s.map_offsets(f);
                 b.map_offsets(f);
             }
-            Stmt::If {
-                then,
-                otherwise,
-                span,
-                ..
-            } => {
+            Stmt::If { then, otherwise, span, .. } => {
                 span.map_offsets(f);
                 then.map_offsets(f);
                 if let Some(o) = otherwise {
                     o.map_offsets(f);
                 }
             }
-            Stmt::For {
-                init, body, span, ..
-            } => {
+            Stmt::For { init, body, span, .. } => {
                 span.map_offsets(f);
                 if let Some(i) = init {
                     i.map_offsets(f);
                 }
                 body.map_offsets(f);
             }
-            Stmt::While { body, span, .. }
-            | Stmt::DoWhile { body, span, .. }
-            | Stmt::Switch { body, span, .. } => {
+            Stmt::While { body, span, .. } | Stmt::DoWhile { body, span, .. } | Stmt::Switch { body, span, .. } => {
                 span.map_offsets(f);
                 body.map_offsets(f);
             }
@@ -354,11 +266,7 @@ pub fn enumerators(u: &Unit) -> Vec<(String, CExpr)> {
                 e.clone()
             }
             None => match &last {
-                Some(l) => CExpr::Binary {
-                    op: "+".into(),
-                    left: Box::new(l.clone()),
-                    right: Box::new(CExpr::Int(next)),
-                },
+                Some(l) => CExpr::Binary { op: "+".into(), left: Box::new(l.clone()), right: Box::new(CExpr::Int(next)) },
                 None => CExpr::Int(next),
             },
         };

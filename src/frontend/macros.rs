@@ -32,18 +32,14 @@ impl FnMacros {
             }
             logical.push_str(raw);
             let line = std::mem::take(&mut logical);
-            let Some(rest) = line.trim_start().strip_prefix('#') else {
-                continue;
-            };
+            let Some(rest) = line.trim_start().strip_prefix('#') else { continue };
             let rest = rest.trim_start();
             if let Some(name) = rest.strip_prefix("undef") {
                 self.defs.remove(name.trim());
                 self.statements.remove(name.trim());
                 continue;
             }
-            let Some(def) = rest.strip_prefix("define") else {
-                continue;
-            };
+            let Some(def) = rest.strip_prefix("define") else { continue };
             if !def.starts_with([' ', '\t']) {
                 continue;
             }
@@ -68,9 +64,7 @@ impl FnMacros {
     /// head) rather than an expression: it begins with `for`, `while`, `if`, `switch`, `do` or
     /// `{`, its brackets balance, and it neither stringifies nor pastes.
     pub fn is_statement(&self, name: &str) -> bool {
-        let Some((_, body)) = self.defs.get(name) else {
-            return false;
-        };
+        let Some((_, body)) = self.defs.get(name) else { return false };
         statement_shaped(body)
     }
 
@@ -93,19 +87,12 @@ impl FnMacros {
         for (start, end, name, args) in uses {
             out.push_str(&text[last..start]);
             let new_start = out.len();
-            let expansion = self
-                .expand_verbatim(&name, &args, 0)
-                .unwrap_or_else(|| text[start..end].to_string());
+            let expansion = self.expand_verbatim(&name, &args, 0).unwrap_or_else(|| text[start..end].to_string());
             out.push_str(&expansion);
             let new_end = out.len();
             let newlines = text[start..end].matches('\n').count();
             out.extend(std::iter::repeat_n('\n', newlines));
-            edits.push(Edit {
-                new: (new_start as u32, new_end as u32),
-                orig: (start as u32, end as u32),
-                name,
-                newlines: newlines as u32,
-            });
+            edits.push(Edit { new: (new_start as u32, new_end as u32), orig: (start as u32, end as u32), name, newlines: newlines as u32 });
             last = end;
         }
         out.push_str(&text[last..]);
@@ -119,18 +106,10 @@ impl FnMacros {
             return (depth <= MAX_EXPANSION_DEPTH).then(|| body.clone());
         }
         let (params, body) = self.defs.get(name)?;
-        if depth > MAX_EXPANSION_DEPTH
-            || (params.len() != args.len()
-                && !(params.is_empty() && args.iter().all(|a| a.trim().is_empty())))
-        {
+        if depth > MAX_EXPANSION_DEPTH || (params.len() != args.len() && !(params.is_empty() && args.iter().all(|a| a.trim().is_empty()))) {
             return None;
         }
-        let out = substitute(body, |w| {
-            params
-                .iter()
-                .position(|p| p == w)
-                .map(|k| strip_comments_all(&args[k]).trim().replace('\n', " "))
-        });
+        let out = substitute(body, |w| params.iter().position(|p| p == w).map(|k| strip_comments_all(&args[k]).trim().replace('\n', " ")));
         let inner = self.statement_uses(&out);
         if inner.is_empty() {
             return Some(out);
@@ -139,11 +118,7 @@ impl FnMacros {
         let mut last = 0;
         for (a, b, n, args) in inner {
             s.push_str(&out[last..a]);
-            s.push_str(
-                &self
-                    .expand_verbatim(&n, &args, depth + 1)
-                    .unwrap_or_else(|| out[a..b].to_string()),
-            );
+            s.push_str(&self.expand_verbatim(&n, &args, depth + 1).unwrap_or_else(|| out[a..b].to_string()));
             last = b;
         }
         s.push_str(&out[last..]);
@@ -220,20 +195,14 @@ impl FnMacros {
     /// replacement stringifies or pastes (`#`, `##`).
     pub fn expand(&self, name: &str, args: &[String]) -> Option<String> {
         let (params, body) = self.defs.get(name)?;
-        let empty_call =
-            params.is_empty() && args.len() <= 1 && args.iter().all(|a| a.trim().is_empty());
+        let empty_call = params.is_empty() && args.len() <= 1 && args.iter().all(|a| a.trim().is_empty());
         if params.len() != args.len() && !empty_call {
             return None;
         }
         if body.contains('#') || body.trim().is_empty() {
             return None;
         }
-        Some(substitute(body, |w| {
-            params
-                .iter()
-                .position(|p| p == w)
-                .map(|k| format!("({})", args[k].trim()))
-        }))
+        Some(substitute(body, |w| params.iter().position(|p| p == w).map(|k| format!("({})", args[k].trim()))))
     }
 }
 
@@ -320,18 +289,8 @@ fn substitute(body: &str, param: impl Fn(&str) -> Option<String>) -> String {
 /// The end of a comment or a string/character literal starting at `i`, if one does.
 fn skip_comment_or_literal(b: &[u8], i: usize) -> Option<usize> {
     match (b[i], b.get(i + 1)) {
-        (b'/', Some(b'/')) => Some(
-            b[i..]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(b.len(), |p| i + p),
-        ),
-        (b'/', Some(b'*')) => Some(
-            b[i + 2..]
-                .windows(2)
-                .position(|w| w == b"*/")
-                .map_or(b.len(), |p| i + 2 + p + 2),
-        ),
+        (b'/', Some(b'/')) => Some(b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p)),
+        (b'/', Some(b'*')) => Some(b[i + 2..].windows(2).position(|w| w == b"*/").map_or(b.len(), |p| i + 2 + p + 2)),
         (q @ (b'"' | b'\''), _) => {
             let mut j = i + 1;
             while j < b.len() && b[j] != q && b[j] != b'\n' {
@@ -390,12 +349,8 @@ fn call_arguments(text: &str, open: usize) -> Option<(usize, Vec<String>)> {
 /// A replacement that is a statement or a statement's head (see [`FnMacros::is_statement`]).
 fn statement_shaped(body: &str) -> bool {
     let t = body.trim_start();
-    let word: String = t
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    let head = matches!(word.as_str(), "for" | "while" | "if" | "switch" | "do")
-        || (word.is_empty() && t.starts_with('{'));
+    let word: String = t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let head = matches!(word.as_str(), "for" | "while" | "if" | "switch" | "do") || (word.is_empty() && t.starts_with('{'));
     if !head || body.contains('#') {
         return false;
     }
@@ -425,16 +380,8 @@ fn parse_define(def: &str) -> Option<(String, Vec<String>, String)> {
     }
     let rest = rest.strip_prefix('(')?;
     let close = rest.find(')')?;
-    let params: Vec<String> = rest[..close]
-        .split(',')
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if params.iter().any(|p| {
-        p == "..."
-            || p.ends_with("...")
-            || !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    }) {
+    let params: Vec<String> = rest[..close].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+    if params.iter().any(|p| p == "..." || p.ends_with("...") || !p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
         return None;
     }
     let body = strip_comments(&rest[close + 1..]);
@@ -444,9 +391,7 @@ fn parse_define(def: &str) -> Option<(String, Vec<String>, String)> {
 /// `s` with every comment replaced by a space (literals kept).
 /// `NAME body` of an object-like macro whose body is a statement (see [`statement_shaped`]).
 fn parse_object_define(def: &str) -> Option<(String, String)> {
-    let name_len = def
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(def.len());
+    let name_len = def.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(def.len());
     let (name, rest) = def.split_at(name_len);
     if name.is_empty() || name.as_bytes()[0].is_ascii_digit() || !rest.starts_with([' ', '\t']) {
         return None;
@@ -511,10 +456,7 @@ mod tests {
     fn expression_macros_expand_with_parenthesised_arguments() {
         let mut m = FnMacros::default();
         m.scan("#define IDX(i, j) ((i) * n + (j)) /* row-major */\n#define SQ(x) \\\n  ((x)*(x))\n#define STR(x) #x\n#define N 10\n");
-        assert_eq!(
-            m.expand("IDX", &["a+1".into(), "b".into()]).unwrap(),
-            "(((a+1)) * n + ((b)))"
-        );
+        assert_eq!(m.expand("IDX", &["a+1".into(), "b".into()]).unwrap(), "(((a+1)) * n + ((b)))");
         assert_eq!(m.expand("SQ", &["k".into()]).unwrap(), "(((k))*((k)))");
         assert_eq!(m.expand("STR", &["k".into()]), None);
         assert_eq!(m.expand("N", &[]), None);
@@ -530,35 +472,18 @@ mod tests {
         assert!(m.is_statement("EACH") && !m.is_statement("IDX"));
         let text = "int f(int n) {\n  EACH(int k = 0, // first\n       k < n, k++) { n += IDX(k); }\n  /* EACH(x) */ BODY\n  return n;\n}\n";
         let x = m.expand_statements(text).unwrap();
-        assert_eq!(
-            x.text.lines().count(),
-            text.lines().count(),
-            "lines keep their numbers"
-        );
+        assert_eq!(x.text.lines().count(), text.lines().count(), "lines keep their numbers");
         assert!(x.text.contains("for (int k = 0; k < n; k++)"), "{}", x.text);
-        assert!(
-            x.text.contains("/* EACH(x) */ { n++; }"),
-            "comments are not expanded: {}",
-            x.text
-        );
+        assert!(x.text.contains("/* EACH(x) */ { n++; }"), "comments are not expanded: {}", x.text);
         // The user's `{` after the use, and `return`, map back to where they are.
         let brace_new = x.text.find(") {").unwrap() + 2;
         let brace_old = text.find(") {").unwrap() + 2;
         assert_eq!(x.original(brace_new as u32), (brace_old as u32, false));
         let ret_new = x.text.find("return").unwrap() as u32;
-        assert_eq!(
-            x.original(ret_new),
-            (text.find("return").unwrap() as u32, false)
-        );
+        assert_eq!(x.original(ret_new), (text.find("return").unwrap() as u32, false));
         // Inside an expansion: the use's start, marked.
         let use_old = text.find("EACH").unwrap() as u32;
-        assert_eq!(
-            x.original(x.text.find("k < n").unwrap() as u32),
-            (use_old, true)
-        );
-        assert_eq!(
-            x.original(x.text.find("for").unwrap() as u32),
-            (use_old, false)
-        );
+        assert_eq!(x.original(x.text.find("k < n").unwrap() as u32), (use_old, true));
+        assert_eq!(x.original(x.text.find("for").unwrap() as u32), (use_old, false));
     }
 }

@@ -29,8 +29,7 @@ const MAX_FILE_BYTES: u64 = 64 << 20;
 pub fn collect_sources(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for input in inputs {
-        let meta = std::fs::metadata(input)
-            .with_context(|| format!("{}: cannot read", input.display()))?;
+        let meta = std::fs::metadata(input).with_context(|| format!("{}: cannot read", input.display()))?;
         if meta.is_dir() {
             walk_dir(input, &mut out, 0)?;
         } else {
@@ -40,14 +39,7 @@ pub fn collect_sources(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     out.sort();
     out.dedup();
     if out.is_empty() {
-        bail!(
-            "{}: no C or C++ source files found",
-            inputs
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        bail!("{}: no C or C++ source files found", inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
     }
     Ok(out)
 }
@@ -107,19 +99,11 @@ pub fn analyze_built(files: &[PathBuf], opts: &Options, spec: &BuildSpec) -> Pro
 }
 
 /// Analyses the sources with the texts `preprocess::select` chose.
-pub fn analyze_selected(
-    files: &[PathBuf],
-    opts: &Options,
-    selected: &preprocess::Selected,
-) -> ProgramModel {
+pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess::Selected) -> ProgramModel {
     let mut units = Vec::new();
     let mut diags = Vec::new();
     for (f, why) in &selected.problems {
-        diags.push(Diagnostic {
-            file: f.display().to_string(),
-            line: 0,
-            message: format!("analysed as written: {why}"),
-        });
+        diags.push(Diagnostic { file: f.display().to_string(), line: 0, message: format!("analysed as written: {why}") });
     }
     // Function-like macros of every file (headers included), so that a use in any file is
     // analysed as its expansion.
@@ -141,30 +125,18 @@ pub fn analyze_selected(
         let name = f.display().to_string();
         let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
         if size > MAX_FILE_BYTES {
-            diags.push(Diagnostic {
-                file: name,
-                line: 0,
-                message: format!("{size} bytes: too large to analyse, skipped"),
-            });
+            diags.push(Diagnostic { file: name, line: 0, message: format!("{size} bytes: too large to analyse, skipped") });
             continue;
         }
         let bytes = match std::fs::read(f) {
             Ok(b) => b,
             Err(e) => {
-                diags.push(Diagnostic {
-                    file: name,
-                    line: 0,
-                    message: format!("cannot read: {e}"),
-                });
+                diags.push(Diagnostic { file: name, line: 0, message: format!("cannot read: {e}") });
                 continue;
             }
         };
         if bytes.iter().take(8192).filter(|&&b| b == 0).count() > 0 {
-            diags.push(Diagnostic {
-                file: name,
-                line: 0,
-                message: "binary file (NUL bytes), skipped".into(),
-            });
+            diags.push(Diagnostic { file: name, line: 0, message: "binary file (NUL bytes), skipped".into() });
             continue;
         }
         let text = match selected.texts.get(f) {
@@ -172,20 +144,12 @@ pub fn analyze_selected(
             None => String::from_utf8_lossy(&bytes),
         };
         if matches!(text, std::borrow::Cow::Owned(_)) {
-            diags.push(Diagnostic {
-                file: name.clone(),
-                line: 0,
-                message: "not valid UTF-8; invalid bytes replaced".into(),
-            });
+            diags.push(Diagnostic { file: name.clone(), line: 0, message: "not valid UTF-8; invalid bytes replaced".into() });
         }
         let lang = lang_of(f).unwrap_or(lower::Lang::C);
         let unit = lower::lower_file_with(&name, &text, lang, &macros);
         for d in &unit.diags {
-            diags.push(Diagnostic {
-                file: name.clone(),
-                line: d.line,
-                message: d.message.clone(),
-            });
+            diags.push(Diagnostic { file: name.clone(), line: d.line, message: d.message.clone() });
         }
         units.push(unit);
     }
@@ -212,9 +176,7 @@ pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
     macros.scan(&selected.macros);
     let mut texts: Vec<(String, PathBuf, String)> = Vec::new();
     for (name, p) in files.iter().zip(&paths) {
-        if selected.unused.contains(p)
-            || std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES
-        {
+        if selected.unused.contains(p) || std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > MAX_FILE_BYTES {
             continue;
         }
         let text = match selected.texts.get(p) {
@@ -227,10 +189,5 @@ pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
         macros.scan(&text);
         texts.push((name.clone(), p.clone(), text));
     }
-    texts
-        .into_iter()
-        .map(|(name, p, text)| {
-            lower::lower_file_with(&name, &text, lang_of(&p).unwrap_or(lower::Lang::C), &macros)
-        })
-        .collect()
+    texts.into_iter().map(|(name, p, text)| lower::lower_file_with(&name, &text, lang_of(&p).unwrap_or(lower::Lang::C), &macros)).collect()
 }

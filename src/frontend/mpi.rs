@@ -11,36 +11,20 @@ pub struct CommSig {
     pub comm: Option<usize>,
 }
 
-const fn sig(
-    count: Option<usize>,
-    datatype: Option<usize>,
-    peer: Option<usize>,
-    tag: Option<usize>,
-    root: Option<usize>,
-    comm: Option<usize>,
-) -> CommSig {
-    CommSig {
-        count,
-        datatype,
-        peer,
-        tag,
-        root,
-        comm,
-    }
+const fn sig(count: Option<usize>, datatype: Option<usize>, peer: Option<usize>, tag: Option<usize>, root: Option<usize>, comm: Option<usize>) -> CommSig {
+    CommSig { count, datatype, peer, tag, root, comm }
 }
 
 /// The routines recorded as communication sites, with their argument roles.
 pub fn comm_signature(name: &str) -> Option<CommSig> {
     let s = match name {
-        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend"
-        | "MPI_Ibsend" | "MPI_Irsend" | "MPI_Recv" | "MPI_Irecv" => {
-            sig(Some(1), Some(2), Some(3), Some(4), None, Some(5))
-        }
+        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend"
+        | "MPI_Irsend" | "MPI_Recv" | "MPI_Irecv" => sig(Some(1), Some(2), Some(3), Some(4), None, Some(5)),
         "MPI_Sendrecv" => sig(Some(1), Some(2), Some(3), Some(4), None, Some(10)),
         "MPI_Sendrecv_replace" => sig(Some(1), Some(2), Some(3), Some(4), None, Some(7)),
         "MPI_Probe" | "MPI_Iprobe" => sig(None, None, Some(0), Some(1), None, Some(2)),
-        "MPI_Wait" | "MPI_Waitall" | "MPI_Waitany" | "MPI_Waitsome" | "MPI_Test"
-        | "MPI_Testall" | "MPI_Testany" | "MPI_Testsome" => sig(None, None, None, None, None, None),
+        "MPI_Wait" | "MPI_Waitall" | "MPI_Waitany" | "MPI_Waitsome" | "MPI_Test" | "MPI_Testall"
+        | "MPI_Testany" | "MPI_Testsome" => sig(None, None, None, None, None, None),
         "MPI_Barrier" => sig(None, None, None, None, None, Some(0)),
         "MPI_Bcast" => sig(Some(1), Some(2), None, None, Some(3), Some(4)),
         "MPI_Reduce" => sig(Some(2), Some(3), None, None, Some(5), Some(6)),
@@ -54,17 +38,15 @@ pub fn comm_signature(name: &str) -> Option<CommSig> {
         "MPI_Scatterv" => sig(None, Some(3), None, None, Some(7), Some(8)),
         "MPI_Allgatherv" => sig(Some(1), Some(2), None, None, None, Some(7)),
         "MPI_Alltoallv" => sig(None, Some(3), None, None, None, Some(8)),
-        "MPI_Cart_create" | "MPI_Cart_shift" | "MPI_Cart_coords" | "MPI_Cart_rank"
-        | "MPI_Comm_split" | "MPI_Dims_create" => sig(None, None, None, None, None, Some(0)),
+        "MPI_Cart_create" | "MPI_Cart_shift" | "MPI_Cart_coords" | "MPI_Cart_rank" | "MPI_Comm_split"
+        | "MPI_Dims_create" => sig(None, None, None, None, None, Some(0)),
         // P2PDC (instrument/p2pdc.h): P2Psend(peer, buf, bytes), P2Preceive(peer, buf, bytes), P2Pwait().
         "P2Psend" | "P2Preceive" => sig(Some(2), None, Some(0), None, None, None),
         "P2Pwait" => sig(None, None, None, None, None, None),
         // P2Pconverged(local) and P2Pallreduce(value, op): reductions over every peer (an epoch
         // exchange in the asynchronous schemes); P2Pbarrier(); P2Pset_scheme(scheme) switches the
         // scheme (collective: every peer calls it).
-        "P2Pconverged" | "P2Pallreduce" | "P2Pbarrier" | "P2Pset_scheme" => {
-            sig(None, None, None, None, None, None)
-        }
+        "P2Pconverged" | "P2Pallreduce" | "P2Pbarrier" | "P2Pset_scheme" => sig(None, None, None, None, None, None),
         _ => return None,
     };
     Some(s)
@@ -82,20 +64,12 @@ pub const CONSTANTS: &[(&str, i128)] = &[
 /// Size in bytes of a predefined MPI datatype.
 pub fn datatype_size(name: &str) -> Option<i128> {
     Some(match name {
-        "MPI_CHAR" | "MPI_SIGNED_CHAR" | "MPI_UNSIGNED_CHAR" | "MPI_BYTE" | "MPI_INT8_T"
-        | "MPI_UINT8_T" | "MPI_C_BOOL" | "MPI_PACKED" => 1,
+        "MPI_CHAR" | "MPI_SIGNED_CHAR" | "MPI_UNSIGNED_CHAR" | "MPI_BYTE" | "MPI_INT8_T" | "MPI_UINT8_T"
+        | "MPI_C_BOOL" | "MPI_PACKED" => 1,
         "MPI_SHORT" | "MPI_UNSIGNED_SHORT" | "MPI_INT16_T" | "MPI_UINT16_T" => 2,
         "MPI_INT" | "MPI_UNSIGNED" | "MPI_FLOAT" | "MPI_INT32_T" | "MPI_UINT32_T" => 4,
-        "MPI_LONG"
-        | "MPI_UNSIGNED_LONG"
-        | "MPI_LONG_LONG"
-        | "MPI_LONG_LONG_INT"
-        | "MPI_UNSIGNED_LONG_LONG"
-        | "MPI_DOUBLE"
-        | "MPI_INT64_T"
-        | "MPI_UINT64_T"
-        | "MPI_AINT"
-        | "MPI_OFFSET" => 8,
+        "MPI_LONG" | "MPI_UNSIGNED_LONG" | "MPI_LONG_LONG" | "MPI_LONG_LONG_INT" | "MPI_UNSIGNED_LONG_LONG"
+        | "MPI_DOUBLE" | "MPI_INT64_T" | "MPI_UINT64_T" | "MPI_AINT" | "MPI_OFFSET" => 8,
         "MPI_2INT" | "MPI_FLOAT_INT" => 8,
         "MPI_DOUBLE_INT" | "MPI_LONG_INT" => 16,
         "MPI_LONG_DOUBLE" | "MPI_C_DOUBLE_COMPLEX" | "MPI_2DOUBLE_PRECISION" => 16,

@@ -43,24 +43,12 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
     // Units are preprocessed on every core (each is a compiler start-up and mpi.h: tens of ms).
     // Only conditional groups are selected: a unit need not be preprocessed when neither it nor
     // any analysed header has one.
-    let has_groups = |f: &PathBuf| {
-        std::fs::read_to_string(f).is_ok_and(|t| t.lines().any(|l| directive(l) == Some(Cond::If)))
-    };
+    let has_groups = |f: &PathBuf| std::fs::read_to_string(f).is_ok_and(|t| t.lines().any(|l| directive(l) == Some(Cond::If)));
     let headers_have_groups = files.iter().filter(|f| !is_unit(f)).any(has_groups);
     // A header forced into every unit (`-include`) may define anything: every unit is read.
-    let forced = spec
-        .preprocessor_flags(None)
-        .iter()
-        .any(|a| a == "-include" || a.starts_with("-imacros"));
-    let units: Vec<&PathBuf> = files
-        .iter()
-        .filter(|f| is_unit(f) && (forced || headers_have_groups || has_groups(f)))
-        .collect();
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(units.len())
-        .max(1);
+    let forced = spec.preprocessor_flags(None).iter().any(|a| a == "-include" || a.starts_with("-imacros"));
+    let units: Vec<&PathBuf> = files.iter().filter(|f| is_unit(f) && (forced || headers_have_groups || has_groups(f))).collect();
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(units.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<(usize, Result<String, String>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -76,16 +64,12 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
     });
     let mut results = results;
     results.sort_by_key(|r| r.0);
     let all_units = files.iter().filter(|f| is_unit(f)).count();
-    let complete =
-        !units.is_empty() && units.len() == all_units && results.iter().all(|r| r.1.is_ok());
+    let complete = !units.is_empty() && units.len() == all_units && results.iter().all(|r| r.1.is_ok());
     let mut seen: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut defines: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (k, r) in results {
@@ -108,9 +92,7 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
     }
     for (c, lines) in &active {
         let Some(f) = canon.get(c) else { continue };
-        let Ok(text) = std::fs::read_to_string(f) else {
-            continue;
-        };
+        let Ok(text) = std::fs::read_to_string(f) else { continue };
         if let Some(t) = blank_unselected(&text, lines) {
             out.texts.insert((*f).clone(), t);
         }
@@ -121,34 +103,18 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
 /// `mpicc -E` (mpicxx for C++) of one unit, run in the unit's directory.
 fn preprocess(unit: &Path, spec: &BuildSpec) -> Result<String, String> {
     let cc = if is_cpp(unit) { "mpicxx" } else { "mpicc" };
-    let dir = unit
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = unit
-        .file_name()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| unit.to_path_buf());
+    let dir = unit.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = unit.file_name().map(PathBuf::from).unwrap_or_else(|| unit.to_path_buf());
     let mut c = Command::new(cc);
     // -dD keeps #define and #undef lines in the output, so a branch holding only macro
     // definitions is seen as selected too.
-    c.args(["-E", "-dD"])
-        .args(spec.preprocessor_flags(Some(unit)))
-        .arg(&name)
-        .current_dir(dir);
-    let r = run_captured(&mut c, Echo::Keep, Some(60.0))
-        .map_err(|e| format!("cannot run {cc} -E: {e}"))?;
+    c.args(["-E", "-dD"]).args(spec.preprocessor_flags(Some(unit))).arg(&name).current_dir(dir);
+    let r = run_captured(&mut c, Echo::Keep, Some(60.0)).map_err(|e| format!("cannot run {cc} -E: {e}"))?;
     if r.timed_out {
         return Err(format!("{cc} -E took more than 60 s"));
     }
     if !r.status.success() {
-        let first = r
-            .tail
-            .lines()
-            .find(|l| l.contains("error"))
-            .unwrap_or("")
-            .trim()
-            .to_string();
+        let first = r.tail.lines().find(|l| l.contains("error")).unwrap_or("").trim().to_string();
         return Err(format!("{cc} -E failed: {first}"));
     }
     Ok(r.stdout)
@@ -169,11 +135,7 @@ fn mark_active(
         if let Some((n, file)) = line_marker(l) {
             let key = cache.entry(file.to_string()).or_insert_with(|| {
                 let p = Path::new(file);
-                let p = if p.is_absolute() {
-                    p.to_path_buf()
-                } else {
-                    cwd.join(p)
-                };
+                let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
                 let c = std::fs::canonicalize(&p).unwrap_or(p);
                 canon.contains_key(&c).then_some(c)
             });
@@ -207,21 +169,14 @@ fn outside_macros(
     let mut cache: HashMap<String, bool> = HashMap::new();
     for l in text.lines() {
         if let Some((_, file)) = line_marker(l) {
-            let system = l
-                .rsplit('"')
-                .next()
-                .is_some_and(|flags| flags.split_whitespace().any(|f| f == "3"));
+            let system = l.rsplit('"').next().is_some_and(|flags| flags.split_whitespace().any(|f| f == "3"));
             keep = !system
                 && *cache.entry(file.to_string()).or_insert_with(|| {
                     if file.starts_with('<') {
                         return false;
                     }
                     let p = Path::new(file);
-                    let p = if p.is_absolute() {
-                        p.to_path_buf()
-                    } else {
-                        cwd.join(p)
-                    };
+                    let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
                     let c = std::fs::canonicalize(&p).unwrap_or(p);
                     !canon.contains_key(&c) && !c.starts_with("/usr") && !c.starts_with("/opt")
                 });
@@ -229,9 +184,7 @@ fn outside_macros(
         }
         if keep {
             if let Some(rest) = l.strip_prefix("#define ") {
-                let name_end = rest
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(rest.len());
+                let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
                 if rest[name_end..].starts_with('(') && done.insert(l.to_string()) {
                     out.push_str(l);
                     out.push('\n');
@@ -275,11 +228,7 @@ fn directive(line: &str) -> Option<Cond> {
 /// A line that may hold code: not blank, not a directive, not obviously a comment.
 fn is_code(line: &str) -> bool {
     let t = line.trim();
-    !(t.is_empty()
-        || t.starts_with('#')
-        || t.starts_with("//")
-        || t.starts_with("/*")
-        || t.starts_with('*'))
+    !(t.is_empty() || t.starts_with('#') || t.starts_with("//") || t.starts_with("/*") || t.starts_with('*'))
 }
 
 /// One conditional group: its directive lines (1-based, each with its continuation lines) and
@@ -315,9 +264,7 @@ fn blank_unselected(text: &str, active: &BTreeSet<usize>) -> Option<String> {
         }
         let span = (first + 1, k + 1);
         match directive(line(first)) {
-            Some(Cond::If) => stack.push(Group {
-                directives: vec![span],
-            }),
+            Some(Cond::If) => stack.push(Group { directives: vec![span] }),
             Some(Cond::Elif | Cond::Else) => {
                 if let Some(g) = stack.last_mut() {
                     g.directives.push(span);
@@ -351,22 +298,11 @@ fn blank_unselected(text: &str, active: &BTreeSet<usize>) -> Option<String> {
     let mut any = false;
     for g in &groups {
         // Branch b runs from the end of directive b to the start of directive b+1.
-        let branches: Vec<(usize, usize)> = g
-            .directives
-            .windows(2)
-            .map(|w| (w[0].1 + 1, w[1].0))
-            .collect();
-        let live: Vec<bool> = branches
-            .iter()
-            .map(|&(a, b)| a < b && active.range(a..b).next().is_some())
-            .collect();
+        let branches: Vec<(usize, usize)> = g.directives.windows(2).map(|w| (w[0].1 + 1, w[1].0)).collect();
+        let live: Vec<bool> = branches.iter().map(|&(a, b)| a < b && active.range(a..b).next().is_some()).collect();
         // A branch is dead when it holds code and none of it reached the output (a branch of
         // comments alone, or empty, says nothing).
-        let dead: Vec<bool> = branches
-            .iter()
-            .zip(&live)
-            .map(|(&(a, b), &l)| !l && has_code(a, b))
-            .collect();
+        let dead: Vec<bool> = branches.iter().zip(&live).map(|(&(a, b), &l)| !l && has_code(a, b)).collect();
         if !live.iter().any(|&l| l) && !dead.iter().any(|&d| d) {
             continue; // undecided
         }
@@ -418,12 +354,7 @@ mod tests {
         assert_eq!(out.len(), text.len());
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[2], "typedef double real;");
-        assert!(
-            lines[1].trim().is_empty()
-                && lines[3].trim().is_empty()
-                && lines[4].trim().is_empty()
-                && lines[5].trim().is_empty()
-        );
+        assert!(lines[1].trim().is_empty() && lines[3].trim().is_empty() && lines[4].trim().is_empty() && lines[5].trim().is_empty());
         assert_eq!(lines[6], "int b;");
     }
 
@@ -435,21 +366,11 @@ mod tests {
         let text = "{\n#ifdef GPU\n} else if (k) {\n#endif\n}\n";
         let active: BTreeSet<usize> = [1, 5].into_iter().collect();
         let out = blank_unselected(text, &active).unwrap();
-        assert_eq!(
-            out.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>(),
-            ["{", "}"]
-        );
+        assert_eq!(out.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>(), ["{", "}"]);
         let text = "#if A\nx;\n#if B\ny;\n#else\nz;\n#endif\n#endif\n";
         let active: BTreeSet<usize> = [2, 6].into_iter().collect();
         let out = blank_unselected(text, &active).unwrap();
-        let kept: Vec<&str> = out
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
+        let kept: Vec<&str> = out.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         assert_eq!(kept, ["x;", "z;"]);
     }
 

@@ -317,11 +317,7 @@ fn default_build(
     objdir: &Path,
 ) -> Build {
     let steps = spec.default_steps(units, originals, exe, extra, objdir);
-    let text = steps
-        .iter()
-        .map(|c| show(c))
-        .collect::<Vec<_>>()
-        .join(" && ");
+    let text = steps.iter().map(|c| show(c)).collect::<Vec<_>>().join(" && ");
     Build {
         steps,
         text,
@@ -627,14 +623,7 @@ fn trace_in(
             }
             let out = work.join("build");
             std::fs::create_dir_all(&out)?;
-            default_build(
-                &units,
-                &originals,
-                &out.join(&exe_name),
-                &opts.build,
-                &objects,
-                &out,
-            )
+            default_build(&units, &originals, &out.join(&exe_name), &opts.build, &objects, &out)
         }
         Some(cmd) => {
             build::write_wrappers(&rt.join("bin"), &opts.build, &objects)?;
@@ -690,14 +679,7 @@ fn trace_in(
                     .iter()
                     .map(|u| proot.join(u.strip_prefix(&root).unwrap_or(u)))
                     .collect();
-                default_build(
-                    &punits,
-                    &originals,
-                    &out.join(&exe_name),
-                    &opts.build,
-                    &[],
-                    &out,
-                )
+                default_build(&punits, &originals, &out.join(&exe_name), &opts.build, &[], &out)
             }
             Some(cmd) => {
                 build::write_wrappers(&work.join("plain-bin"), &opts.build, &[])?;
@@ -841,10 +823,8 @@ fn trace_in(
 
     // Every rank finished its trace (MPI_Finalize reached) and the program then exited with a
     // non-zero status (NAS DT's main returns 1): the run is whole; say so and keep it.
-    let finished_then_exited = !r.status.success()
-        && complete
-        && r.status.code().is_some()
-        && meta.rank_traces.iter().all(|t| t.events.is_some());
+    let finished_then_exited =
+        !r.status.success() && complete && r.status.code().is_some() && meta.rank_traces.iter().all(|t| t.events.is_some());
     if finished_then_exited {
         warnings.push(format!(
             "the program exited with status {} after every rank finished (MPI_Finalize reached): the traces are whole and kept",

@@ -247,11 +247,7 @@ impl ProgramModel {
         if self.blocks.is_empty() {
             return 1.0;
         }
-        let s = self
-            .blocks
-            .iter()
-            .filter(|b| b.count.status != CountStatus::NeedsTrace)
-            .count();
+        let s = self.blocks.iter().filter(|b| b.count.status != CountStatus::NeedsTrace).count();
         s as f64 / self.blocks.len() as f64
     }
 }

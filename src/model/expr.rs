@@ -48,11 +48,7 @@ impl Rat {
     pub fn new(num: i128, den: i128) -> Rat {
         Rat::checked(num, den).unwrap_or_else(|| {
             if den == 0 {
-                Rat::approx(if num < 0 {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                })
+                Rat::approx(if num < 0 { f64::NEG_INFINITY } else { f64::INFINITY })
             } else {
                 Rat::approx(num as f64 / den as f64)
             }
@@ -64,10 +60,7 @@ impl Rat {
         }
         let g = gcd(num, den).max(1);
         let s = if den < 0 { -1 } else { 1 };
-        Some(Rat {
-            num: s * num / g,
-            den: s * den / g,
-        })
+        Some(Rat { num: s * num / g, den: s * den / g })
     }
     /// The nearest multiple of 2^-40, saturated at +-2^120 (NaN gives 0).
     fn approx(v: f64) -> Rat {
@@ -76,24 +69,15 @@ impl Rat {
         if v.is_nan() {
             Rat::ZERO
         } else if v.abs() >= limit {
-            Rat {
-                num: if v > 0.0 { SATURATE } else { -SATURATE },
-                den: 1,
-            }
+            Rat { num: if v > 0.0 { SATURATE } else { -SATURATE }, den: 1 }
         } else if v.abs() >= (1u64 << 60) as f64 {
-            Rat {
-                num: v.round() as i128,
-                den: 1,
-            }
+            Rat { num: v.round() as i128, den: 1 }
         } else {
             Rat::checked((v * SCALE as f64).round() as i128, SCALE).unwrap_or(Rat::ZERO)
         }
     }
     pub fn int(n: i128) -> Rat {
-        Rat {
-            num: n.max(-i128::MAX),
-            den: 1,
-        }
+        Rat { num: n.max(-i128::MAX), den: 1 }
     }
     pub fn num(self) -> i128 {
         self.num
@@ -123,19 +107,11 @@ impl Rat {
     pub fn mul(self, o: Rat) -> Rat {
         let g1 = gcd(self.num, o.den).max(1);
         let g2 = gcd(o.num, self.den).max(1);
-        let exact = || {
-            Rat::checked(
-                (self.num / g1).checked_mul(o.num / g2)?,
-                (self.den / g2).checked_mul(o.den / g1)?,
-            )
-        };
+        let exact = || Rat::checked((self.num / g1).checked_mul(o.num / g2)?, (self.den / g2).checked_mul(o.den / g1)?);
         exact().unwrap_or_else(|| Rat::approx(self.to_f64() * o.to_f64()))
     }
     pub fn neg(self) -> Rat {
-        Rat {
-            num: -self.num,
-            den: self.den,
-        }
+        Rat { num: -self.num, den: self.den }
     }
     pub fn recip(self) -> Rat {
         Rat::new(self.den, self.num)
@@ -206,13 +182,7 @@ impl Poly {
         Poly { terms }
     }
     pub fn neg(&self) -> Poly {
-        Poly {
-            terms: self
-                .terms
-                .iter()
-                .map(|(m, c)| (m.clone(), c.neg()))
-                .collect(),
-        }
+        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.neg())).collect() }
     }
     pub fn sub(&self, o: &Poly) -> Poly {
         self.add(&o.neg())
@@ -221,13 +191,7 @@ impl Poly {
         if k.is_zero() {
             return Poly::default();
         }
-        Poly {
-            terms: self
-                .terms
-                .iter()
-                .map(|(m, c)| (m.clone(), c.mul(k)))
-                .collect(),
-        }
+        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.mul(k))).collect() }
     }
     pub fn mul(&self, o: &Poly) -> Poly {
         // One map, updated in place: linear in the number of term pairs.
@@ -249,17 +213,10 @@ impl Poly {
         out
     }
     pub fn vars(&self) -> BTreeSet<String> {
-        self.terms
-            .keys()
-            .flat_map(|m| m.iter().map(|(v, _)| v.clone()))
-            .collect()
+        self.terms.keys().flat_map(|m| m.iter().map(|(v, _)| v.clone())).collect()
     }
     pub fn degree_in(&self, var: &str) -> u32 {
-        self.terms
-            .keys()
-            .map(|m| m.iter().find(|(v, _)| v == var).map_or(0, |(_, e)| *e))
-            .max()
-            .unwrap_or(0)
+        self.terms.keys().map(|m| m.iter().find(|(v, _)| v == var).map_or(0, |(_, e)| *e)).max().unwrap_or(0)
     }
     /// Coefficients of `var`^k, k = 0..=degree, each a polynomial in the other variables.
     pub fn coefficients_in(&self, var: &str) -> Vec<Poly> {
@@ -294,9 +251,7 @@ impl Poly {
             for (m, c) in &self.terms {
                 let mut t = c.to_f64();
                 for (v, e) in m {
-                    t *= env(v)
-                        .ok_or_else(|| v.clone())?
-                        .powi((*e).min(i32::MAX as u32) as i32);
+                    t *= env(v).ok_or_else(|| v.clone())?.powi((*e).min(i32::MAX as u32) as i32);
                 }
                 total += t;
             }
@@ -381,24 +336,11 @@ pub enum Expr {
     Min(Box<Expr>, Box<Expr>),
     Max(Box<Expr>, Box<Expr>),
     /// `then` when `cond` > 0, else `otherwise`.
-    IfPos {
-        cond: Box<Expr>,
-        then: Box<Expr>,
-        otherwise: Box<Expr>,
-    },
+    IfPos { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
     /// sum of `body` for `var` from `lo` to `hi` inclusive (0 when hi < lo).
-    Sum {
-        var: String,
-        lo: Box<Expr>,
-        hi: Box<Expr>,
-        body: Box<Expr>,
-    },
+    Sum { var: String, lo: Box<Expr>, hi: Box<Expr>, body: Box<Expr> },
     /// Number of terms start, start*factor, start*factor^2, ... that are < bound (factor >= 2).
-    LogCount {
-        start: Box<Expr>,
-        bound: Box<Expr>,
-        factor: i64,
-    },
+    LogCount { start: Box<Expr>, bound: Box<Expr>, factor: i64 },
 }
 
 /// Why an expression could not be evaluated.
@@ -428,14 +370,7 @@ impl SumNest {
     fn enter() -> SumNest {
         SUM_NEST.with(|c| {
             let (depth, left) = c.get();
-            c.set((
-                depth + 1,
-                if depth == 0 {
-                    MAX_NESTED_ENUMERATION
-                } else {
-                    left
-                },
-            ));
+            c.set((depth + 1, if depth == 0 { MAX_NESTED_ENUMERATION } else { left }));
         });
         SumNest
     }
@@ -491,10 +426,7 @@ impl Expr {
             (a, b) if b.is_zero() => a,
             (Expr::Add(mut v), Expr::Poly(b)) => {
                 // Keep one polynomial term per sum so constants cancel.
-                match v
-                    .iter_mut()
-                    .find_map(|t| if let Expr::Poly(p) = t { Some(p) } else { None })
-                {
+                match v.iter_mut().find_map(|t| if let Expr::Poly(p) = t { Some(p) } else { None }) {
                     Some(p) => *p = p.add(&b),
                     None => v.push(Expr::Poly(b)),
                 }
@@ -527,26 +459,12 @@ impl Expr {
             (a, b) if a.is_one() => b,
             (a, b) if b.is_one() => a,
             // Distribute a constant over a conditional so summation still sees the condition.
-            (
-                Expr::Poly(k),
-                Expr::IfPos {
-                    cond,
-                    then,
-                    otherwise,
-                },
-            )
-            | (
-                Expr::IfPos {
-                    cond,
-                    then,
-                    otherwise,
-                },
-                Expr::Poly(k),
-            ) if k.as_constant().is_some() => Expr::ifpos(
-                *cond,
-                Expr::Poly(k.clone()).mul(*then),
-                Expr::Poly(k).mul(*otherwise),
-            ),
+            (Expr::Poly(k), Expr::IfPos { cond, then, otherwise })
+            | (Expr::IfPos { cond, then, otherwise }, Expr::Poly(k))
+                if k.as_constant().is_some() =>
+            {
+                Expr::ifpos(*cond, Expr::Poly(k.clone()).mul(*then), Expr::Poly(k).mul(*otherwise))
+            }
             (Expr::Mul(mut v), b) => {
                 v.push(b);
                 Expr::Mul(v)
@@ -611,22 +529,13 @@ impl Expr {
         }
         // ifpos(ifpos(c, 1, 0), 1, 0) is ifpos(c, 1, 0): indicators of indicators collapse.
         if then.is_one() && otherwise.is_zero() {
-            if let Expr::IfPos {
-                then: t,
-                otherwise: o,
-                ..
-            } = &cond
-            {
+            if let Expr::IfPos { then: t, otherwise: o, .. } = &cond {
                 if t.is_one() && o.is_zero() {
                     return cond;
                 }
             }
         }
-        Expr::IfPos {
-            cond: Box::new(cond),
-            then: Box::new(then),
-            otherwise: Box::new(otherwise),
-        }
+        Expr::IfPos { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) }
     }
     /// max(0, e) written as a conditional so summation can split on it.
     pub fn clamp0(e: Expr) -> Expr {
@@ -646,19 +555,11 @@ impl Expr {
         match self {
             Expr::Poly(p) => out.extend(p.vars()),
             Expr::Add(v) | Expr::Mul(v) => v.iter().for_each(|e| e.collect_vars(out)),
-            Expr::FloorDiv(a, b)
-            | Expr::CeilDiv(a, b)
-            | Expr::Mod(a, b)
-            | Expr::Min(a, b)
-            | Expr::Max(a, b) => {
+            Expr::FloorDiv(a, b) | Expr::CeilDiv(a, b) | Expr::Mod(a, b) | Expr::Min(a, b) | Expr::Max(a, b) => {
                 a.collect_vars(out);
                 b.collect_vars(out);
             }
-            Expr::IfPos {
-                cond,
-                then,
-                otherwise,
-            } => {
+            Expr::IfPos { cond, then, otherwise } => {
                 cond.collect_vars(out);
                 then.collect_vars(out);
                 otherwise.collect_vars(out);
@@ -709,38 +610,14 @@ impl Expr {
             Expr::Mod(a, b) => Expr::modulo(s(a), s(b)),
             Expr::Min(a, b) => Expr::min(s(a), s(b)),
             Expr::Max(a, b) => Expr::max(s(a), s(b)),
-            Expr::IfPos {
-                cond,
-                then,
-                otherwise,
-            } => Expr::ifpos(s(cond), s(then), s(otherwise)),
-            Expr::Sum {
-                var: v,
-                lo,
-                hi,
-                body,
-            } => {
-                let body = if v == var {
-                    (**body).clone()
-                } else {
-                    body.subst(var, by)
-                };
-                Expr::Sum {
-                    var: v.clone(),
-                    lo: Box::new(s(lo)),
-                    hi: Box::new(s(hi)),
-                    body: Box::new(body),
-                }
+            Expr::IfPos { cond, then, otherwise } => Expr::ifpos(s(cond), s(then), s(otherwise)),
+            Expr::Sum { var: v, lo, hi, body } => {
+                let body = if v == var { (**body).clone() } else { body.subst(var, by) };
+                Expr::Sum { var: v.clone(), lo: Box::new(s(lo)), hi: Box::new(s(hi)), body: Box::new(body) }
             }
-            Expr::LogCount {
-                start,
-                bound,
-                factor,
-            } => Expr::LogCount {
-                start: Box::new(s(start)),
-                bound: Box::new(s(bound)),
-                factor: *factor,
-            },
+            Expr::LogCount { start, bound, factor } => {
+                Expr::LogCount { start: Box::new(s(start)), bound: Box::new(s(bound)), factor: *factor }
+            }
         }
     }
 
@@ -787,11 +664,7 @@ impl Expr {
             }
             Expr::Min(a, b) => ev(a)?.min(ev(b)?),
             Expr::Max(a, b) => ev(a)?.max(ev(b)?),
-            Expr::IfPos {
-                cond,
-                then,
-                otherwise,
-            } => {
+            Expr::IfPos { cond, then, otherwise } => {
                 if ev(cond)? > 0.0 {
                     ev(then)?
                 } else {
@@ -818,11 +691,7 @@ impl Expr {
                 }
                 total
             }
-            Expr::LogCount {
-                start,
-                bound,
-                factor,
-            } => {
+            Expr::LogCount { start, bound, factor } => {
                 let (mut x, b) = (ev(start)?, ev(bound)?);
                 let mut n = 0.0;
                 if x <= 0.0 || *factor < 2 || x.is_nan() {
@@ -889,28 +758,16 @@ fn sum_depth(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Expr
                 out
             };
             let closed = f(h).sub(&f(&l.sub(&Poly::int(1))));
-            Expr::ifpos(
-                Expr::Poly(h.sub(l).add(&Poly::int(1))),
-                Expr::Poly(closed),
-                Expr::int(0),
-            )
+            Expr::ifpos(Expr::Poly(h.sub(l).add(&Poly::int(1))), Expr::Poly(closed), Expr::int(0))
         }
-        Expr::IfPos {
-            cond,
-            then,
-            otherwise,
-        } => {
-            let Some(c) = cond.as_poly() else {
-                return explicit_sum(var, lo, hi, body);
-            };
+        Expr::IfPos { cond, then, otherwise } => {
+            let Some(c) = cond.as_poly() else { return explicit_sum(var, lo, hi, body) };
             if c.degree_in(var) != 1 {
                 return explicit_sum(var, lo, hi, body);
             }
             let co = c.coefficients_in(var);
             let (a, rest) = (&co[1], &co[0]);
-            let Some(a) = a.as_constant() else {
-                return explicit_sum(var, lo, hi, body);
-            };
+            let Some(a) = a.as_constant() else { return explicit_sum(var, lo, hi, body) };
             // cond = a*v + rest > 0. With a = +-1 and integer coefficients the split point is exact.
             if !(a == Rat::ONE || a == Rat::int(-1)) || !rest.has_integer_coefficients() {
                 return explicit_sum(var, lo, hi, body);
@@ -919,54 +776,31 @@ fn sum_depth(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Expr
                 // v + rest > 0  <=>  v >= 1 - rest
                 let t = Expr::Poly(Poly::int(1).sub(rest));
                 let pos = sum_depth(var, &Expr::max(lo.clone(), t.clone()), hi, then, depth + 1);
-                let neg = sum_depth(
-                    var,
-                    lo,
-                    &Expr::min(hi.clone(), t.sub(Expr::int(1))),
-                    otherwise,
-                    depth + 1,
-                );
+                let neg = sum_depth(var, lo, &Expr::min(hi.clone(), t.sub(Expr::int(1))), otherwise, depth + 1);
                 pos.add(neg)
             } else {
                 // -v + rest > 0  <=>  v <= rest - 1
                 let t = Expr::Poly(rest.sub(&Poly::int(1)));
                 let pos = sum_depth(var, lo, &Expr::min(hi.clone(), t.clone()), then, depth + 1);
-                let neg = sum_depth(
-                    var,
-                    &Expr::max(lo.clone(), t.add(Expr::int(1))),
-                    hi,
-                    otherwise,
-                    depth + 1,
-                );
+                let neg = sum_depth(var, &Expr::max(lo.clone(), t.add(Expr::int(1))), hi, otherwise, depth + 1);
                 pos.add(neg)
             }
         }
-        Expr::Add(terms) => terms
-            .iter()
-            .map(|t| sum_depth(var, lo, hi, t, depth + 1))
-            .fold(Expr::int(0), Expr::add),
+        Expr::Add(terms) => {
+            terms.iter().map(|t| sum_depth(var, lo, hi, t, depth + 1)).fold(Expr::int(0), Expr::add)
+        }
         Expr::Mul(factors) => {
             // Pull out factors that do not mention var; one conditional factor may be split on.
-            let (outside, inside): (Vec<&Expr>, Vec<&Expr>) =
-                factors.iter().partition(|f| !f.mentions(var));
+            let (outside, inside): (Vec<&Expr>, Vec<&Expr>) = factors.iter().partition(|f| !f.mentions(var));
             let k = outside.into_iter().cloned().fold(Expr::int(1), Expr::mul);
             if inside.len() == 1 {
                 return k.mul(sum_depth(var, lo, hi, inside[0], depth + 1));
             }
             // Distribute over the first conditional factor.
             if let Some(pos) = inside.iter().position(|f| matches!(f, Expr::IfPos { .. })) {
-                if let Expr::IfPos {
-                    cond,
-                    then,
-                    otherwise,
-                } = inside[pos]
-                {
-                    let others: Expr = inside
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| *i != pos)
-                        .map(|(_, f)| (*f).clone())
-                        .fold(Expr::int(1), Expr::mul);
+                if let Expr::IfPos { cond, then, otherwise } = inside[pos] {
+                    let others: Expr =
+                        inside.iter().enumerate().filter(|(i, _)| *i != pos).map(|(_, f)| (*f).clone()).fold(Expr::int(1), Expr::mul);
                     let split = Expr::IfPos {
                         cond: cond.clone(),
                         then: Box::new((**then).clone().mul(others.clone())),
@@ -975,12 +809,7 @@ fn sum_depth(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Expr
                     return k.mul(sum_depth(var, lo, hi, &split, depth + 1));
                 }
             }
-            k.mul(explicit_sum(
-                var,
-                lo,
-                hi,
-                &inside.into_iter().cloned().fold(Expr::int(1), Expr::mul),
-            ))
+            k.mul(explicit_sum(var, lo, hi, &inside.into_iter().cloned().fold(Expr::int(1), Expr::mul)))
         }
         _ => explicit_sum(var, lo, hi, body),
     }
@@ -991,48 +820,23 @@ fn split_bound(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Op
     let as_if = |e: &Expr| -> Option<(Expr, Expr, Expr)> {
         match e {
             // min(a, b) = b when a - b > 0, else a
-            Expr::Min(a, b) => Some((
-                (**a).clone().sub((**b).clone()),
-                (**b).clone(),
-                (**a).clone(),
-            )),
-            Expr::Max(a, b) => Some((
-                (**a).clone().sub((**b).clone()),
-                (**a).clone(),
-                (**b).clone(),
-            )),
-            Expr::IfPos {
-                cond,
-                then,
-                otherwise,
-            } => Some(((**cond).clone(), (**then).clone(), (**otherwise).clone())),
+            Expr::Min(a, b) => Some(((**a).clone().sub((**b).clone()), (**b).clone(), (**a).clone())),
+            Expr::Max(a, b) => Some(((**a).clone().sub((**b).clone()), (**a).clone(), (**b).clone())),
+            Expr::IfPos { cond, then, otherwise } => Some(((**cond).clone(), (**then).clone(), (**otherwise).clone())),
             _ => None,
         }
     };
     if let Some((c, x, y)) = as_if(hi) {
-        return Some(Expr::ifpos(
-            c,
-            sum_depth(var, lo, &x, body, depth + 1),
-            sum_depth(var, lo, &y, body, depth + 1),
-        ));
+        return Some(Expr::ifpos(c, sum_depth(var, lo, &x, body, depth + 1), sum_depth(var, lo, &y, body, depth + 1)));
     }
     if let Some((c, x, y)) = as_if(lo) {
-        return Some(Expr::ifpos(
-            c,
-            sum_depth(var, &x, hi, body, depth + 1),
-            sum_depth(var, &y, hi, body, depth + 1),
-        ));
+        return Some(Expr::ifpos(c, sum_depth(var, &x, hi, body, depth + 1), sum_depth(var, &y, hi, body, depth + 1)));
     }
     None
 }
 
 fn explicit_sum(var: &str, lo: &Expr, hi: &Expr, body: &Expr) -> Expr {
-    Expr::Sum {
-        var: var.to_string(),
-        lo: Box::new(lo.clone()),
-        hi: Box::new(hi.clone()),
-        body: Box::new(body.clone()),
-    }
+    Expr::Sum { var: var.to_string(), lo: Box::new(lo.clone()), hi: Box::new(hi.clone()), body: Box::new(body.clone()) }
 }
 
 impl Expr {
@@ -1042,16 +846,12 @@ impl Expr {
             Expr::Poly(_) => true,
             Expr::Sum { .. } | Expr::LogCount { .. } => false,
             Expr::Add(v) | Expr::Mul(v) => v.iter().all(|e| e.is_closed_form()),
-            Expr::FloorDiv(a, b)
-            | Expr::CeilDiv(a, b)
-            | Expr::Mod(a, b)
-            | Expr::Min(a, b)
-            | Expr::Max(a, b) => a.is_closed_form() && b.is_closed_form(),
-            Expr::IfPos {
-                cond,
-                then,
-                otherwise,
-            } => cond.is_closed_form() && then.is_closed_form() && otherwise.is_closed_form(),
+            Expr::FloorDiv(a, b) | Expr::CeilDiv(a, b) | Expr::Mod(a, b) | Expr::Min(a, b) | Expr::Max(a, b) => {
+                a.is_closed_form() && b.is_closed_form()
+            }
+            Expr::IfPos { cond, then, otherwise } => {
+                cond.is_closed_form() && then.is_closed_form() && otherwise.is_closed_form()
+            }
         }
     }
 }
@@ -1068,16 +868,7 @@ fn fmt_poly(p: &Poly, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("(")?;
         for (i, (m, c)) in p.terms().enumerate() {
             let sign = if i == 0 { "" } else { " + " };
-            let vars: String = m
-                .iter()
-                .map(|(v, e)| {
-                    if *e == 1 {
-                        format!("*{v}")
-                    } else {
-                        format!("*{v}^{e}")
-                    }
-                })
-                .collect();
+            let vars: String = m.iter().map(|(v, e)| if *e == 1 { format!("*{v}") } else { format!("*{v}^{e}") }).collect();
             if c.num() < 0 {
                 write!(f, "{sign}-({}/{}){vars}", -c.num(), c.den())?;
             } else {
@@ -1086,12 +877,8 @@ fn fmt_poly(p: &Poly, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         }
         return f.write_str(")");
     };
-    let mut terms: Vec<(&Mono, i128)> = p
-        .terms()
-        .map(|(m, c)| (m, c.mul(Rat::int(d)).num()))
-        .collect();
-    terms
-        .sort_by_key(|(m, _)| std::cmp::Reverse(m.iter().map(|(_, e)| u64::from(*e)).sum::<u64>()));
+    let mut terms: Vec<(&Mono, i128)> = p.terms().map(|(m, c)| (m, c.mul(Rat::int(d)).num())).collect();
+    terms.sort_by_key(|(m, _)| std::cmp::Reverse(m.iter().map(|(_, e)| u64::from(*e)).sum::<u64>()));
     let mut s = String::new();
     for (i, (m, c)) in terms.iter().enumerate() {
         let (sign, mag) = if *c < 0 { ("-", -c) } else { ("+", *c) };
@@ -1102,16 +889,8 @@ fn fmt_poly(p: &Poly, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         } else {
             s.push_str(&format!(" {sign} "));
         }
-        let vars: Vec<String> = m
-            .iter()
-            .map(|(v, e)| {
-                if *e == 1 {
-                    v.clone()
-                } else {
-                    format!("{v}^{e}")
-                }
-            })
-            .collect();
+        let vars: Vec<String> =
+            m.iter().map(|(v, e)| if *e == 1 { v.clone() } else { format!("{v}^{e}") }).collect();
         if vars.is_empty() {
             s.push_str(&mag.to_string());
         } else if mag == 1 {
@@ -1157,17 +936,9 @@ impl fmt::Display for Expr {
             Expr::Mod(a, b) => write!(f, "mod({a}, {b})"),
             Expr::Min(a, b) => write!(f, "min({a}, {b})"),
             Expr::Max(a, b) => write!(f, "max({a}, {b})"),
-            Expr::IfPos {
-                cond,
-                then,
-                otherwise,
-            } => write!(f, "ifpos({cond}, {then}, {otherwise})"),
+            Expr::IfPos { cond, then, otherwise } => write!(f, "ifpos({cond}, {then}, {otherwise})"),
             Expr::Sum { var, lo, hi, body } => write!(f, "sum({var}, {lo}, {hi}, {body})"),
-            Expr::LogCount {
-                start,
-                bound,
-                factor,
-            } => write!(f, "logcount({start}, {bound}, {factor})"),
+            Expr::LogCount { start, bound, factor } => write!(f, "logcount({start}, {bound}, {factor})"),
         }
     }
 }
@@ -1228,10 +999,7 @@ impl Expr {
                     .stack_size(PARSE_STACK_BYTES)
                     .spawn_scoped(scope, || Expr::parse_here(text))
                     .ok()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
+                    .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             });
             if let Some(r) = parsed {
                 return r;
@@ -1244,11 +1012,7 @@ impl Expr {
         let mut toks = Vec::new();
         let b = text.as_bytes();
         let mut i = 0;
-        let err = |pos: usize, what: &str| ParseError {
-            text: text.to_string(),
-            pos,
-            what: what.to_string(),
-        };
+        let err = |pos: usize, what: &str| ParseError { text: text.to_string(), pos, what: what.to_string() };
         while i < b.len() {
             let c = b[i] as char;
             if c.is_ascii_whitespace() {
@@ -1258,14 +1022,11 @@ impl Expr {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                let n = text[s..i]
-                    .parse::<i128>()
-                    .map_err(|_| err(s, "number too large"))?;
+                let n = text[s..i].parse::<i128>().map_err(|_| err(s, "number too large"))?;
                 toks.push((s, Tok::Num(n)));
             } else if c.is_ascii_alphabetic() || c == '_' {
                 let s = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.')
-                {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
                     i += 1;
                 }
                 toks.push((s, Tok::Ident(text[s..i].to_string())));
@@ -1276,12 +1037,7 @@ impl Expr {
                 return Err(err(i, &format!("unexpected character {c:?}")));
             }
         }
-        let mut p = Parser {
-            text,
-            toks,
-            i: 0,
-            depth: 0,
-        };
+        let mut p = Parser { text, toks, i: 0, depth: 0 };
         let e = p.expr()?;
         if p.i != p.toks.len() {
             return Err(p.err("unexpected text after the formula"));
@@ -1302,9 +1058,7 @@ impl PE {
             PE::E(e) => Ok(e),
             PE::Div(a, b) => match b.as_constant() {
                 Some(c) if !c.is_zero() => Ok(a.mul(Expr::rat(c.recip()))),
-                _ => Err(format!(
-                    "division by a non-constant ({b}) outside floor() or ceil()"
-                )),
+                _ => Err(format!("division by a non-constant ({b}) outside floor() or ceil()")),
             },
         }
     }
@@ -1313,11 +1067,7 @@ impl PE {
 impl Parser<'_> {
     fn err(&self, what: &str) -> ParseError {
         let pos = self.toks.get(self.i).map_or(self.text.len(), |t| t.0);
-        ParseError {
-            text: self.text.to_string(),
-            pos,
-            what: what.to_string(),
-        }
+        ParseError { text: self.text.to_string(), pos, what: what.to_string() }
     }
     fn peek(&self) -> Option<&Tok> {
         self.toks.get(self.i).map(|t| &t.1)
@@ -1357,9 +1107,7 @@ impl Parser<'_> {
     fn enter(&mut self) -> Result<(), ParseError> {
         self.depth += 1;
         if self.depth > MAX_PARSE_DEPTH {
-            return Err(self.err(&format!(
-                "formula nested deeper than {MAX_PARSE_DEPTH} levels"
-            )));
+            return Err(self.err(&format!("formula nested deeper than {MAX_PARSE_DEPTH} levels")));
         }
         Ok(())
     }
@@ -1367,9 +1115,7 @@ impl Parser<'_> {
     fn product(&self, a: Expr, b: Expr) -> Result<Expr, ParseError> {
         if let (Expr::Poly(x), Expr::Poly(y)) = (&a, &b) {
             if x.terms.len().saturating_mul(y.terms.len()) > MAX_EXPANDED_TERMS {
-                return Err(self.err(&format!(
-                    "the product expands to more than {MAX_EXPANDED_TERMS} terms"
-                )));
+                return Err(self.err(&format!("the product expands to more than {MAX_EXPANDED_TERMS} terms")));
             }
         }
         Ok(a.mul(b))
@@ -1397,17 +1143,13 @@ impl Parser<'_> {
         }
         let base = self.atom()?;
         if self.eat('^') {
-            let Some(Tok::Num(n)) = self.peek().cloned() else {
-                return Err(self.err("expected an exponent"));
-            };
+            let Some(Tok::Num(n)) = self.peek().cloned() else { return Err(self.err("expected an exponent")) };
             if n > MAX_EXPONENT {
                 return Err(self.err(&format!("exponent {n} larger than {MAX_EXPONENT}")));
             }
             self.i += 1;
             let b = self.fin(base)?;
-            let Expr::Poly(p) = b else {
-                return Err(self.err("only polynomials take exponents"));
-            };
+            let Expr::Poly(p) = b else { return Err(self.err("only polynomials take exponents")) };
             let mut out = Poly::int(1);
             for _ in 0..n {
                 out = match self.product(Expr::Poly(out), Expr::Poly(p.clone()))? {
@@ -1470,11 +1212,7 @@ impl Parser<'_> {
                     PE::Div(x, y) => (x, y),
                     PE::E(e) => (e, Expr::int(1)),
                 };
-                Ok(PE::E(if name == "floor" {
-                    Expr::floor_div(x, y)
-                } else {
-                    Expr::ceil_div(x, y)
-                }))
+                Ok(PE::E(if name == "floor" { Expr::floor_div(x, y) } else { Expr::ceil_div(x, y) }))
             }
             "mod" | "min" | "max" => {
                 want(2).map_err(|_| bad(self))?;
@@ -1514,14 +1252,8 @@ impl Parser<'_> {
                     .as_constant()
                     .filter(|c| c.is_int() && c.num() >= 2)
                     .and_then(|c| i64::try_from(c.num()).ok())
-                    .ok_or_else(|| {
-                        self.err("logcount factor must be an integer from 2 to 2^63 - 1")
-                    })?;
-                Ok(PE::E(Expr::LogCount {
-                    start: Box::new(start),
-                    bound: Box::new(bound),
-                    factor,
-                }))
+                    .ok_or_else(|| self.err("logcount factor must be an integer from 2 to 2^63 - 1"))?;
+                Ok(PE::E(Expr::LogCount { start: Box::new(start), bound: Box::new(bound), factor }))
             }
             _ => Err(self.err(&format!("unknown function {name}"))),
         }
@@ -1531,9 +1263,7 @@ impl Parser<'_> {
 impl Serialize for Expr {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.as_constant() {
-            Some(c) if c.is_int() && c.num().unsigned_abs() < (1u128 << 53) => {
-                s.serialize_i64(c.num() as i64)
-            }
+            Some(c) if c.is_int() && c.num().unsigned_abs() < (1u128 << 53) => s.serialize_i64(c.num() as i64),
             _ => s.serialize_str(&self.to_string()),
         }
     }
@@ -1551,9 +1281,7 @@ impl<'de> Deserialize<'de> for Expr {
         match Raw::deserialize(d)? {
             Raw::I(n) => Ok(Expr::int(n as i128)),
             Raw::F(x) if x.fract() == 0.0 && x.abs() < 9e15 => Ok(Expr::int(x as i128)),
-            Raw::F(x) => Err(serde::de::Error::custom(format!(
-                "count {x} is not an integer"
-            ))),
+            Raw::F(x) => Err(serde::de::Error::custom(format!("count {x} is not an integer"))),
             Raw::S(s) => Expr::parse(&s).map_err(serde::de::Error::custom),
         }
     }
@@ -1582,12 +1310,7 @@ mod tests {
     #[test]
     fn triangular_sum_is_n_n_minus_1_over_2() {
         // sum_{i=0}^{n-1} i
-        let e = sum(
-            "i",
-            &Expr::int(0),
-            &Expr::var("n").sub(Expr::int(1)),
-            &Expr::var("i"),
-        );
+        let e = sum("i", &Expr::int(0), &Expr::var("n").sub(Expr::int(1)), &Expr::var("i"));
         for n in 0..10 {
             assert_eq!(ev(&e, &[("n", n as f64)]), (n * (n - 1) / 2).max(0) as f64);
         }
@@ -1629,11 +1352,7 @@ mod tests {
         for n in 0..8 {
             for m in -3..8 {
                 let want: i64 = (0..n).map(|i: i64| (m - i).max(0)).sum();
-                assert_eq!(
-                    ev(&e, &[("n", n as f64), ("m", m as f64)]),
-                    want as f64,
-                    "n={n} m={m}: {e}"
-                );
+                assert_eq!(ev(&e, &[("n", n as f64), ("m", m as f64)]), want as f64, "n={n} m={m}: {e}");
             }
         }
     }

@@ -29,50 +29,24 @@ pub trait Artifact: Serialize + DeserializeOwned {
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error("{path}: cannot read: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("{path}: not JSON: {source}")]
-    NotJson {
-        path: String,
-        source: serde_json::Error,
-    },
+    NotJson { path: String, source: serde_json::Error },
     #[error("{path}: is a {found:?} file, expected {expected:?}")]
-    WrongKind {
-        path: String,
-        found: String,
-        expected: &'static str,
-    },
+    WrongKind { path: String, found: String, expected: &'static str },
     #[error("{path}: expected a {expected:?} file (a JSON object with \"schema\": {expected:?}), found {found}")]
-    NotAnArtifact {
-        path: String,
-        found: String,
-        expected: &'static str,
-    },
+    NotAnArtifact { path: String, found: String, expected: &'static str },
     #[error("{path}: {schema} version {found}, this mpicast reads version {expected}")]
-    WrongVersion {
-        path: String,
-        schema: &'static str,
-        found: String,
-        expected: u32,
-    },
+    WrongVersion { path: String, schema: &'static str, found: String, expected: u32 },
     /// `source` carries the line and column where serde_json found the problem.
     #[error("{path}: malformed {schema}: {source}")]
-    Malformed {
-        path: String,
-        schema: &'static str,
-        source: serde_json::Error,
-    },
+    Malformed { path: String, schema: &'static str, source: serde_json::Error },
 }
 
 /// Reads and checks an artifact file: right schema, right version, well-formed body.
 pub fn read_artifact<T: Artifact>(path: &Path) -> Result<T, ArtifactError> {
     let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| ArtifactError::Io {
-        path: p.clone(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| ArtifactError::Io { path: p.clone(), source })?;
     match std::str::from_utf8(&bytes) {
         Ok(text) => parse_artifact(text, &p),
         // serde_json says where the bad byte is (line and column).
@@ -86,10 +60,7 @@ pub fn read_artifact<T: Artifact>(path: &Path) -> Result<T, ArtifactError> {
 /// Parses an artifact from text; `origin` names it in errors.
 pub fn parse_artifact<T: Artifact>(text: &str, origin: &str) -> Result<T, ArtifactError> {
     let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|source| ArtifactError::NotJson {
-            path: origin.to_string(),
-            source,
-        })?;
+        serde_json::from_str(text).map_err(|source| ArtifactError::NotJson { path: origin.to_string(), source })?;
     let not_artifact = |found: &str| ArtifactError::NotAnArtifact {
         path: origin.to_string(),
         found: found.to_string(),
@@ -110,11 +81,7 @@ pub fn parse_artifact<T: Artifact>(text: &str, origin: &str) -> Result<T, Artifa
         Some(other) => other.to_string(),
     };
     if found != T::SCHEMA {
-        return Err(ArtifactError::WrongKind {
-            path: origin.to_string(),
-            found,
-            expected: T::SCHEMA,
-        });
+        return Err(ArtifactError::WrongKind { path: origin.to_string(), found, expected: T::SCHEMA });
     }
     let version = obj.get("version");
     if version.and_then(|v| v.as_u64()) != Some(u64::from(T::VERSION)) {
@@ -146,26 +113,18 @@ pub fn write_artifact<T: Artifact>(path: &Path, artifact: &T) -> anyhow::Result<
     use std::sync::atomic::{AtomicU64, Ordering};
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let text = to_json(artifact);
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     // Unique per process and per call: threads of one process may write the same path too.
     let tmp = dir.join(format!(
         ".{}.tmp{}-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     let written = std::fs::write(&tmp, text)
         .with_context(|| format!("{}: cannot write", tmp.display()))
-        .and_then(|()| {
-            std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
-        });
+        .and_then(|()| std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display())));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -185,8 +144,7 @@ impl CacheLock {
     /// Locks `dir/.NAME.lock`, waiting (and saying so on stderr) while another process holds it.
     pub fn acquire(dir: &Path, name: &str) -> anyhow::Result<CacheLock> {
         use anyhow::Context;
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
         let path = dir.join(format!(".{name}.lock"));
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -198,10 +156,7 @@ impl CacheLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                eprintln!(
-                    "mpicast: waiting for another mpicast process (lock {})",
-                    path.display()
-                );
+                eprintln!("mpicast: waiting for another mpicast process (lock {})", path.display());
                 if file.lock().is_err() {
                     return Ok(CacheLock { _file: None });
                 }
@@ -225,8 +180,7 @@ pub fn to_json<T: Artifact>(artifact: &T) -> String {
             }
         }
     }
-    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(out))
-        .expect("JSON values serialise");
+    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(out)).expect("JSON values serialise");
     s.push('\n');
     s
 }

@@ -79,10 +79,7 @@ mod tests {
         assert!(OpClass::ALL.len() >= 24);
         for &c in OpClass::ALL {
             assert_eq!(OpClass::from_name(c.name()), Some(c));
-            assert_eq!(
-                serde_json::to_string(&c).unwrap(),
-                format!("\"{}\"", c.name())
-            );
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{}\"", c.name()));
         }
     }
 }

@@ -29,10 +29,7 @@ pub enum Compute {
     /// Executions of program blocks (possibly none) and the burst's measured wall time on the
     /// traced host (`compute blocks 3x100 time=1.2e-4`, from `mpicast trace --time-blocks`).
     /// Replay uses `seconds` when it has no block table, the table otherwise.
-    TimedBlocks {
-        blocks: Vec<(u32, u64)>,
-        seconds: f64,
-    },
+    TimedBlocks { blocks: Vec<(u32, u64)>, seconds: f64 },
 }
 
 /// A message's source or destination, as a rank of the action's communicator.

@@ -43,18 +43,12 @@ impl Define {
             Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
             None => (s.trim(), None),
         };
-        let ok = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ok {
             bail!("-D {s}: `{name}` is not a C identifier (expected NAME or NAME=VALUE)");
         }
-        Ok(Define {
-            name: name.to_string(),
-            value,
-        })
+        Ok(Define { name: name.to_string(), value })
     }
 
     /// The compiler flag.
@@ -68,9 +62,7 @@ impl Define {
     /// The value as a number, when it is one (a C integer or floating literal, with suffixes);
     /// a define without a value is 1.
     pub fn number(&self) -> Option<f64> {
-        let Some(v) = &self.value else {
-            return Some(1.0);
-        };
+        let Some(v) = &self.value else { return Some(1.0) };
         parse_c_number(v)
     }
 }
@@ -162,10 +154,7 @@ pub fn split_words(s: &str) -> Result<Vec<String>> {
 pub fn show(cmd: &[String]) -> String {
     cmd.iter()
         .map(|a| {
-            if a.is_empty()
-                || a.chars()
-                    .any(|c| c.is_whitespace() || "'\"$`\\".contains(c))
-            {
+            if a.is_empty() || a.chars().any(|c| c.is_whitespace() || "'\"$`\\".contains(c)) {
                 format!("'{}'", a.replace('\'', "'\\''"))
             } else {
                 a.clone()
@@ -186,15 +175,11 @@ pub struct CompileCommands {
 impl CompileCommands {
     /// Reads a compilation database (`bear`, CMake's CMAKE_EXPORT_COMPILE_COMMANDS).
     pub fn read(path: &Path) -> Result<CompileCommands> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read", path.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", path.display()))?;
         let Some(entries) = v.as_array() else {
-            bail!(
-                "{}: expected a JSON array of compile commands",
-                path.display()
-            );
+            bail!("{}: expected a JSON array of compile commands", path.display());
         };
         let mut by_file = BTreeMap::new();
         for (k, e) in entries.iter().enumerate() {
@@ -202,31 +187,17 @@ impl CompileCommands {
             let (Some(dir), Some(file)) = (field("directory"), field("file")) else {
                 bail!("{}: entry {k} has no `directory` or `file`", path.display());
             };
-            let args: Vec<String> = match (
-                e.get("arguments").and_then(|a| a.as_array()),
-                field("command"),
-            ) {
-                (Some(a), _) => a
-                    .iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect(),
-                (None, Some(c)) => {
-                    split_words(c).with_context(|| format!("{}: entry {k}", path.display()))?
-                }
-                (None, None) => bail!(
-                    "{}: entry {k} has neither `arguments` nor `command`",
-                    path.display()
-                ),
+            let args: Vec<String> = match (e.get("arguments").and_then(|a| a.as_array()), field("command")) {
+                (Some(a), _) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+                (None, Some(c)) => split_words(c).with_context(|| format!("{}: entry {k}", path.display()))?,
+                (None, None) => bail!("{}: entry {k} has neither `arguments` nor `command`", path.display()),
             };
             let dir = Path::new(dir);
             let src = dir.join(file);
             let key = std::fs::canonicalize(&src).unwrap_or(src);
             by_file.insert(key, preprocessor_flags(&args, dir));
         }
-        Ok(CompileCommands {
-            path: path.to_path_buf(),
-            by_file,
-        })
+        Ok(CompileCommands { path: path.to_path_buf(), by_file })
     }
 
     /// The flags of `file` (the user's original path).
@@ -241,11 +212,7 @@ impl CompileCommands {
 fn preprocessor_flags(args: &[String], dir: &Path) -> Vec<String> {
     let abs = |p: &str| -> String {
         let p = Path::new(p);
-        if p.is_absolute() {
-            p.display().to_string()
-        } else {
-            dir.join(p).display().to_string()
-        }
+        if p.is_absolute() { p.display().to_string() } else { dir.join(p).display().to_string() }
     };
     let mut out = Vec::new();
     let mut i = 1; // args[0] is the compiler
@@ -257,20 +224,11 @@ fn preprocessor_flags(args: &[String], dir: &Path) -> Vec<String> {
                 out.push(format!("{a}{v}"));
                 i += 1;
             }
-        } else if a.starts_with("-D")
-            || a.starts_with("-U")
-            || a.starts_with("-std=")
-            || a == "-fopenmp"
-            || a == "-pthread"
-        {
+        } else if a.starts_with("-D") || a.starts_with("-U") || a.starts_with("-std=") || a == "-fopenmp" || a == "-pthread" {
             out.push(a.clone());
         } else if a == "-I" || a == "-isystem" || a == "-include" {
             if let Some(v) = next {
-                let flag = if a == "-I" {
-                    "-I".to_string()
-                } else {
-                    a.clone()
-                };
+                let flag = if a == "-I" { "-I".to_string() } else { a.clone() };
                 if a == "-I" {
                     out.push(format!("{flag}{}", abs(v)));
                 } else {
@@ -335,17 +293,12 @@ impl BuildSpec {
         let mut i = 0;
         while i < all.len() {
             let a = &all[i];
-            if (a == "-include" || a == "-isystem" || a == "-D" || a == "-U" || a == "-I")
-                && i + 1 < all.len()
-            {
+            if (a == "-include" || a == "-isystem" || a == "-D" || a == "-U" || a == "-I") && i + 1 < all.len() {
                 out.extend([a.clone(), all[i + 1].clone()]);
                 i += 2;
                 continue;
             }
-            if ["-D", "-U", "-I", "-std=", "-f"]
-                .iter()
-                .any(|p| a.starts_with(p))
-            {
+            if ["-D", "-U", "-I", "-std=", "-f"].iter().any(|p| a.starts_with(p)) {
                 out.push(a.clone());
             }
             i += 1;
@@ -396,21 +349,11 @@ impl BuildSpec {
     /// The default build's steps: `units` (paths to compile; `originals` the user's paths, for
     /// the compilation database) into `exe`, with `extra` objects on the link line and object
     /// files in `objdir`. Every unit's directory is on the include path.
-    pub fn default_steps(
-        &self,
-        units: &[PathBuf],
-        originals: &[PathBuf],
-        exe: &Path,
-        extra: &[PathBuf],
-        objdir: &Path,
-    ) -> Vec<Vec<String>> {
+    pub fn default_steps(&self, units: &[PathBuf], originals: &[PathBuf], exe: &Path, extra: &[PathBuf], objdir: &Path) -> Vec<Vec<String>> {
         let s = |p: &Path| p.display().to_string();
         let mut dirs: Vec<String> = Vec::new();
         for u in units {
-            let d = u
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let d = u.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             let flag = format!("-I{}", d.display());
             if !dirs.contains(&flag) {
                 dirs.push(flag);
@@ -433,10 +376,7 @@ impl BuildSpec {
         let mut objs = Vec::new();
         for (k, u) in units.iter().enumerate() {
             let cc = if is_cpp(u) { "mpicxx" } else { "mpicc" };
-            let stem = u
-                .file_stem()
-                .map(|x| x.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let stem = u.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
             let o = objdir.join(format!("{k}-{stem}.o"));
             let mut c = vec![cc.to_string(), "-O2".into()];
             c.extend(self.compile_flags(originals.get(k).map(PathBuf::as_path)));
@@ -445,10 +385,7 @@ impl BuildSpec {
             steps.push(c);
             objs.push(o);
         }
-        let mut c = vec![
-            if cpp { "mpicxx" } else { "mpicc" }.to_string(),
-            "-O2".into(),
-        ];
+        let mut c = vec![if cpp { "mpicxx" } else { "mpicc" }.to_string(), "-O2".into()];
         c.extend(self.cflags.iter().cloned());
         c.extend(["-o".into(), s(exe)]);
         c.extend(objs.iter().map(|u| s(u)));
@@ -466,17 +403,8 @@ pub fn write_wrappers(bin: &Path, spec: &BuildSpec, objects: &[PathBuf]) -> Resu
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(bin).with_context(|| format!("{}: cannot create", bin.display()))?;
     let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
-    let objs = objects
-        .iter()
-        .map(|o| quote(&o.display().to_string()))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let flags = spec
-        .compile_flags(None)
-        .iter()
-        .map(|f| quote(f))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let objs = objects.iter().map(|o| quote(&o.display().to_string())).collect::<Vec<_>>().join(" ");
+    let flags = spec.compile_flags(None).iter().map(|f| quote(f)).collect::<Vec<_>>().join(" ");
     for name in ["mpicc", "mpicxx", "mpic++", "mpiCC"] {
         let Some(real) = super::run::which(name, Some(bin)) else {
             continue;
@@ -497,13 +425,7 @@ pub fn write_wrappers(bin: &Path, spec: &BuildSpec, objects: &[PathBuf]) -> Resu
 
 /// Runs build steps in `cwd` (with `path_prefix` first on the PATH); a failing step is a
 /// [`BuildFailure`] naming `what`, the command, and `note` (e.g. where the work directory is).
-pub fn run_steps(
-    steps: &[Vec<String>],
-    cwd: &Path,
-    path_prefix: Option<&Path>,
-    what: &str,
-    note: &str,
-) -> Result<()> {
+pub fn run_steps(steps: &[Vec<String>], cwd: &Path, path_prefix: Option<&Path>, what: &str, note: &str) -> Result<()> {
     for step in steps {
         let mut c = Command::new(&step[0]);
         c.args(&step[1..]).current_dir(cwd);
@@ -513,12 +435,8 @@ pub fn run_steps(
             paths.extend(std::env::split_paths(&path));
             c.env("PATH", std::env::join_paths(paths)?);
         }
-        let out = run_captured(&mut c, Echo::Quiet, None).with_context(|| {
-            format!(
-                "cannot run {} (install openmpi-bin and libopenmpi-dev)",
-                step[0]
-            )
-        })?;
+        let out = run_captured(&mut c, Echo::Quiet, None)
+            .with_context(|| format!("cannot run {} (install openmpi-bin and libopenmpi-dev)", step[0]))?;
         if !out.status.success() {
             let first = out
                 .tail
@@ -527,11 +445,7 @@ pub fn run_steps(
                 .map(|l| format!(": {}", l.trim()))
                 .unwrap_or_default();
             return Err(BuildFailure {
-                message: format!(
-                    "{what}: build failed ({}): `{}`{first}{note}",
-                    describe(&out.status),
-                    show(step)
-                ),
+                message: format!("{what}: build failed ({}): `{}`{first}{note}", describe(&out.status), show(step)),
                 output_tail: out.tail,
             }
             .into());
@@ -570,19 +484,10 @@ pub fn new_executables(root: &Path, since: SystemTime, skip: &str) -> Vec<PathBu
 
 /// The executable a build command made under `root` since `since`: `named` when given, else
 /// the one new executable.
-pub fn find_executable(
-    root: &Path,
-    since: SystemTime,
-    named: Option<&Path>,
-    skip: &str,
-) -> std::result::Result<PathBuf, String> {
+pub fn find_executable(root: &Path, since: SystemTime, named: Option<&Path>, skip: &str) -> std::result::Result<PathBuf, String> {
     if let Some(n) = named {
         let p = root.join(n);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("the build made no {}", p.display()))
-        };
+        return if p.is_file() { Ok(p) } else { Err(format!("the build made no {}", p.display())) };
     }
     let found = new_executables(root, since, skip);
     match found.as_slice() {
@@ -590,10 +495,7 @@ pub fn find_executable(
         [] => Err("the build command made no executable (name it with --exe)".into()),
         many => Err(format!(
             "the build command made several executables ({}); name one with --exe",
-            many.iter()
-                .map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            many.iter().map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string()).collect::<Vec<_>>().join(", ")
         )),
     }
 }
@@ -603,28 +505,17 @@ pub fn find_executable(
 pub fn mpi_guard_macros(files: &[PathBuf]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for f in files {
-        let Ok(text) = std::fs::read_to_string(f) else {
-            continue;
-        };
+        let Ok(text) = std::fs::read_to_string(f) else { continue };
         for line in text.lines() {
             let t = line.trim_start();
-            let Some(rest) = t.strip_prefix('#') else {
-                continue;
-            };
+            let Some(rest) = t.strip_prefix('#') else { continue };
             let rest = rest.trim_start();
-            let cond = ["ifdef", "ifndef", "if", "elif"]
-                .iter()
-                .find_map(|k| rest.strip_prefix(k));
+            let cond = ["ifdef", "ifndef", "if", "elif"].iter().find_map(|k| rest.strip_prefix(k));
             let Some(cond) = cond else { continue };
             for word in cond.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
                 // MPI's own macros (MPI_VERSION, OMPI_..., MPICH) come from mpi.h itself.
-                let own = ["MPI_", "OMPI_", "MPICH", "MPIX_"]
-                    .iter()
-                    .any(|p| word.starts_with(p));
-                if word.to_ascii_uppercase().contains("MPI")
-                    && !own
-                    && !out.iter().any(|w| w == word)
-                {
+                let own = ["MPI_", "OMPI_", "MPICH", "MPIX_"].iter().any(|p| word.starts_with(p));
+                if word.to_ascii_uppercase().contains("MPI") && !own && !out.iter().any(|w| w == word) {
                     out.push(word.to_string());
                 }
             }
@@ -644,20 +535,14 @@ mod tests {
         let d = Define::parse("N=0x10").unwrap();
         assert_eq!(d.number(), Some(16.0));
         let d = Define::parse("comm=MPI_COMM_WORLD").unwrap();
-        assert_eq!(
-            (d.flag(), d.number()),
-            ("-Dcomm=MPI_COMM_WORLD".to_string(), None)
-        );
+        assert_eq!((d.flag(), d.number()), ("-Dcomm=MPI_COMM_WORLD".to_string(), None));
         assert_eq!(Define::parse("N=100UL").unwrap().number(), Some(100.0));
         assert!(Define::parse("2x=1").is_err());
     }
 
     #[test]
     fn words_split_like_a_shell() {
-        assert_eq!(
-            split_words(r#"-i 2 "a b" 'c d' e\ f"#).unwrap(),
-            ["-i", "2", "a b", "c d", "e f"]
-        );
+        assert_eq!(split_words(r#"-i 2 "a b" 'c d' e\ f"#).unwrap(), ["-i", "2", "a b", "c d", "e f"]);
         assert!(split_words("'open").is_err());
         assert_eq!(split_words("  ").unwrap(), Vec::<String>::new());
     }
@@ -677,10 +562,7 @@ mod tests {
         assert_eq!(f[0], "-DDO_MPI");
         assert_eq!(f[1], "-DN=8");
         assert_eq!(f[2], format!("-I{}", dir.path().join("inc").display()));
-        let spec = BuildSpec {
-            compile_commands: Some(cc),
-            ..Default::default()
-        };
+        let spec = BuildSpec { compile_commands: Some(cc), ..Default::default() };
         let n = spec.numeric_defines(&[dir.path().join("a.c")]);
         assert_eq!((n.get("DO_MPI"), n.get("N")), (Some(&1.0), Some(&8.0)));
     }
@@ -689,11 +571,7 @@ mod tests {
     fn mpi_guards_are_found() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("m.c");
-        std::fs::write(
-            &f,
-            "#ifdef DO_MPI\n#include <mpi.h>\n#endif\n#if defined(HAVE_MPI) && X\n#endif\n",
-        )
-        .unwrap();
+        std::fs::write(&f, "#ifdef DO_MPI\n#include <mpi.h>\n#endif\n#if defined(HAVE_MPI) && X\n#endif\n").unwrap();
         assert_eq!(mpi_guard_macros(&[f]), ["DO_MPI", "HAVE_MPI"]);
     }
 }

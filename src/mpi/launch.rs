@@ -46,9 +46,7 @@ impl std::fmt::Debug for Launch {
 }
 
 fn cores() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1) as u32
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as u32
 }
 
 fn is_open_mpi() -> bool {
@@ -71,16 +69,10 @@ impl LaunchSpec {
     /// reports show them.
     pub fn settings(&self, ranks: u32) -> Vec<String> {
         if let Some(l) = &self.launcher {
-            return vec![format!(
-                "launcher: {}",
-                l.replace("{n}", &ranks.to_string())
-            )];
+            return vec![format!("launcher: {}", l.replace("{n}", &ranks.to_string()))];
         }
         let user = &self.mpirun_args;
-        let has = |flag: &str| {
-            user.iter()
-                .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-        };
+        let has = |flag: &str| user.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
         let mut s: Vec<String> = Vec::new();
         if is_root() && !has("--allow-run-as-root") {
             s.push("--allow-run-as-root".into());
@@ -117,36 +109,22 @@ impl LaunchSpec {
 
     /// The command that runs `exe args` on `ranks` ranks, forwarding the environment variables
     /// `exports` (OpenMPI's `-x`).
-    pub fn command(
-        &self,
-        ranks: u32,
-        exe: &Path,
-        args: &[String],
-        exports: &[&str],
-    ) -> Result<Launch> {
+    pub fn command(&self, ranks: u32, exe: &Path, args: &[String], exports: &[&str]) -> Result<Launch> {
         let mut cmd: Vec<String> = Vec::new();
         let mut session = None;
         match &self.launcher {
-            Some(l) => cmd.extend(
-                l.split_whitespace()
-                    .map(|w| w.replace("{n}", &ranks.to_string())),
-            ),
+            Some(l) => cmd.extend(l.split_whitespace().map(|w| w.replace("{n}", &ranks.to_string()))),
             None => {
                 cmd.push("mpirun".into());
                 let user_settings = self.settings(ranks);
-                let (own, user) =
-                    user_settings.split_at(user_settings.len() - self.mpirun_args.len());
+                let (own, user) = user_settings.split_at(user_settings.len() - self.mpirun_args.len());
                 cmd.extend(own.iter().cloned());
                 if !self.mpirun_args.iter().any(|a| a == "orte_tmpdir_base") {
                     let d = tempfile::Builder::new()
                         .prefix("mpicast-ompi")
                         .tempdir()
                         .context("cannot create a temporary directory")?;
-                    cmd.extend([
-                        "--mca".to_string(),
-                        "orte_tmpdir_base".to_string(),
-                        d.path().display().to_string(),
-                    ]);
+                    cmd.extend(["--mca".to_string(), "orte_tmpdir_base".to_string(), d.path().display().to_string()]);
                     session = Some(d);
                 }
                 if !exports.is_empty() && is_open_mpi() {
@@ -162,32 +140,20 @@ impl LaunchSpec {
         }
         cmd.push(exe.display().to_string());
         cmd.extend(args.iter().cloned());
-        Ok(Launch {
-            cmd,
-            _session: session,
-        })
+        Ok(Launch { cmd, _session: session })
     }
 }
 
 impl Launch {
     /// Runs the command with `env` set, its output sent as `echo` says.
-    pub fn run(
-        &self,
-        env: &[(String, String)],
-        echo: Echo,
-        timeout_s: Option<f64>,
-    ) -> Result<Captured> {
+    pub fn run(&self, env: &[(String, String)], echo: Echo, timeout_s: Option<f64>) -> Result<Captured> {
         let mut c = Command::new(&self.cmd[0]);
         c.args(&self.cmd[1..]);
         for (k, v) in env {
             c.env(k, v);
         }
-        run_captured(&mut c, echo, timeout_s).with_context(|| {
-            format!(
-                "cannot start {} (install openmpi-bin and libopenmpi-dev)",
-                self.cmd[0]
-            )
-        })
+        run_captured(&mut c, echo, timeout_s)
+            .with_context(|| format!("cannot start {} (install openmpi-bin and libopenmpi-dev)", self.cmd[0]))
     }
 
     /// The command without its temporary session directory, for reports and meta files.
@@ -195,10 +161,7 @@ impl Launch {
         let mut out = Vec::with_capacity(self.cmd.len());
         let mut i = 0;
         while i < self.cmd.len() {
-            if self.cmd[i] == "--mca"
-                && self.cmd.get(i + 1).is_some_and(|k| k == "orte_tmpdir_base")
-                && self._session.is_some()
-            {
+            if self.cmd[i] == "--mca" && self.cmd.get(i + 1).is_some_and(|k| k == "orte_tmpdir_base") && self._session.is_some() {
                 i += 3;
                 continue;
             }
@@ -221,10 +184,7 @@ mod tests {
         assert!(!few.contains(&"mpi_yield_when_idle".to_string()));
         let many = spec.settings(cores() + 1);
         assert!(many.contains(&"mpi_yield_when_idle".to_string()));
-        let user = LaunchSpec {
-            mpirun_args: vec!["--bind-to".into(), "core".into()],
-            ..Default::default()
-        };
+        let user = LaunchSpec { mpirun_args: vec!["--bind-to".into(), "core".into()], ..Default::default() };
         let s = user.settings(1);
         assert_eq!(s.iter().filter(|a| *a == "--bind-to").count(), 1);
         assert_eq!(s.last().map(String::as_str), Some("core"));
@@ -232,24 +192,13 @@ mod tests {
 
     #[test]
     fn command_ends_with_ranks_program_and_arguments() {
-        let spec = LaunchSpec {
-            hostfile: Some("hosts".into()),
-            ..Default::default()
-        };
-        let l = spec
-            .command(3, Path::new("/bin/prog"), &["a".into()], &["X"])
-            .unwrap();
+        let spec = LaunchSpec { hostfile: Some("hosts".into()), ..Default::default() };
+        let l = spec.command(3, Path::new("/bin/prog"), &["a".into()], &["X"]).unwrap();
         let n = l.cmd.len();
         assert_eq!(&l.cmd[n - 4..], ["-np", "3", "/bin/prog", "a"]);
         assert!(l.cmd.windows(2).any(|w| w == ["--map-by", "node"]));
         assert!(!l.shown().iter().any(|a| a == "orte_tmpdir_base"));
-        let srun = LaunchSpec {
-            launcher: Some("srun -n {n}".into()),
-            ..Default::default()
-        };
-        assert_eq!(
-            srun.command(4, Path::new("p"), &[], &[]).unwrap().cmd,
-            ["srun", "-n", "4", "p"]
-        );
+        let srun = LaunchSpec { launcher: Some("srun -n {n}".into()), ..Default::default() };
+        assert_eq!(srun.command(4, Path::new("p"), &[], &[]).unwrap().cmd, ["srun", "-n", "4", "p"]);
     }
 }

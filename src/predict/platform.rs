@@ -24,36 +24,23 @@ impl Prepared {
 }
 
 pub fn prepare(platform: &Path, w: &WhatIf) -> Result<Prepared> {
-    if w.bw_scale.is_none()
-        && w.lat_scale.is_none()
-        && w.hosts.is_none()
-        && w.cores_per_host.is_none()
-    {
+    if w.bw_scale.is_none() && w.lat_scale.is_none() && w.hosts.is_none() && w.cores_per_host.is_none() {
         return Ok(Prepared::Original(platform.to_path_buf()));
     }
     let mut xml = match w.hosts {
         Some(h) => {
-            let stem = platform
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let stem = platform.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             crate::network::platform::template(&stem, h as usize).with_context(|| {
-                format!(
-                    "{}: --hosts needs a platform made from a template (mpicast platform --list)",
-                    platform.display()
-                )
+                format!("{}: --hosts needs a platform made from a template (mpicast platform --list)", platform.display())
             })?
         }
-        None => std::fs::read_to_string(platform)
-            .with_context(|| format!("{}: cannot read", platform.display()))?,
+        None => std::fs::read_to_string(platform).with_context(|| format!("{}: cannot read", platform.display()))?,
     };
     if let Some(s) = w.bw_scale {
-        xml = scale_attr(&xml, "bandwidth", s, "Bps")
-            .with_context(|| platform.display().to_string())?;
+        xml = scale_attr(&xml, "bandwidth", s, "Bps").with_context(|| platform.display().to_string())?;
     }
     if let Some(s) = w.lat_scale {
-        xml =
-            scale_attr(&xml, "latency", s, "s").with_context(|| platform.display().to_string())?;
+        xml = scale_attr(&xml, "latency", s, "s").with_context(|| platform.display().to_string())?;
     }
     if let Some(c) = w.cores_per_host {
         xml = set_attr(&xml, "core", &c.to_string());
@@ -112,21 +99,12 @@ pub fn scale_attr(xml: &str, name: &str, scale: f64, base_unit: &str) -> Result<
     while let Some(pos) = rest.find(&pat) {
         let start = pos + pat.len();
         out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('"')
-            .map(|e| start + e)
-            .context("unterminated attribute")?;
+        let end = rest[start..].find('"').map(|e| start + e).context("unterminated attribute")?;
         let value = &rest[start..end];
-        let split = value
-            .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
-            .unwrap_or(value.len());
+        let split = value.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(value.len());
         let (num, unit) = value.split_at(split);
-        let x: f64 = num
-            .trim()
-            .parse()
-            .with_context(|| format!("{name}=\"{value}\" is not a number"))?;
-        let f = unit_factor(unit.trim())
-            .with_context(|| format!("{name}=\"{value}\": unknown unit {unit:?}"))?;
+        let x: f64 = num.trim().parse().with_context(|| format!("{name}=\"{value}\" is not a number"))?;
+        let f = unit_factor(unit.trim()).with_context(|| format!("{name}=\"{value}\": unknown unit {unit:?}"))?;
         out.push_str(&format!("{:e}{base_unit}", x * f * scale));
         rest = &rest[end..];
     }
@@ -141,10 +119,7 @@ fn set_attr(xml: &str, name: &str, value: &str) -> String {
     while let Some(pos) = rest.find(&pat) {
         let start = pos + pat.len();
         out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('"')
-            .map(|e| start + e)
-            .unwrap_or(rest.len());
+        let end = rest[start..].find('"').map(|e| start + e).unwrap_or(rest.len());
         out.push_str(value);
         rest = &rest[end..];
     }

@@ -72,28 +72,17 @@ fn text_idents(s: &str) -> impl Iterator<Item = String> + '_ {
 impl<'a> Program<'a> {
     pub fn new(model: &'a ProgramModel) -> Program<'a> {
         let n = model.blocks.len();
-        let index: HashMap<&str, usize> = model
-            .blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.id.as_str(), i))
-            .collect();
+        let index: HashMap<&str, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.as_str(), i)).collect();
         let mut children = vec![Vec::new(); n];
         for (i, b) in model.blocks.iter().enumerate() {
             if let Some(p) = b.parent.as_deref().and_then(|p| index.get(p)) {
                 children[*p].push(i);
             }
         }
-        let comm: HashMap<usize, &CommSite> = model
-            .comm
-            .iter()
-            .filter_map(|c| index.get(c.block.as_str()).map(|i| (*i, c)))
-            .collect();
-        let func_block: HashMap<&str, usize> = model
-            .functions
-            .iter()
-            .filter_map(|f| index.get(f.block.as_str()).map(|i| (f.name.as_str(), *i)))
-            .collect();
+        let comm: HashMap<usize, &CommSite> =
+            model.comm.iter().filter_map(|c| index.get(c.block.as_str()).map(|i| (*i, c))).collect();
+        let func_block: HashMap<&str, usize> =
+            model.functions.iter().filter_map(|f| index.get(f.block.as_str()).map(|i| (f.name.as_str(), *i))).collect();
         let func_params = model
             .functions
             .iter()
@@ -101,14 +90,8 @@ impl<'a> Program<'a> {
             .collect();
         let mut calls: HashMap<usize, Vec<(usize, Vec<Option<Expr>>, u32)>> = HashMap::new();
         for c in &model.calls {
-            if let (Some(b), Some(f)) = (
-                index.get(c.block.as_str()),
-                func_block.get(c.callee.as_str()),
-            ) {
-                calls
-                    .entry(*b)
-                    .or_default()
-                    .push((*f, c.args.clone(), c.line));
+            if let (Some(b), Some(f)) = (index.get(c.block.as_str()), func_block.get(c.callee.as_str())) {
+                calls.entry(*b).or_default().push((*f, c.args.clone(), c.line));
             }
         }
         let mut p = Program {
@@ -152,13 +135,7 @@ impl<'a> Program<'a> {
                 for a in &site.args {
                     v.extend(text_idents(a));
                 }
-                for e in site
-                    .arg_values
-                    .iter()
-                    .flatten()
-                    .chain(site.bytes.iter())
-                    .chain(site.peer_expr.iter())
-                {
+                for e in site.arg_values.iter().flatten().chain(site.bytes.iter()).chain(site.peer_expr.iter()) {
                     v.extend(e.vars());
                 }
             }
@@ -204,11 +181,7 @@ impl<'a> Program<'a> {
 
     fn unresolved(&self, i: usize, what: String) -> Unresolved {
         let b = &self.model.blocks[i];
-        Unresolved {
-            file: b.file.clone(),
-            line: b.line_start,
-            what,
-        }
+        Unresolved { file: b.file.clone(), line: b.line_start, what }
     }
 
     pub fn has_comm(&self, i: usize) -> bool {
@@ -275,19 +248,11 @@ impl<'a> Program<'a> {
             if let Some(cs) = self.calls.get(&i) {
                 for (f, args, line) in cs {
                     let fb = &self.model.blocks[*f];
-                    if self
-                        .model
-                        .functions
-                        .iter()
-                        .any(|x| x.block == fb.id && x.recursive)
-                    {
+                    if self.model.functions.iter().any(|x| x.block == fb.id && x.recursive) {
                         return Err(Unresolved {
                             file: self.model.blocks[i].file.clone(),
                             line: *line,
-                            what: format!(
-                                "call to {}, which is recursive: its cost needs a trace",
-                                fb.function
-                            ),
+                            what: format!("call to {}, which is recursive: its cost needs a trace", fb.function),
                         });
                     }
                     let inner = self.own_execs_depth(*f, depth + 1)?;
@@ -306,14 +271,7 @@ impl<'a> Program<'a> {
     }
 
     /// A callee's formula with its parameters replaced by the call's arguments.
-    fn bind_args(
-        &self,
-        f: usize,
-        args: &[Option<Expr>],
-        e: &Expr,
-        caller: usize,
-        line: u32,
-    ) -> Result<Expr, Unresolved> {
+    fn bind_args(&self, f: usize, args: &[Option<Expr>], e: &Expr, caller: usize, line: u32) -> Result<Expr, Unresolved> {
         let mut e = e.clone();
         for (k, p) in self.func_params[&f].iter().enumerate() {
             if !e.mentions(p) {
@@ -347,28 +305,14 @@ impl<'a> Program<'a> {
             let own = self.own_execs_depth(c, depth)?;
             let out: Vec<(usize, Expr)> = match b.kind {
                 BlockKind::Loop => {
-                    let trip = b
-                        .trip
-                        .as_ref()
-                        .and_then(|t| t.expr.clone())
-                        .ok_or_else(|| {
-                            let why = b
-                                .trip
-                                .as_ref()
-                                .and_then(|t| t.reason.clone())
-                                .unwrap_or_else(|| "loop count unknown".into());
-                            Unresolved {
-                                file: b.file.clone(),
-                                line: b.line_start,
-                                what: strip_pos(&why),
-                            }
-                        })?;
+                    let trip = b.trip.as_ref().and_then(|t| t.expr.clone()).ok_or_else(|| {
+                        let why = b.trip.as_ref().and_then(|t| t.reason.clone()).unwrap_or_else(|| "loop count unknown".into());
+                        Unresolved { file: b.file.clone(), line: b.line_start, what: strip_pos(&why) }
+                    })?;
                     own.iter()
                         .map(|(j, e)| {
                             let e = match &b.induction {
-                                Some(ind) if e.mentions(&ind.var) => {
-                                    expr::sum(&ind.var, &ind.lo, &ind.hi, e)
-                                }
+                                Some(ind) if e.mentions(&ind.var) => expr::sum(&ind.var, &ind.lo, &ind.hi, e),
                                 _ => trip.clone().mul(e.clone()),
                             };
                             (*j, e)
@@ -386,9 +330,7 @@ impl<'a> Program<'a> {
                             Expr::var(&branch_rate_var(c))
                         }
                     };
-                    own.iter()
-                        .map(|(j, e)| (*j, cond.clone().mul(e.clone())))
-                        .collect()
+                    own.iter().map(|(j, e)| (*j, cond.clone().mul(e.clone()))).collect()
                 }
                 _ => own.iter().cloned().collect(),
             };
@@ -405,14 +347,7 @@ fn strip_pos(s: &str) -> String {
     match (parts.next(), parts.next(), parts.next()) {
         (Some(a), Some(b), Some(rest)) if a.contains(':') && b.is_empty() => rest.to_string(),
         _ => match s.split_once(": ") {
-            Some((pos, rest))
-                if pos
-                    .rsplit(':')
-                    .next()
-                    .is_some_and(|l| l.parse::<u32>().is_ok()) =>
-            {
-                rest.to_string()
-            }
+            Some((pos, rest)) if pos.rsplit(':').next().is_some_and(|l| l.parse::<u32>().is_ok()) => rest.to_string(),
             _ => s.to_string(),
         },
     }
@@ -467,13 +402,8 @@ impl<'p, 'a> Rank<'p, 'a> {
 
     fn eval(&self, e: &Expr, i: usize, what: &str) -> Result<f64, Unresolved> {
         let p = self.env.get(ASSUMED_P).copied();
-        e.eval(&|v| {
-            self.env
-                .get(v)
-                .copied()
-                .or_else(|| v.starts_with(ASSUMED_P).then_some(p).flatten())
-        })
-        .map_err(|err| self.prog.unresolved(i, format!("{what}: {err}")))
+        e.eval(&|v| self.env.get(v).copied().or_else(|| v.starts_with(ASSUMED_P).then_some(p).flatten()))
+            .map_err(|err| self.prog.unresolved(i, format!("{what}: {err}")))
     }
 
     fn flush(&mut self, sink: &mut dyn Sink) -> Result<(), Unresolved> {
@@ -499,21 +429,14 @@ impl<'p, 'a> Rank<'p, 'a> {
     /// evaluated once per distinct value of the variables the subtree mentions.
     fn charge_subtree(&mut self, i: usize, contrib: bool) -> Result<(), Unresolved> {
         let prog = self.prog;
-        let mut key_vals: Vec<u64> = prog.vars[i]
-            .iter()
-            .map(|v| self.env.get(v).map_or(u64::MAX, |x| x.to_bits()))
-            .collect();
+        let mut key_vals: Vec<u64> = prog.vars[i].iter().map(|v| self.env.get(v).map_or(u64::MAX, |x| x.to_bits())).collect();
         key_vals.push(self.env.get(ASSUMED_P).map_or(u64::MAX, |x| x.to_bits()));
         let key = (i, contrib, key_vals);
         let cached = prog.evaluated.borrow().get(&key).cloned();
         let vals = match cached {
             Some(v) => v,
             None => {
-                let ex = if contrib {
-                    prog.contrib_execs(i, 0)?
-                } else {
-                    prog.own_execs(i)?
-                };
+                let ex = if contrib { prog.contrib_execs(i, 0)? } else { prog.own_execs(i)? };
                 let mut out = Vec::with_capacity(ex.len());
                 for (j, e) in ex.iter() {
                     let n = self.eval(e, i, "execution count")?;
@@ -533,11 +456,7 @@ impl<'p, 'a> Rank<'p, 'a> {
     /// Runs main.
     pub fn run(&mut self, sink: &mut dyn Sink) -> Result<(), Unresolved> {
         let Some(m) = self.prog.main else {
-            return Err(Unresolved {
-                file: self.prog.model.files.first().cloned().unwrap_or_default(),
-                line: 0,
-                what: "no main function".into(),
-            });
+            return Err(Unresolved { file: self.prog.model.files.first().cloned().unwrap_or_default(), line: 0, what: "no main function".into() });
         };
         self.exec(m, sink)?;
         self.flush(sink)
@@ -602,9 +521,7 @@ impl<'p, 'a> Rank<'p, 'a> {
         match b.kind {
             BlockKind::Branch => {
                 let Some(cond) = &b.cond else {
-                    return Err(
-                        prog.unresolved(c, "branch around communication depends on data".into())
-                    );
+                    return Err(prog.unresolved(c, "branch around communication depends on data".into()));
                 };
                 let p = self.eval(cond, c, "branch condition")?;
                 if p == 1.0 {
@@ -612,21 +529,13 @@ impl<'p, 'a> Rank<'p, 'a> {
                 } else if p == 0.0 {
                     Ok(())
                 } else {
-                    Err(prog.unresolved(
-                        c,
-                        format!("branch around communication taken with probability {p}"),
-                    ))
+                    Err(prog.unresolved(c, format!("branch around communication taken with probability {p}")))
                 }
             }
             BlockKind::Loop => {
                 let Some(trip) = b.trip.as_ref().and_then(|t| t.expr.clone()) else {
-                    let why = b
-                        .trip
-                        .as_ref()
-                        .and_then(|t| t.reason.clone())
-                        .unwrap_or_default();
-                    return Err(prog
-                        .unresolved(c, format!("loop around communication: {}", strip_pos(&why))));
+                    let why = b.trip.as_ref().and_then(|t| t.reason.clone()).unwrap_or_default();
+                    return Err(prog.unresolved(c, format!("loop around communication: {}", strip_pos(&why))));
                 };
                 let k = self.eval(&trip, c, "loop count")?;
                 let k = k.max(0.0).round() as u64;
@@ -675,11 +584,7 @@ impl<'p, 'a> Rank<'p, 'a> {
     /// `&lo[d]` -> `lo[2]` with d bound; None when an index cannot be evaluated.
     fn normalise(&self, text: &str) -> Option<String> {
         let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let t = t
-            .trim_start_matches('&')
-            .trim_start_matches('(')
-            .trim_end_matches(')')
-            .to_string();
+        let t = t.trim_start_matches('&').trim_start_matches('(').trim_end_matches(')').to_string();
         match t.split_once('[') {
             Some((name, rest)) => {
                 let idx = rest.strip_suffix(']')?;
@@ -700,13 +605,7 @@ impl<'p, 'a> Rank<'p, 'a> {
                 },
                 _ => String::new(),
             };
-            self.prog.unresolved(
-                i,
-                format!(
-                    "{}: {what} `{text}` is not known before running{hint}",
-                    site.call
-                ),
-            )
+            self.prog.unresolved(i, format!("{}: {what} `{text}` is not known before running{hint}", site.call))
         })
     }
 
@@ -717,17 +616,10 @@ impl<'p, 'a> Rank<'p, 'a> {
             }
         }
         match &site.bytes {
-            Some(e) => Ok(self
-                .eval(e, i, &format!("{}: message size", site.call))?
-                .max(0.0)
-                .round() as u64),
+            Some(e) => Ok(self.eval(e, i, &format!("{}: message size", site.call))?.max(0.0).round() as u64),
             None => Err(self.prog.unresolved(
                 i,
-                format!(
-                    "{}: message size `{}` is not known before running",
-                    site.call,
-                    site.size_text.clone().unwrap_or_default()
-                ),
+                format!("{}: message size `{}` is not known before running", site.call, site.size_text.clone().unwrap_or_default()),
             )),
         }
     }
@@ -747,21 +639,11 @@ impl<'p, 'a> Rank<'p, 'a> {
 
     fn comm_of(&self, site: &CommSite, i: usize, k: Option<usize>) -> Result<u32, Unresolved> {
         let Some(k) = k else { return Ok(COMM_WORLD) };
-        let text = site
-            .args
-            .get(k)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
+        let text = site.args.get(k).map(|s| s.trim().to_string()).unwrap_or_default();
         if self.world_comms.contains(&text) {
             Ok(COMM_WORLD)
         } else {
-            Err(self.prog.unresolved(
-                i,
-                format!(
-                    "{}: communicator `{text}` is not modelled statically",
-                    site.call
-                ),
-            ))
+            Err(self.prog.unresolved(i, format!("{}: communicator `{text}` is not modelled statically", site.call)))
         }
     }
 
@@ -775,21 +657,12 @@ impl<'p, 'a> Rank<'p, 'a> {
     fn new_req(&mut self, site: &CommSite, k: usize) -> u64 {
         let id = self.next_req;
         self.next_req += 1;
-        let key = site
-            .args
-            .get(k)
-            .and_then(|t| self.normalise(t))
-            .unwrap_or_default();
+        let key = site.args.get(k).and_then(|t| self.normalise(t)).unwrap_or_default();
         self.reqs.push((key, id));
         id
     }
 
-    fn comm_site(
-        &mut self,
-        i: usize,
-        site: &CommSite,
-        sink: &mut dyn Sink,
-    ) -> Result<(), Unresolved> {
+    fn comm_site(&mut self, i: usize, site: &CommSite, sink: &mut dyn Sink) -> Result<(), Unresolved> {
         let name = site.call.as_str();
         let size = self.size() as u32;
         let peer = |v: f64| -> Option<Peer> {
@@ -804,9 +677,7 @@ impl<'p, 'a> Rank<'p, 'a> {
         let check = |p: Option<Peer>, what: &str| -> Result<Option<Peer>, Unresolved> {
             if let Some(Peer::Rank(r)) = p {
                 if r >= size {
-                    return Err(self
-                        .prog
-                        .unresolved(i, format!("{name}: {what} {r} is not a rank of {size}")));
+                    return Err(self.prog.unresolved(i, format!("{name}: {what} {r} is not a rank of {size}")));
                 }
             }
             Ok(p)
@@ -817,32 +688,19 @@ impl<'p, 'a> Rank<'p, 'a> {
                 if let Some(Peer::Rank(to)) = to {
                     let bytes = self.bytes(site, i)?;
                     let tag = self.arg(site, 4).unwrap_or(0.0) as i32;
-                    sink.action(TraceAction::Send {
-                        to,
-                        bytes,
-                        tag,
-                        comm: self.comm_of(site, i, Some(5))?,
-                    })?;
+                    sink.action(TraceAction::Send { to, bytes, tag, comm: self.comm_of(site, i, Some(5))? })?;
                 }
             }
             "MPI_Recv" => {
                 let from = check(peer(self.need(site, i, 3, "source")?), "source")?;
                 if let Some(from) = from {
                     let bytes = self.bytes(site, i).ok();
-                    sink.action(TraceAction::Recv {
-                        from,
-                        bytes,
-                        tag: self.tag(site, 4),
-                        comm: self.comm_of(site, i, Some(5))?,
-                    })?;
+                    sink.action(TraceAction::Recv { from, bytes, tag: self.tag(site, 4), comm: self.comm_of(site, i, Some(5))? })?;
                 }
             }
             "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" | "MPI_Irecv" => {
                 let send = name != "MPI_Irecv";
-                let p = check(
-                    peer(self.need(site, i, 3, if send { "destination" } else { "source" })?),
-                    "peer",
-                )?;
+                let p = check(peer(self.need(site, i, 3, if send { "destination" } else { "source" })?), "peer")?;
                 let req = self.new_req(site, 6);
                 let comm = self.comm_of(site, i, Some(5))?;
                 match (p, send) {
@@ -851,37 +709,17 @@ impl<'p, 'a> Rank<'p, 'a> {
                     (Some(Peer::Rank(to)), true) => {
                         let bytes = self.bytes(site, i)?;
                         let tag = self.arg(site, 4).unwrap_or(0.0) as i32;
-                        sink.action(TraceAction::Isend {
-                            req,
-                            to,
-                            bytes,
-                            tag,
-                            comm,
-                        })?;
+                        sink.action(TraceAction::Isend { req, to, bytes, tag, comm })?;
                     }
-                    (Some(Peer::Any), true) => {
-                        return Err(self
-                            .prog
-                            .unresolved(i, format!("{name}: negative destination")))
-                    }
+                    (Some(Peer::Any), true) => return Err(self.prog.unresolved(i, format!("{name}: negative destination"))),
                     (Some(from), false) => {
                         let bytes = self.bytes(site, i).ok();
-                        sink.action(TraceAction::Irecv {
-                            req,
-                            from,
-                            bytes,
-                            tag: self.tag(site, 4),
-                            comm,
-                        })?;
+                        sink.action(TraceAction::Irecv { req, from, bytes, tag: self.tag(site, 4), comm })?;
                     }
                 }
             }
             "MPI_Wait" => {
-                let key = site
-                    .args
-                    .first()
-                    .and_then(|t| self.normalise(t))
-                    .unwrap_or_default();
+                let key = site.args.first().and_then(|t| self.normalise(t)).unwrap_or_default();
                 if let Some(pos) = self.reqs.iter().position(|(k, _)| *k == key) {
                     let (_, req) = self.reqs.remove(pos);
                     sink.action(TraceAction::Wait { req })?;
@@ -893,14 +731,9 @@ impl<'p, 'a> Rank<'p, 'a> {
                     sink.action(TraceAction::Waitall { reqs: Vec::new() })?;
                 }
             }
-            "MPI_Test" | "MPI_Testall" | "MPI_Testany" | "MPI_Testsome" | "MPI_Probe"
-            | "MPI_Iprobe" => {}
+            "MPI_Test" | "MPI_Testall" | "MPI_Testany" | "MPI_Testsome" | "MPI_Probe" | "MPI_Iprobe" => {}
             "MPI_Sendrecv" | "MPI_Sendrecv_replace" => {
-                let (src_k, rtag_k, comm_k) = if name == "MPI_Sendrecv" {
-                    (8, 9, 10)
-                } else {
-                    (5, 6, 7)
-                };
+                let (src_k, rtag_k, comm_k) = if name == "MPI_Sendrecv" { (8, 9, 10) } else { (5, 6, 7) };
                 let to = check(peer(self.need(site, i, 3, "destination")?), "destination")?;
                 let from = check(peer(self.need(site, i, src_k, "source")?), "source")?;
                 let comm = self.comm_of(site, i, Some(comm_k))?;
@@ -908,40 +741,20 @@ impl<'p, 'a> Rank<'p, 'a> {
                 let rtag = self.tag(site, rtag_k);
                 match (to, from) {
                     (None, None) => {}
-                    (Some(Peer::Rank(to)), None) => sink.action(TraceAction::Send {
-                        to,
-                        bytes: self.bytes(site, i)?,
-                        tag: stag,
-                        comm,
-                    })?,
-                    (None, Some(from)) => sink.action(TraceAction::Recv {
-                        from,
-                        bytes: self.bytes(site, i).ok(),
-                        tag: rtag,
-                        comm,
-                    })?,
+                    (Some(Peer::Rank(to)), None) => {
+                        sink.action(TraceAction::Send { to, bytes: self.bytes(site, i)?, tag: stag, comm })?
+                    }
+                    (None, Some(from)) => {
+                        sink.action(TraceAction::Recv { from, bytes: self.bytes(site, i).ok(), tag: rtag, comm })?
+                    }
                     (Some(Peer::Rank(to)), Some(from)) => {
                         let b = self.bytes(site, i)?;
-                        sink.action(TraceAction::Sendrecv {
-                            to,
-                            send_bytes: b,
-                            send_tag: stag,
-                            from,
-                            recv_bytes: Some(b),
-                            recv_tag: rtag,
-                            comm,
-                        })?
+                        sink.action(TraceAction::Sendrecv { to, send_bytes: b, send_tag: stag, from, recv_bytes: Some(b), recv_tag: rtag, comm })?
                     }
-                    (Some(Peer::Any), _) => {
-                        return Err(self
-                            .prog
-                            .unresolved(i, format!("{name}: negative destination")))
-                    }
+                    (Some(Peer::Any), _) => return Err(self.prog.unresolved(i, format!("{name}: negative destination"))),
                 }
             }
-            "MPI_Barrier" => sink.action(TraceAction::Barrier {
-                comm: self.comm_of(site, i, Some(0))?,
-            })?,
+            "MPI_Barrier" => sink.action(TraceAction::Barrier { comm: self.comm_of(site, i, Some(0))? })?,
             "MPI_Bcast" | "MPI_Reduce" | "MPI_Gather" | "MPI_Scatter" => {
                 let (root_k, comm_k) = match name {
                     "MPI_Bcast" => (3, 4),
@@ -951,9 +764,7 @@ impl<'p, 'a> Rank<'p, 'a> {
                 let root = self.need(site, i, root_k, "root")?;
                 let root = check(peer(root), "root")?;
                 let Some(Peer::Rank(root)) = root else {
-                    return Err(self
-                        .prog
-                        .unresolved(i, format!("{name}: root is not a rank")));
+                    return Err(self.prog.unresolved(i, format!("{name}: root is not a rank")));
                 };
                 let bytes = self.bytes(site, i)?;
                 let comm = self.comm_of(site, i, Some(comm_k))?;
@@ -964,30 +775,14 @@ impl<'p, 'a> Rank<'p, 'a> {
                     _ => TraceAction::Scatter { bytes, root, comm },
                 })?;
             }
-            "MPI_Allreduce"
-            | "MPI_Scan"
-            | "MPI_Exscan"
-            | "MPI_Allgather"
-            | "MPI_Alltoall"
-            | "MPI_Reduce_scatter_block" => {
+            "MPI_Allreduce" | "MPI_Scan" | "MPI_Exscan" | "MPI_Allgather" | "MPI_Alltoall" | "MPI_Reduce_scatter_block" => {
                 let bytes = self.bytes(site, i)?;
-                let comm = self.comm_of(
-                    site,
-                    i,
-                    Some(if matches!(name, "MPI_Allgather" | "MPI_Alltoall") {
-                        6
-                    } else {
-                        5
-                    }),
-                )?;
+                let comm = self.comm_of(site, i, Some(if matches!(name, "MPI_Allgather" | "MPI_Alltoall") { 6 } else { 5 }))?;
                 sink.action(match name {
                     "MPI_Allreduce" => TraceAction::Allreduce { bytes, comm },
                     "MPI_Allgather" => TraceAction::Allgather { bytes, comm },
                     "MPI_Alltoall" => TraceAction::Alltoall { bytes, comm },
-                    "MPI_Reduce_scatter_block" => TraceAction::ReduceScatter {
-                        counts: vec![bytes; size as usize],
-                        comm,
-                    },
+                    "MPI_Reduce_scatter_block" => TraceAction::ReduceScatter { counts: vec![bytes; size as usize], comm },
                     _ => TraceAction::Scan { bytes, comm },
                 })?;
             }
@@ -997,24 +792,10 @@ impl<'p, 'a> Rank<'p, 'a> {
                 let given: Vec<i64> = site
                     .arg_lists
                     .get(&2)
-                    .map(|v| {
-                        v.iter()
-                            .map(|e| {
-                                e.as_ref()
-                                    .and_then(|e| e.eval_map(&self.env).ok())
-                                    .unwrap_or(0.0) as i64
-                            })
-                            .collect()
-                    })
+                    .map(|v| v.iter().map(|e| e.as_ref().and_then(|e| e.eval_map(&self.env).ok()).unwrap_or(0.0) as i64).collect())
                     .unwrap_or_else(|| vec![0; ndims]);
-                let dims = dims_create(nnodes, &given, ndims).ok_or_else(|| {
-                    self.prog.unresolved(
-                        i,
-                        format!(
-                            "MPI_Dims_create: {nnodes} processes do not fit the given dimensions"
-                        ),
-                    )
-                })?;
+                let dims = dims_create(nnodes, &given, ndims)
+                    .ok_or_else(|| self.prog.unresolved(i, format!("MPI_Dims_create: {nnodes} processes do not fit the given dimensions")))?;
                 for (k, d) in dims.iter().enumerate() {
                     self.env.insert(format!("cart_dims{k}"), *d as f64);
                 }
@@ -1023,43 +804,19 @@ impl<'p, 'a> Rank<'p, 'a> {
             "MPI_Cart_create" => {
                 let ndims = self.need(site, i, 1, "number of dimensions")? as usize;
                 if self.cart_dims.len() != ndims {
-                    let dims: Option<Vec<i64>> = site.arg_lists.get(&2).and_then(|v| {
-                        v.iter()
-                            .map(|e| {
-                                e.as_ref()
-                                    .and_then(|e| e.eval_map(&self.env).ok())
-                                    .map(|x| x as i64)
-                            })
-                            .collect()
-                    });
-                    self.cart_dims = dims.ok_or_else(|| {
-                        self.prog
-                            .unresolved(i, "MPI_Cart_create: dimensions not known".into())
-                    })?;
+                    let dims: Option<Vec<i64>> = site
+                        .arg_lists
+                        .get(&2)
+                        .and_then(|v| v.iter().map(|e| e.as_ref().and_then(|e| e.eval_map(&self.env).ok()).map(|x| x as i64)).collect());
+                    self.cart_dims = dims.ok_or_else(|| self.prog.unresolved(i, "MPI_Cart_create: dimensions not known".into()))?;
                 }
                 self.cart_periods = match site.arg_lists.get(&3) {
-                    Some(v) => v
-                        .iter()
-                        .map(|e| {
-                            e.as_ref()
-                                .and_then(|e| e.eval_map(&self.env).ok())
-                                .unwrap_or(0.0)
-                                != 0.0
-                        })
-                        .collect(),
-                    None => {
-                        return Err(self.prog.unresolved(
-                            i,
-                            "MPI_Cart_create: periods not known before running".into(),
-                        ))
-                    }
+                    Some(v) => v.iter().map(|e| e.as_ref().and_then(|e| e.eval_map(&self.env).ok()).unwrap_or(0.0) != 0.0).collect(),
+                    None => return Err(self.prog.unresolved(i, "MPI_Cart_create: periods not known before running".into())),
                 };
                 let total: i64 = self.cart_dims.iter().product();
                 if total != self.size() {
-                    return Err(self.prog.unresolved(
-                        i,
-                        format!("MPI_Cart_create: grid of {total} for {} ranks", self.size()),
-                    ));
+                    return Err(self.prog.unresolved(i, format!("MPI_Cart_create: grid of {total} for {} ranks", self.size())));
                 }
                 if let Some(out) = site.args.get(5).and_then(|t| self.normalise(t)) {
                     // Without reordering (and mpicast does not reorder) rank r keeps its place.
@@ -1067,8 +824,7 @@ impl<'p, 'a> Rank<'p, 'a> {
                 }
                 let coords = cart_coords(self.rank(), &self.cart_dims);
                 for (k, c) in coords.iter().enumerate() {
-                    self.env
-                        .insert(format!("cart_dims{k}"), self.cart_dims[k] as f64);
+                    self.env.insert(format!("cart_dims{k}"), self.cart_dims[k] as f64);
                     self.env.insert(format!("cart_coord{k}"), *c as f64);
                 }
             }
@@ -1082,14 +838,10 @@ impl<'p, 'a> Rank<'p, 'a> {
                 let dim = self.need(site, i, 1, "direction")? as usize;
                 let disp = self.need(site, i, 2, "displacement")? as i64;
                 if dim >= self.cart_dims.len() {
-                    return Err(self.prog.unresolved(
-                        i,
-                        format!("MPI_Cart_shift: direction {dim} outside the grid"),
-                    ));
+                    return Err(self.prog.unresolved(i, format!("MPI_Cart_shift: direction {dim} outside the grid")));
                 }
                 let shifted = |by: i64| -> f64 {
-                    cart_neighbour(self.rank(), &self.cart_dims, &self.cart_periods, dim, by)
-                        .map_or(-2.0, |r| r as f64)
+                    cart_neighbour(self.rank(), &self.cart_dims, &self.cart_periods, dim, by).map_or(-2.0, |r| r as f64)
                 };
                 let (src, dst) = (shifted(-disp), shifted(disp));
                 for (k, v) in [(3, src), (4, dst)] {
@@ -1103,23 +855,12 @@ impl<'p, 'a> Rank<'p, 'a> {
                     let req = self.next_req;
                     self.next_req += 1;
                     self.reqs.push((String::new(), req));
-                    sink.action(TraceAction::Isend {
-                        req,
-                        to,
-                        bytes: self.bytes(site, i)?,
-                        tag: 0,
-                        comm: COMM_WORLD,
-                    })?;
+                    sink.action(TraceAction::Isend { req, to, bytes: self.bytes(site, i)?, tag: 0, comm: COMM_WORLD })?;
                 }
             }
             "P2Preceive" => {
                 if let Some(from) = check(peer(self.need(site, i, 0, "peer")?), "peer")? {
-                    sink.action(TraceAction::Recv {
-                        from,
-                        bytes: self.bytes(site, i).ok(),
-                        tag: Tag::Any,
-                        comm: COMM_WORLD,
-                    })?;
+                    sink.action(TraceAction::Recv { from, bytes: self.bytes(site, i).ok(), tag: Tag::Any, comm: COMM_WORLD })?;
                 }
             }
             "P2Pwait" => {
@@ -1130,27 +871,14 @@ impl<'p, 'a> Rank<'p, 'a> {
             }
             // A converged flag (int) or a double reduced over every peer; the synchronous
             // scheme's blocking form (the asynchronous schemes' epochs are not modelled statically).
-            "P2Pconverged" => sink.action(TraceAction::Allreduce {
-                bytes: 4,
-                comm: COMM_WORLD,
-            })?,
-            "P2Pallreduce" => sink.action(TraceAction::Allreduce {
-                bytes: 8,
-                comm: COMM_WORLD,
-            })?,
+            "P2Pconverged" => sink.action(TraceAction::Allreduce { bytes: 4, comm: COMM_WORLD })?,
+            "P2Pallreduce" => sink.action(TraceAction::Allreduce { bytes: 8, comm: COMM_WORLD })?,
             "P2Pbarrier" => sink.action(TraceAction::Barrier { comm: COMM_WORLD })?,
             "P2Pset_scheme" => {}
             "MPI_Cart_rank" | "MPI_Comm_split" => {
-                return Err(self
-                    .prog
-                    .unresolved(i, format!("{name} is not modelled statically")));
+                return Err(self.prog.unresolved(i, format!("{name} is not modelled statically")));
             }
-            other => {
-                return Err(self.prog.unresolved(
-                    i,
-                    format!("{other} is not modelled statically (v-collectives need their counts)"),
-                ))
-            }
+            other => return Err(self.prog.unresolved(i, format!("{other} is not modelled statically (v-collectives need their counts)"))),
         }
         Ok(())
     }
@@ -1158,9 +886,7 @@ impl<'p, 'a> Rank<'p, 'a> {
 
 /// MPI_Dims_create: a balanced grid, dimensions in non-increasing order, given ones kept.
 pub fn dims_create(nnodes: i64, given: &[i64], ndims: usize) -> Option<Vec<i64>> {
-    let mut dims: Vec<i64> = (0..ndims)
-        .map(|k| given.get(k).copied().unwrap_or(0))
-        .collect();
+    let mut dims: Vec<i64> = (0..ndims).map(|k| given.get(k).copied().unwrap_or(0)).collect();
     let fixed: i64 = dims.iter().filter(|d| **d > 0).product();
     if fixed == 0 || nnodes % fixed != 0 {
         return None;
@@ -1199,13 +925,7 @@ pub fn dims_create(nnodes: i64, given: &[i64], ndims: usize) -> Option<Vec<i64>>
 /// Row-major coordinates of a rank (MPI's order: the last dimension varies fastest).
 /// The rank `by` steps along `dim` from `rank` in a Cartesian grid (wrapping where the
 /// dimension is periodic); None outside an open edge (MPI_PROC_NULL).
-pub fn cart_neighbour(
-    rank: i64,
-    dims: &[i64],
-    periods: &[bool],
-    dim: usize,
-    by: i64,
-) -> Option<i64> {
+pub fn cart_neighbour(rank: i64, dims: &[i64], periods: &[bool], dim: usize, by: i64) -> Option<i64> {
     let mut c = cart_coords(rank, dims);
     let n = dims[dim];
     let x = c[dim] + by;
@@ -1236,9 +956,7 @@ pub fn cart_rank(coords: &[i64], dims: &[i64]) -> i64 {
 
 /// Turns block executions into seconds: writes compute actions.
 pub fn compute_action(seconds: f64) -> TraceAction {
-    TraceAction::Compute {
-        compute: Compute::Seconds(seconds),
-    }
+    TraceAction::Compute { compute: Compute::Seconds(seconds) }
 }
 
 #[cfg(test)]

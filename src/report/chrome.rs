@@ -37,37 +37,20 @@ fn json_str(s: &str) -> String {
 
 pub fn trace(p: &Prediction) -> Result<String> {
     if p.timeline.is_empty() {
-        bail!(
-            "the prediction has no timeline: predict with --timeline (or --html, --chrome-trace)"
-        );
+        bail!("the prediction has no timeline: predict with --timeline (or --html, --chrome-trace)");
     }
     // Hosts that run ranks, in the prediction's order (then any only the ranks name).
-    let placed: std::collections::BTreeSet<&str> =
-        p.ranks_detail.iter().map(|r| r.host.as_str()).collect();
+    let placed: std::collections::BTreeSet<&str> = p.ranks_detail.iter().map(|r| r.host.as_str()).collect();
     let mut pid_of: BTreeMap<&str, usize> = BTreeMap::new();
     let mut hosts: Vec<&str> = Vec::new();
-    for h in p
-        .hosts
-        .iter()
-        .map(|h| h.name.as_str())
-        .chain(p.ranks_detail.iter().map(|r| r.host.as_str()))
-    {
+    for h in p.hosts.iter().map(|h| h.name.as_str()).chain(p.ranks_detail.iter().map(|r| r.host.as_str())) {
         if placed.contains(h) && !pid_of.contains_key(h) {
             pid_of.insert(h, hosts.len() + 1);
             hosts.push(h);
         }
     }
-    let rank_pid: BTreeMap<u32, usize> = p
-        .ranks_detail
-        .iter()
-        .map(|r| (r.rank, pid_of[r.host.as_str()]))
-        .collect();
-    let mut ranks: Vec<u32> = p
-        .ranks_detail
-        .iter()
-        .map(|r| r.rank)
-        .chain(p.timeline.iter().map(|e| e.rank))
-        .collect();
+    let rank_pid: BTreeMap<u32, usize> = p.ranks_detail.iter().map(|r| (r.rank, pid_of[r.host.as_str()])).collect();
+    let mut ranks: Vec<u32> = p.ranks_detail.iter().map(|r| r.rank).chain(p.timeline.iter().map(|e| e.rank)).collect();
     ranks.sort_unstable();
     ranks.dedup();
     // Ranks the statistics do not place (none, normally) go to pid 0.
@@ -114,11 +97,7 @@ pub fn trace(p: &Prediction) -> Result<String> {
         );
     }
     o.push_str("\n],\n");
-    let _ = writeln!(
-        o,
-        "\"displayTimeUnit\":\"{}\",",
-        if p.predicted_s < 1e-3 { "ns" } else { "ms" }
-    );
+    let _ = writeln!(o, "\"displayTimeUnit\":\"{}\",", if p.predicted_s < 1e-3 { "ns" } else { "ms" });
     let other = serde_json::json!({
         "generator": format!("mpicast {}", env!("CARGO_PKG_VERSION")),
         "program": p.program,

@@ -59,11 +59,7 @@ pub fn page(title: &str, body: &str, scripts: &[&str]) -> String {
     o.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n");
     let _ = writeln!(o, "<title>{}</title>", escape(title));
     let _ = writeln!(o, "<script>{ERROR_HOOK}</script>");
-    let _ = writeln!(
-        o,
-        "<style>\n{}</style>\n</head>\n<body>",
-        include_str!("page.css")
-    );
+    let _ = writeln!(o, "<style>\n{}</style>\n</head>\n<body>", include_str!("page.css"));
     o.push_str("<div id=\"page-errors\" class=\"errors\" hidden></div>\n");
     o.push_str(body);
     for s in scripts {
@@ -117,10 +113,7 @@ mod tests {
 
     #[test]
     fn escape_covers_markup_and_quotes() {
-        assert_eq!(
-            escape(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-        );
+        assert_eq!(escape(r#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
         assert_eq!(escape("a\u{1}b\tc"), "a\u{fffd}b\tc");
     }
 
@@ -128,10 +121,7 @@ mod tests {
     fn script_json_cannot_close_the_script() {
         let v = serde_json::json!({"s": "</script><!-- & -->"});
         let s = script_json(&v);
-        assert!(
-            !s.contains('<') && !s.contains('>') && !s.contains('&'),
-            "{s}"
-        );
+        assert!(!s.contains('<') && !s.contains('>') && !s.contains('&'), "{s}");
         let back: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(back, v);
     }

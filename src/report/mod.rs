@@ -92,10 +92,7 @@ mod tests {
     #[test]
     fn a_missing_source_and_no_timeline_are_said() {
         let page = html_prediction(&prediction("/nonexistent/<x>.c")).unwrap();
-        assert!(
-            page.contains("<p class=\"missing\">/nonexistent/&lt;x&gt;.c: cannot read:"),
-            "the missing file is named"
-        );
+        assert!(page.contains("<p class=\"missing\">/nonexistent/&lt;x&gt;.c: cannot read:"), "the missing file is named");
         assert!(page.contains("id=\"no-timeline\""));
         assert!(page.contains("<li>a &lt;b&gt; &amp; c</li>"));
         assert!(page.contains("<code>&lt;10&gt;</code>"));
@@ -108,18 +105,8 @@ mod tests {
         let e = chrome_trace(&p).unwrap_err().to_string();
         assert!(e.contains("no timeline") && !e.contains('\n'), "{e}");
         p.timeline = vec![
-            TimelineEvent {
-                rank: 1,
-                kind: "compute".into(),
-                start_s: 0.0,
-                end_s: 1e-3,
-            },
-            TimelineEvent {
-                rank: 0,
-                kind: "send".into(),
-                start_s: 0.0,
-                end_s: 2.5e-6,
-            },
+            TimelineEvent { rank: 1, kind: "compute".into(), start_s: 0.0, end_s: 1e-3 },
+            TimelineEvent { rank: 0, kind: "send".into(), start_s: 0.0, end_s: 2.5e-6 },
         ];
         let t: serde_json::Value = serde_json::from_str(&chrome_trace(&p).unwrap()).unwrap();
         let ev = t["traceEvents"].as_array().unwrap();
@@ -131,20 +118,14 @@ mod tests {
         assert_eq!(x[1]["tid"], 1);
         assert_eq!(x[1]["pid"], 2, "rank 1 on its host n1, the second process");
         assert_eq!(x[1]["dur"], 1000.0);
-        let names: Vec<&str> = ev
-            .iter()
-            .filter(|e| e["name"] == "thread_name")
-            .map(|e| e["args"]["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = ev.iter().filter(|e| e["name"] == "thread_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["rank 0", "rank 1"]);
         assert_eq!(t["displayTimeUnit"], "ms");
     }
 
     #[test]
     fn predictions_of_two_programs_do_not_mix() {
-        let e = html_predictions(&[prediction("a.c"), prediction("b.c")], &[])
-            .unwrap_err()
-            .to_string();
+        let e = html_predictions(&[prediction("a.c"), prediction("b.c")], &[]).unwrap_err().to_string();
         assert!(e.contains("one program"), "{e}");
     }
 
@@ -165,11 +146,7 @@ mod tests {
             wall_s: 0.0,
         };
         let svg = sweep_svg(&s);
-        assert!(
-            svg.starts_with("<svg xmlns=")
-                && svg.contains("no points in this sweep")
-                && svg.ends_with("</svg>\n")
-        );
+        assert!(svg.starts_with("<svg xmlns=") && svg.contains("no points in this sweep") && svg.ends_with("</svg>\n"));
         assert!(html_sweep(&s).unwrap().contains("no points in this sweep"));
     }
 }

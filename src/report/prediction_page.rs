@@ -39,10 +39,7 @@ fn machine_labels(preds: &[Prediction]) -> Vec<String> {
         .map(|p| format!("{} ({})", short_path(&p.machine.path), p.machine.hostname))
         .collect();
     // Same table twice (other platforms, other ranks): number them.
-    let dup: Vec<bool> = labels
-        .iter()
-        .map(|l| labels.iter().filter(|m| *m == l).count() > 1)
-        .collect();
+    let dup: Vec<bool> = labels.iter().map(|l| labels.iter().filter(|m| *m == l).count() > 1).collect();
     for (k, l) in labels.iter_mut().enumerate() {
         if dup[k] {
             let _ = write!(l, " #{}", k + 1);
@@ -62,11 +59,7 @@ fn read_source(file: &str, dirs: &[PathBuf]) -> std::result::Result<String, Stri
     for c in &candidates {
         match std::fs::metadata(c) {
             Ok(m) if m.len() > MAX_SOURCE_BYTES => {
-                return Err(format!(
-                    "{} bytes, more than this page shows ({} MiB)",
-                    m.len(),
-                    MAX_SOURCE_BYTES >> 20
-                ))
+                return Err(format!("{} bytes, more than this page shows ({} MiB)", m.len(), MAX_SOURCE_BYTES >> 20))
             }
             Ok(_) => match std::fs::read(c) {
                 Ok(bytes) => return Ok(String::from_utf8_lossy(&bytes).into_owned()),
@@ -105,12 +98,7 @@ pub fn render(preds: &[Prediction], source_dirs: &[PathBuf]) -> Result<String> {
 
     // Files: the program's, then any a block or function names that it does not.
     let mut files: Vec<String> = p.program.clone();
-    for f in preds.iter().flat_map(|q| {
-        q.blocks
-            .iter()
-            .map(|b| &b.file)
-            .chain(q.functions.iter().map(|f| &f.file))
-    }) {
+    for f in preds.iter().flat_map(|q| q.blocks.iter().map(|b| &b.file).chain(q.functions.iter().map(|f| &f.file))) {
         if !files.contains(f) {
             files.push(f.clone());
         }
@@ -137,9 +125,7 @@ pub fn render(preds: &[Prediction], source_dirs: &[PathBuf]) -> Result<String> {
     header(&mut body, preds, &labels);
 
     // Source view and block panel.
-    body.push_str(
-        "<div class=\"grid-main\">\n<section class=\"card\" id=\"source-card\"><h2>Source</h2>\n",
-    );
+    body.push_str("<div class=\"grid-main\">\n<section class=\"card\" id=\"source-card\"><h2>Source</h2>\n");
     let _ = writeln!(
         body,
         "<p class=\"hint\">Lines coloured by their block's share of the predicted compute time (the {} hottest blocks; \
@@ -158,11 +144,7 @@ pub fn render(preds: &[Prediction], source_dirs: &[PathBuf]) -> Result<String> {
 
     timeline_card(&mut body, p);
 
-    body.push_str(if preds.len() > 1 {
-        "<div class=\"grid-1\">\n"
-    } else {
-        "<div class=\"grid-2\">\n"
-    });
+    body.push_str(if preds.len() > 1 { "<div class=\"grid-1\">\n" } else { "<div class=\"grid-2\">\n" });
     blocks_table(&mut body, &blocks, &files, &labels);
     functions_table(&mut body, preds, &files, &labels);
     body.push_str("</div>\n");
@@ -172,25 +154,13 @@ pub fn render(preds: &[Prediction], source_dirs: &[PathBuf]) -> Result<String> {
     links_table(&mut body, p, &labels[0], preds.len() > 1);
     body.push_str("</div>\n");
     op_classes_table(&mut body, preds, &labels);
-    let _ = writeln!(
-        body,
-        "<footer>mpicast {} · prediction report</footer>",
-        env!("CARGO_PKG_VERSION")
-    );
+    let _ = writeln!(body, "<footer>mpicast {} · prediction report</footer>", env!("CARGO_PKG_VERSION"));
 
     let data = page_data(preds, &labels, &files, &blocks);
-    let _ = writeln!(
-        body,
-        "<script type=\"application/json\" id=\"mpicast-data\">{}</script>",
-        super::html::script_json(&data)
-    );
+    let _ = writeln!(body, "<script type=\"application/json\" id=\"mpicast-data\">{}</script>", super::html::script_json(&data));
     let title = format!(
         "mpicast: {} on {} ranks",
-        p.program
-            .iter()
-            .map(|f| short_path(f))
-            .collect::<Vec<_>>()
-            .join(" "),
+        p.program.iter().map(|f| short_path(f)).collect::<Vec<_>>().join(" "),
         p.ranks
     );
     Ok(page(&title, &body, &[include_str!("prediction.js")]))
@@ -220,31 +190,18 @@ fn header(o: &mut String, preds: &[Prediction], labels: &[String]) {
     };
     item("program", escape(&p.program.join(" ")));
     if !p.args.is_empty() {
-        item(
-            "arguments",
-            format!("<code>{}</code>", escape(&p.args.join(" "))),
-        );
+        item("arguments", format!("<code>{}</code>", escape(&p.args.join(" "))));
     }
     if !p.bindings.is_empty() {
         let b: Vec<String> = p.bindings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         item("parameters", escape(&b.join(" ")));
     }
     item("path", escape(&format!("{} ({} costs)", p.mode, p.costs)));
-    item(
-        "platform",
-        format!(
-            "<span title=\"{}\">{}</span>",
-            escape(&p.platform),
-            escape(short_path(&p.platform))
-        ),
-    );
+    item("platform", format!("<span title=\"{}\">{}</span>", escape(&p.platform), escape(short_path(&p.platform))));
     if preds.len() == 1 {
         item(
             "machine",
-            escape(&format!(
-                "{} — {}, {}, {}",
-                p.machine.path, p.machine.hostname, p.machine.cpu_model, p.machine.compiler
-            )),
+            escape(&format!("{} — {}, {}, {}", p.machine.path, p.machine.hostname, p.machine.cpu_model, p.machine.compiler)),
         );
     }
     if !p.what_if.is_empty() {
@@ -260,13 +217,7 @@ fn header(o: &mut String, preds: &[Prediction], labels: &[String]) {
             )),
         );
     }
-    item(
-        "simulated",
-        escape(&format!(
-            "{} messages; prediction took {:.2} s",
-            p.messages, p.wall_s
-        )),
-    );
+    item("simulated", escape(&format!("{} messages; prediction took {:.2} s", p.messages, p.wall_s)));
     o.push_str("</dl>\n");
     if preds.len() > 1 {
         o.push_str("<table class=\"machines\"><thead><tr><th>machine table</th><th>host</th><th>CPU</th><th>compiler</th>\
@@ -293,15 +244,7 @@ fn header(o: &mut String, preds: &[Prediction], labels: &[String]) {
     let warnings: Vec<String> = preds
         .iter()
         .zip(labels)
-        .flat_map(|(q, l)| {
-            q.warnings.iter().map(move |w| {
-                if preds.len() > 1 {
-                    format!("{l}: {w}")
-                } else {
-                    w.clone()
-                }
-            })
-        })
+        .flat_map(|(q, l)| q.warnings.iter().map(move |w| if preds.len() > 1 { format!("{l}: {w}") } else { w.clone() }))
         .collect();
     if !warnings.is_empty() {
         o.push_str("<ul class=\"warnings\">\n");
@@ -314,11 +257,7 @@ fn header(o: &mut String, preds: &[Prediction], labels: &[String]) {
         let _ = writeln!(
             o,
             "<details class=\"assumptions\"{}><summary>{} assumption{}</summary><ul>",
-            if p.assumptions.len() <= 3 {
-                " open"
-            } else {
-                ""
-            },
+            if p.assumptions.len() <= 3 { " open" } else { "" },
             p.assumptions.len(),
             if p.assumptions.len() == 1 { "" } else { "s" }
         );
@@ -330,20 +269,8 @@ fn header(o: &mut String, preds: &[Prediction], labels: &[String]) {
     o.push_str("</header>\n");
 }
 
-fn source_file(
-    o: &mut String,
-    fi: usize,
-    file: &str,
-    blocks: &[Block],
-    max_share: f64,
-    dirs: &[PathBuf],
-) {
-    let _ = writeln!(
-        o,
-        "<section class=\"file\" data-file=\"{fi}\"><h3 title=\"{}\">{}</h3>",
-        escape(file),
-        escape(file)
-    );
+fn source_file(o: &mut String, fi: usize, file: &str, blocks: &[Block], max_share: f64, dirs: &[PathBuf]) {
+    let _ = writeln!(o, "<section class=\"file\" data-file=\"{fi}\"><h3 title=\"{}\">{}</h3>", escape(file), escape(file));
     let text = match read_source(file, dirs) {
         Ok(t) => t,
         Err(e) => {
@@ -359,27 +286,15 @@ fn source_file(
     let lines = super::source::highlight(&text);
     // The innermost block of each line: larger blocks first, so smaller ones overwrite them.
     let mut owner: Vec<Option<usize>> = vec![None; lines.len() + 1];
-    let mut mine: Vec<usize> = (0..blocks.len())
-        .filter(|&i| blocks[i].file == fi)
-        .collect();
-    let span = |i: usize| {
-        blocks[i]
-            .cost
-            .line_end
-            .saturating_sub(blocks[i].cost.line_start)
-    };
+    let mut mine: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].file == fi).collect();
+    let span = |i: usize| blocks[i].cost.line_end.saturating_sub(blocks[i].cost.line_start);
     mine.sort_by(|&a, &b| {
-        span(b)
-            .cmp(&span(a))
-            .then(kind_priority(&blocks[a].cost.kind).cmp(&kind_priority(&blocks[b].cost.kind)))
+        span(b).cmp(&span(a)).then(kind_priority(&blocks[a].cost.kind).cmp(&kind_priority(&blocks[b].cost.kind)))
     });
     let mut starts: BTreeMap<usize, usize> = BTreeMap::new();
     for &i in &mine {
         let c = blocks[i].cost;
-        let (a, b) = (
-            c.line_start.max(1) as usize,
-            (c.line_end as usize).min(lines.len()),
-        );
+        let (a, b) = (c.line_start.max(1) as usize, (c.line_end as usize).min(lines.len()));
         for slot in owner.iter_mut().take(b + 1).skip(a) {
             *slot = Some(i);
         }
@@ -393,16 +308,8 @@ fn source_file(
         match owner[n] {
             Some(i) => {
                 let share = blocks[i].cost.share;
-                let heat = if max_share > 0.0 {
-                    (share / max_share).clamp(0.0, 1.0).sqrt()
-                } else {
-                    0.0
-                };
-                let gutter = if starts.get(&n) == Some(&i) {
-                    percent(share)
-                } else {
-                    String::new()
-                };
+                let heat = if max_share > 0.0 { (share / max_share).clamp(0.0, 1.0).sqrt() } else { 0.0 };
+                let gutter = if starts.get(&n) == Some(&i) { percent(share) } else { String::new() };
                 let _ = writeln!(
                     o,
                     "<div class=\"ln b\" id=\"f{fi}l{n}\" data-b=\"{i}\" style=\"background:rgba(226,83,38,{:.3})\">\
@@ -456,15 +363,7 @@ fn blocks_table(o: &mut String, blocks: &[Block], files: &[String], labels: &[St
     }
     o.push_str("<table class=\"rows\"><thead><tr><th>block</th><th>function</th><th class=\"r\">executions</th>");
     for l in labels {
-        let _ = write!(
-            o,
-            "<th class=\"r\">{}</th>",
-            if labels.len() == 1 {
-                "time".to_string()
-            } else {
-                escape(l)
-            }
-        );
+        let _ = write!(o, "<th class=\"r\">{}</th>", if labels.len() == 1 { "time".to_string() } else { escape(l) });
     }
     o.push_str("<th class=\"r\">share</th><th>op classes</th></tr></thead><tbody>\n");
     for (i, b) in blocks.iter().enumerate() {
@@ -481,18 +380,9 @@ fn blocks_table(o: &mut String, blocks: &[Block], files: &[String], labels: &[St
             count(c.executions)
         );
         for q in &b.per {
-            let _ = write!(
-                o,
-                "<td class=\"r\">{}</td>",
-                q.map(|q| seconds(q.seconds)).unwrap_or_else(|| "—".into())
-            );
+            let _ = write!(o, "<td class=\"r\">{}</td>", q.map(|q| seconds(q.seconds)).unwrap_or_else(|| "—".into()));
         }
-        let _ = writeln!(
-            o,
-            "<td class=\"r\">{}</td><td>{}</td></tr>",
-            percent(c.share),
-            op_bar(c)
-        );
+        let _ = writeln!(o, "<td class=\"r\">{}</td><td>{}</td></tr>", percent(c.share), op_bar(c));
     }
     o.push_str("</tbody></table></section>\n");
 }
@@ -531,15 +421,7 @@ fn functions_table(o: &mut String, preds: &[Prediction], files: &[String], label
     }
     o.push_str("<table class=\"rows\"><thead><tr><th>function</th><th>where</th>");
     for l in labels {
-        let _ = write!(
-            o,
-            "<th class=\"r\">{}</th>",
-            if labels.len() == 1 {
-                "time".to_string()
-            } else {
-                escape(l)
-            }
-        );
+        let _ = write!(o, "<th class=\"r\">{}</th>", if labels.len() == 1 { "time".to_string() } else { escape(l) });
     }
     o.push_str("<th class=\"r\">share</th><th></th></tr></thead><tbody>\n");
     for f in &p.functions {
@@ -554,16 +436,8 @@ fn functions_table(o: &mut String, preds: &[Prediction], files: &[String], label
             f.line_start
         );
         for q in preds {
-            let v = q
-                .functions
-                .iter()
-                .find(|g| g.name == f.name && g.file == f.file);
-            let _ = write!(
-                o,
-                "<td class=\"r\">{}</td>",
-                v.map(|g| seconds(g.self_seconds))
-                    .unwrap_or_else(|| "—".into())
-            );
+            let v = q.functions.iter().find(|g| g.name == f.name && g.file == f.file);
+            let _ = write!(o, "<td class=\"r\">{}</td>", v.map(|g| seconds(g.self_seconds)).unwrap_or_else(|| "—".into()));
         }
         let _ = writeln!(
             o,
@@ -617,10 +491,7 @@ fn hosts_table(o: &mut String, p: &Prediction, label: &str, several: bool) {
         "<table class=\"rows\"><thead><tr><th>host</th><th class=\"r\">ranks</th><th class=\"r\">cores</th><th class=\"r\">speed</th>\
          <th class=\"r\">computed</th><th class=\"r\">CPU use</th><th></th></tr></thead><tbody>\n",
     );
-    let (busy, idle): (Vec<_>, Vec<_>) = p
-        .hosts
-        .iter()
-        .partition(|h| h.ranks > 0 || h.computed_flops > 0.0);
+    let (busy, idle): (Vec<_>, Vec<_>) = p.hosts.iter().partition(|h| h.ranks > 0 || h.computed_flops > 0.0);
     for h in &busy {
         host_row(o, h);
     }
@@ -660,19 +531,8 @@ fn si(v: f64, unit: &str) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v} {unit}");
     }
-    let prefixes = [
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-        (1.0, ""),
-    ];
-    let (scale, p) = prefixes
-        .iter()
-        .find(|(s, _)| v.abs() >= *s)
-        .copied()
-        .unwrap_or((1.0, ""));
+    let prefixes = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
+    let (scale, p) = prefixes.iter().find(|(s, _)| v.abs() >= *s).copied().unwrap_or((1.0, ""));
     format!("{} {p}{unit}", tidy(v / scale))
 }
 
@@ -683,11 +543,7 @@ fn links_table(o: &mut String, p: &Prediction, label: &str, several: bool) {
         if several { format!(", {}", escape(label)) } else { String::new() }
     );
     let mut links: Vec<_> = p.links.iter().collect();
-    links.sort_by(|a, b| {
-        b.utilisation
-            .total_cmp(&a.utilisation)
-            .then(a.name.cmp(&b.name))
-    });
+    links.sort_by(|a, b| b.utilisation.total_cmp(&a.utilisation).then(a.name.cmp(&b.name)));
     o.push_str(
         "<table class=\"rows\"><thead><tr><th>link</th><th class=\"r\">bandwidth</th><th class=\"r\">bytes</th>\
          <th class=\"r\">utilisation</th><th></th></tr></thead><tbody>\n",
@@ -720,11 +576,7 @@ fn link_row(o: &mut String, l: &crate::model::trace::LinkStats) {
         escape(&l.name),
         si(l.bandwidth_bytes_per_s, "B/s"),
         si(l.bytes, "B"),
-        if l.utilisation > 0.0 && l.utilisation < 1e-3 {
-            format!("{:.4}%", 100.0 * l.utilisation)
-        } else {
-            percent(l.utilisation)
-        },
+        if l.utilisation > 0.0 && l.utilisation < 1e-3 { format!("{:.4}%", 100.0 * l.utilisation) } else { percent(l.utilisation) },
         (100.0 * l.utilisation).clamp(0.0, 100.0)
     );
 }
@@ -808,10 +660,8 @@ fn page_data(preds: &[Prediction], labels: &[String], files: &[String], blocks: 
             })
         })
         .collect();
-    let ops: serde_json::Map<String, Value> = OpClass::ALL
-        .iter()
-        .map(|c| (c.name().to_string(), json!([op_color(*c), c.doc()])))
-        .collect();
+    let ops: serde_json::Map<String, Value> =
+        OpClass::ALL.iter().map(|c| (c.name().to_string(), json!([op_color(*c), c.doc()]))).collect();
     json!({
         "machines": labels,
         "files": files,
@@ -825,11 +675,7 @@ fn page_data(preds: &[Prediction], labels: &[String], files: &[String], blocks: 
 /// numbers stay exact in a double): `ev` is flat, four numbers per event (rank, kind index,
 /// start, end), the earliest [`MAX_EVENTS`] events.
 fn timeline_data(p: &Prediction) -> Value {
-    let end = p
-        .ranks_detail
-        .iter()
-        .map(|r| r.finish_s)
-        .fold(p.predicted_s, f64::max);
+    let end = p.ranks_detail.iter().map(|r| r.finish_s).fold(p.predicted_s, f64::max);
     let tick_s = if end < 7200.0 { 1e-12 } else { 1e-9 };
     let mut kinds: Vec<&str> = Vec::new();
     let mut events: Vec<&crate::model::trace::TimelineEvent> = p.timeline.iter().collect();
@@ -846,12 +692,7 @@ fn timeline_data(p: &Prediction) -> Value {
             }
         };
         let t = |s: f64| json!((s / tick_s).round() as i64);
-        ev.extend([
-            json!(e.rank),
-            json!(k),
-            t(e.start_s),
-            t(e.end_s.max(e.start_s)),
-        ]);
+        ev.extend([json!(e.rank), json!(k), t(e.start_s), t(e.end_s.max(e.start_s))]);
     }
     json!({
         "tick_s": tick_s,

@@ -5,59 +5,11 @@
 use super::html::escape;
 
 const KEYWORDS: &[&str] = &[
-    "auto",
-    "bool",
-    "break",
-    "case",
-    "char",
-    "class",
-    "const",
-    "constexpr",
-    "continue",
-    "default",
-    "delete",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "namespace",
-    "new",
-    "nullptr",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "restrict",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "true",
-    "typedef",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "while",
-    "size_t",
-    "NULL",
+    "auto", "bool", "break", "case", "char", "class", "const", "constexpr", "continue", "default", "delete", "do",
+    "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "inline", "int", "long", "namespace",
+    "new", "nullptr", "private", "protected", "public", "register", "restrict", "return", "short", "signed", "sizeof",
+    "static", "struct", "switch", "template", "this", "true", "typedef", "typename", "union", "unsigned", "using",
+    "virtual", "void", "volatile", "while", "size_t", "NULL",
 ];
 
 /// The lines of `text` as HTML (without their line ends). A block comment spanning lines is
@@ -131,8 +83,7 @@ fn line_html(line: &str, in_comment: &mut bool) -> String {
             }
             token_end = (j + 1).min(b.len());
             class = "s";
-        } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
-        {
+        } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
             let mut j = i + 1;
             while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'.' || b[j] == b'_') {
                 j += 1;

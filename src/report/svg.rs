@@ -7,10 +7,7 @@ use super::html::{escape, short_path};
 use crate::model::sweep::{Sweep, SweepPoint};
 
 /// Curve colours, then dash patterns once they run out.
-const PALETTE: &[&str] = &[
-    "#1f5fa6", "#d1495b", "#2a9d5c", "#e08a1e", "#7b4ea3", "#1b9aaa", "#8c564b", "#c44e9c",
-    "#5d6d2e", "#444444",
-];
+const PALETTE: &[&str] = &["#1f5fa6", "#d1495b", "#2a9d5c", "#e08a1e", "#7b4ea3", "#1b9aaa", "#8c564b", "#c44e9c", "#5d6d2e", "#444444"];
 const DASHES: &[&str] = &["", "6 3", "2 3", "8 3 2 3"];
 
 const PANEL_W: f64 = 400.0;
@@ -32,21 +29,14 @@ struct Axis {
 
 impl Axis {
     fn at(&self, v: f64) -> f64 {
-        let (a, b, x) = if self.log {
-            (self.lo.log10(), self.hi.log10(), v.log10())
-        } else {
-            (self.lo, self.hi, v)
-        };
+        let (a, b, x) = if self.log { (self.lo.log10(), self.hi.log10(), v.log10()) } else { (self.lo, self.hi, v) };
         self.from + (x - a) / (b - a) * (self.to - self.from)
     }
 }
 
 /// The colour and dash of curve `k`.
 pub fn style(k: usize) -> (&'static str, &'static str) {
-    (
-        PALETTE[k % PALETTE.len()],
-        DASHES[(k / PALETTE.len()) % DASHES.len()],
-    )
+    (PALETTE[k % PALETTE.len()], DASHES[(k / PALETTE.len()) % DASHES.len()])
 }
 
 /// Ticks 1-2-5 per decade within [lo, hi], thinned to at most 8; falls back to linear ticks when
@@ -88,11 +78,7 @@ fn lin_ticks(lo: f64, hi: f64) -> Vec<f64> {
     }
     let raw = span / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| span / s <= 6.0)
-        .unwrap_or(10.0 * mag);
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| span / s <= 6.0).unwrap_or(10.0 * mag);
     let mut v = Vec::new();
     let mut k = (lo / step).ceil();
     while k * step <= hi + step * 1e-9 {
@@ -107,10 +93,7 @@ fn rank_ticks(ranks: &[u32], lo: f64, hi: f64) -> Vec<f64> {
     if ranks.len() <= 10 {
         return ranks.iter().map(|&r| f64::from(r)).collect();
     }
-    let mut v: Vec<f64> = (0..40)
-        .map(|k| 2f64.powi(k))
-        .filter(|t| *t >= lo && *t <= hi)
-        .collect();
+    let mut v: Vec<f64> = (0..40).map(|k| 2f64.powi(k)).filter(|t| *t >= lo && *t <= hi).collect();
     let step = v.len().div_ceil(10).max(1);
     v = v.into_iter().step_by(step).collect();
     v
@@ -146,9 +129,7 @@ fn tick_number(v: f64) -> String {
 /// [lo, hi] of positive finite values, widened a little (multiplicatively on log axes) and made
 /// non-empty.
 fn domain(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
-    let vals: Vec<f64> = values
-        .filter(|v| v.is_finite() && (!log || *v > 0.0))
-        .collect();
+    let vals: Vec<f64> = values.filter(|v| v.is_finite() && (!log || *v > 0.0)).collect();
     let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !lo.is_finite() || !hi.is_finite() {
@@ -159,11 +140,7 @@ fn domain(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
         let pad = if b - a < 1e-9 { 0.3 } else { (b - a) * 0.06 };
         Some((10f64.powf(a - pad), 10f64.powf(b + pad)))
     } else {
-        let pad = if hi - lo < 1e-12 {
-            0.5_f64.max(hi.abs() * 0.1)
-        } else {
-            (hi - lo) * 0.06
-        };
+        let pad = if hi - lo < 1e-12 { 0.5_f64.max(hi.abs() * 0.1) } else { (hi - lo) * 0.06 };
         Some((lo - pad, hi + pad))
     }
 }
@@ -202,13 +179,7 @@ pub fn sweep(s: &Sweep) -> String {
             (*pl, pts)
         })
         .collect();
-    let mut ranks: Vec<u32> = s
-        .points
-        .iter()
-        .map(|p| p.ranks)
-        .chain(s.ranks.iter().copied())
-        .filter(|r| *r > 0)
-        .collect();
+    let mut ranks: Vec<u32> = s.points.iter().map(|p| p.ranks).chain(s.ranks.iter().copied()).filter(|r| *r > 0).collect();
     ranks.sort_unstable();
     ranks.dedup();
 
@@ -223,11 +194,7 @@ pub fn sweep(s: &Sweep) -> String {
          viewBox=\"0 0 {width} {height}\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">"
     );
     let prog: Vec<&str> = s.program.iter().map(|p| short_path(p)).collect();
-    let _ = writeln!(
-        o,
-        "<title>{}</title>",
-        escape(&format!("mpicast sweep: {}", prog.join(" ")))
-    );
+    let _ = writeln!(o, "<title>{}</title>", escape(&format!("mpicast sweep: {}", prog.join(" "))));
     let _ = writeln!(o, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>");
     if ranks.is_empty() || s.points.is_empty() {
         let _ = writeln!(o, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\">no points in this sweep</text>", width / 2.0, height / 2.0);
@@ -290,54 +257,25 @@ pub fn sweep(s: &Sweep) -> String {
     o
 }
 
-fn draw_panel(
-    o: &mut String,
-    x0: f64,
-    panel: &Panel,
-    series: &[(&str, Vec<&SweepPoint>)],
-    ranks: &[u32],
-) {
+fn draw_panel(o: &mut String, x0: f64, panel: &Panel, series: &[(&str, Vec<&SweepPoint>)], ranks: &[u32]) {
     let (plot_l, plot_r) = (x0 + LEFT, x0 + PANEL_W - RIGHT);
     let (plot_t, plot_b) = (TOP, PANEL_H - BOTTOM);
     let (rlo, rhi) = (f64::from(ranks[0]), f64::from(*ranks.last().unwrap()));
     let (xlo, xhi) = domain([rlo, rhi].into_iter(), true).unwrap_or((rlo, rhi));
-    let x = Axis {
-        lo: xlo,
-        hi: xhi,
-        log: true,
-        from: plot_l,
-        to: plot_r,
-    };
-    let mut values: Vec<f64> = series
-        .iter()
-        .flat_map(|(_, pts)| pts.iter().map(|p| (panel.value)(p)))
-        .collect();
+    let x = Axis { lo: xlo, hi: xhi, log: true, from: plot_l, to: plot_r };
+    let mut values: Vec<f64> = series.iter().flat_map(|(_, pts)| pts.iter().map(|p| (panel.value)(p))).collect();
     if let Some((pts, _)) = &panel.reference {
         values.extend(pts.iter().map(|p| p.1));
     }
     let (ylo, yhi) = match panel.y_floor_to {
         Some(floor_to) => {
-            let hi = values
-                .iter()
-                .copied()
-                .filter(|v| v.is_finite())
-                .fold(floor_to, f64::max);
+            let hi = values.iter().copied().filter(|v| v.is_finite()).fold(floor_to, f64::max);
             (0.0, hi * 1.08)
         }
         None => domain(values.iter().copied(), panel.y_log).unwrap_or((0.1, 10.0)),
     };
-    let y = Axis {
-        lo: ylo,
-        hi: yhi,
-        log: panel.y_log,
-        from: plot_b,
-        to: plot_t,
-    };
-    let _ = writeln!(
-        o,
-        "<g class=\"panel\" data-panel=\"{}\">",
-        escape(panel.y_label)
-    );
+    let y = Axis { lo: ylo, hi: yhi, log: panel.y_log, from: plot_b, to: plot_t };
+    let _ = writeln!(o, "<g class=\"panel\" data-panel=\"{}\">", escape(panel.y_label));
     let _ = writeln!(
         o,
         "<text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">{}</text>",
@@ -345,11 +283,7 @@ fn draw_panel(
         escape(panel.title)
     );
     // Grid, ticks and tick labels.
-    let yt = if panel.y_log {
-        log_ticks(ylo, yhi)
-    } else {
-        lin_ticks(ylo.max(0.0), yhi)
-    };
+    let yt = if panel.y_log { log_ticks(ylo, yhi) } else { lin_ticks(ylo.max(0.0), yhi) };
     for t in yt {
         let py = y.at(t);
         if !(plot_t - 0.5..=plot_b + 0.5).contains(&py) {
@@ -424,16 +358,9 @@ fn draw_panel(
             .filter(|(_, _, v)| v.is_finite() && (!panel.y_log || *v > 0.0))
             .map(|(p, r, v)| (p, x.at(r), y.at(v)))
             .collect();
-        let _ = writeln!(
-            o,
-            "<g class=\"series\" data-platform=\"{}\" data-series=\"{k}\">",
-            escape(pl)
-        );
+        let _ = writeln!(o, "<g class=\"series\" data-platform=\"{}\" data-series=\"{k}\">", escape(pl));
         if good.len() > 1 {
-            let path: Vec<String> = good
-                .iter()
-                .map(|(_, px, py)| format!("{px:.1},{py:.1}"))
-                .collect();
+            let path: Vec<String> = good.iter().map(|(_, px, py)| format!("{px:.1},{py:.1}")).collect();
             let _ = writeln!(
                 o,
                 "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"/>",

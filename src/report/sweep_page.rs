@@ -25,10 +25,7 @@ pub fn render(s: &Sweep) -> Result<String> {
     };
     item("program", escape(&s.program.join(" ")));
     if !s.args.is_empty() {
-        item(
-            "arguments",
-            format!("<code>{}</code>", escape(&s.args.join(" "))),
-        );
+        item("arguments", format!("<code>{}</code>", escape(&s.args.join(" "))));
     }
     if !s.bindings.is_empty() {
         let b: Vec<String> = s.bindings.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -52,11 +49,7 @@ pub fn render(s: &Sweep) -> Result<String> {
         let _ = writeln!(
             o,
             "<details class=\"assumptions\"{}><summary>{} assumption{}</summary><ul>",
-            if s.assumptions.len() <= 3 {
-                " open"
-            } else {
-                ""
-            },
+            if s.assumptions.len() <= 3 { " open" } else { "" },
             s.assumptions.len(),
             if s.assumptions.len() == 1 { "" } else { "s" }
         );
@@ -103,11 +96,7 @@ pub fn render(s: &Sweep) -> Result<String> {
         );
     }
     o.push_str("</tbody></table></section>\n");
-    let _ = writeln!(
-        o,
-        "<footer>mpicast {} · sweep report</footer>",
-        env!("CARGO_PKG_VERSION")
-    );
+    let _ = writeln!(o, "<footer>mpicast {} · sweep report</footer>", env!("CARGO_PKG_VERSION"));
     let title = format!("mpicast sweep: {}", prog.join(" "));
     Ok(page(&title, &o, &[include_str!("sweep.js")]))
 }

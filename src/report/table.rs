@@ -17,10 +17,7 @@ pub struct Table {
 
 impl Table {
     pub fn new(columns: &[(&str, Align)]) -> Table {
-        Table {
-            columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
-            rows: Vec::new(),
-        }
+        Table { columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(), rows: Vec::new() }
     }
 
     /// Adds a row; missing cells are blank, extra cells are dropped.
@@ -34,14 +31,7 @@ impl Table {
     pub fn render(&self) -> String {
         let width = |s: &str| s.chars().count();
         let widths: Vec<usize> = (0..self.columns.len())
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .map(|r| width(&r[c]))
-                    .chain([width(&self.columns[c].0)])
-                    .max()
-                    .unwrap_or(0)
-            })
+            .map(|c| self.rows.iter().map(|r| width(&r[c])).chain([width(&self.columns[c].0)]).max().unwrap_or(0))
             .collect();
         let mut o = String::new();
         let header: Vec<String> = self.columns.iter().map(|(h, _)| h.clone()).collect();

@@ -40,10 +40,7 @@ impl std::fmt::Display for Topology {
                     (n, true, _) => format!("{n}D torus"),
                     (n, _, true) => format!("{n}D mesh"),
                     (n, _, _) => {
-                        let p: Vec<&str> = periodic
-                            .iter()
-                            .map(|p| if *p { "periodic" } else { "open" })
-                            .collect();
+                        let p: Vec<&str> = periodic.iter().map(|p| if *p { "periodic" } else { "open" }).collect();
                         format!("{n}D grid ({})", p.join(", "))
                     }
                 };
@@ -56,20 +53,11 @@ impl std::fmt::Display for Topology {
 /// The parsed form of `--force-topology`: `master-worker[:ROOT]`, `independent`, `mesh:AxB[xC]`,
 /// `torus:AxB[xC]`, `ring:N`, `chain:N` (dimensions of the traced run).
 pub fn parse_topology(s: &str) -> Result<Topology, String> {
-    let (kind, arg) = s
-        .split_once(':')
-        .map(|(a, b)| (a, Some(b)))
-        .unwrap_or((s, None));
+    let (kind, arg) = s.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((s, None));
     let dims = |a: Option<&str>| -> Result<Vec<u32>, String> {
-        let a =
-            a.ok_or_else(|| format!("{s}: give the traced run's dimensions, e.g. {kind}:2x2"))?;
+        let a = a.ok_or_else(|| format!("{s}: give the traced run's dimensions, e.g. {kind}:2x2"))?;
         a.split('x')
-            .map(|d| {
-                d.parse::<u32>()
-                    .ok()
-                    .filter(|d| *d > 0)
-                    .ok_or_else(|| format!("{s}: {d:?} is not a dimension"))
-            })
+            .map(|d| d.parse::<u32>().ok().filter(|d| *d > 0).ok_or_else(|| format!("{s}: {d:?} is not a dimension")))
             .collect()
     };
     match kind {
@@ -124,32 +112,21 @@ impl Graph {
                     if comm == 0 {
                         p
                     } else {
-                        comms
-                            .get(&comm)
-                            .and_then(|v| v.get(p as usize))
-                            .copied()
-                            .unwrap_or(p)
+                        comms.get(&comm).and_then(|v| v.get(p as usize)).copied().unwrap_or(p)
                     }
                 };
-                let send = |to: u32, comm: u32, g: &mut Graph| {
-                    g.peers[r].entry(world(comm, to)).or_default().0 += m
-                };
+                let send = |to: u32, comm: u32, g: &mut Graph| g.peers[r].entry(world(comm, to)).or_default().0 += m;
                 match a {
                     TraceAction::CommDef { id, ranks } => {
                         comms.insert(*id, ranks.clone());
                         g.comms.entry(*id).or_insert_with(|| ranks.clone());
                     }
-                    TraceAction::Send { to, comm, .. } | TraceAction::Isend { to, comm, .. } => {
-                        send(*to, *comm, &mut g)
-                    }
-                    TraceAction::Recv { from, comm, .. }
-                    | TraceAction::Irecv { from, comm, .. } => match from {
+                    TraceAction::Send { to, comm, .. } | TraceAction::Isend { to, comm, .. } => send(*to, *comm, &mut g),
+                    TraceAction::Recv { from, comm, .. } | TraceAction::Irecv { from, comm, .. } => match from {
                         Peer::Rank(p) => g.peers[r].entry(world(*comm, *p)).or_default().1 += m,
                         Peer::Any => g.any[r] += m,
                     },
-                    TraceAction::Arecv { from, comm, .. } => {
-                        g.peers[r].entry(world(*comm, *from)).or_default().1 += m
-                    }
+                    TraceAction::Arecv { from, comm, .. } => g.peers[r].entry(world(*comm, *from)).or_default().1 += m,
                     TraceAction::Sendrecv { to, from, comm, .. } => {
                         send(*to, *comm, &mut g);
                         match from {
@@ -157,10 +134,7 @@ impl Graph {
                             Peer::Any => g.any[r] += m,
                         }
                     }
-                    TraceAction::Compute { .. }
-                    | TraceAction::Wait { .. }
-                    | TraceAction::Waitall { .. }
-                    | TraceAction::Test { .. } => {}
+                    TraceAction::Compute { .. } | TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. } => {}
                     _ => g.collectives[r] += m,
                 }
             });
@@ -208,8 +182,7 @@ pub fn grid_neighbours(r: u32, dims: &[u32], periodic: &[bool]) -> BTreeSet<u32>
 
 /// Does the graph fit this grid: every rank talks exactly to its grid neighbours?
 pub fn fits_grid(g: &Graph, dims: &[u32], periodic: &[bool]) -> bool {
-    (0..g.ranks)
-        .all(|r| g.any[r as usize] == 0 && g.neighbours(r) == grid_neighbours(r, dims, periodic))
+    (0..g.ranks).all(|r| g.any[r as usize] == 0 && g.neighbours(r) == grid_neighbours(r, dims, periodic))
 }
 
 /// Ordered factorisations of n into `k` factors, each at least 1.
@@ -234,20 +207,11 @@ pub fn from_graph(g: &Graph) -> Detected {
     let n = g.ranks;
     let mut ev = Vec::new();
     if n == 1 {
-        return Detected {
-            topology: Some(Topology::Single),
-            evidence: vec!["the trace has one rank".into()],
-        };
+        return Detected { topology: Some(Topology::Single), evidence: vec!["the trace has one rank".into()] };
     }
     if !g.has_p2p() {
-        ev.push(format!(
-            "no point-to-point message in {n} ranks; {} collective calls",
-            g.collectives.iter().sum::<u64>()
-        ));
-        return Detected {
-            topology: Some(Topology::Independent),
-            evidence: ev,
-        };
+        ev.push(format!("no point-to-point message in {n} ranks; {} collective calls", g.collectives.iter().sum::<u64>()));
+        return Detected { topology: Some(Topology::Independent), evidence: ev };
     }
     // Master-worker: every other rank talks to one rank only, and it to them (or from any).
     for root in 0..n {
@@ -256,18 +220,13 @@ pub fn from_graph(g: &Graph) -> Detected {
             g.any[r as usize] == 0 && nb.len() == 1 && nb.contains(&root)
         });
         let root_nb = g.neighbours(root);
-        let root_ok = root_nb.iter().all(|p| *p != root)
-            && (root_nb.len() as u32 == n - 1 || g.any[root as usize] > 0);
+        let root_ok = root_nb.iter().all(|p| *p != root) && (root_nb.len() as u32 == n - 1 || g.any[root as usize] > 0);
         // With two ranks a symmetric exchange is a chain, not a master and its worker.
         let asymmetric = n > 2 || {
             let w = 1 - root;
             let (s, rv) = g.peers[w as usize].get(&root).copied().unwrap_or((0, 0));
             let (rs, rr) = g.peers[root as usize].get(&w).copied().unwrap_or((0, 0));
-            s == 0
-                || rv == 0
-                || g.any[root as usize] > 0
-                || (rs, rr) != (rv, s)
-                || g.collectives[root as usize] != g.collectives[w as usize]
+            s == 0 || rv == 0 || g.any[root as usize] > 0 || (rs, rr) != (rv, s) || g.collectives[root as usize] != g.collectives[w as usize]
         };
         if workers_ok && root_ok && asymmetric {
             ev.push(format!(
@@ -275,10 +234,7 @@ pub fn from_graph(g: &Graph) -> Detected {
                 root_nb.len(),
                 if g.any[root as usize] > 0 { format!(" and receives {} messages from any source", g.any[root as usize]) } else { String::new() }
             ));
-            return Detected {
-                topology: Some(Topology::MasterWorker { root }),
-                evidence: ev,
-            };
+            return Detected { topology: Some(Topology::MasterWorker { root }), evidence: ev };
         }
     }
     // Grids: 1 to 3 dimensions, every factorisation, open or periodic per dimension.
@@ -303,67 +259,36 @@ pub fn from_graph(g: &Graph) -> Detected {
         }
     }
     if fits.is_empty() {
-        let deg: Vec<String> = (0..n)
-            .take(8)
-            .map(|r| format!("{r}->{:?}", g.neighbours(r)))
-            .collect();
+        let deg: Vec<String> = (0..n).take(8).map(|r| format!("{r}->{:?}", g.neighbours(r))).collect();
         ev.push(format!(
             "not a master-worker star, and no 1D, 2D or 3D grid (open or periodic) of {n} ranks has these neighbours: {}{}",
             deg.join(" "),
             if n > 8 { " ..." } else { "" }
         ));
-        return Detected {
-            topology: None,
-            evidence: ev,
-        };
+        return Detected { topology: None, evidence: ev };
     }
     // Prefer the balanced factorisation MPI_Dims_create would give, fewer dimensions, then open
     // dimensions (a periodic dimension of two has the same neighbours as an open one).
     fits.sort_by_key(|(d, p)| {
-        let balanced = dims_create(n as i64, &vec![0; d.len()], d.len())
-            .map(|b| b.iter().map(|x| *x as u32).collect::<Vec<_>>() == *d)
-            .unwrap_or(false);
+        let balanced = dims_create(n as i64, &vec![0; d.len()], d.len()).map(|b| b.iter().map(|x| *x as u32).collect::<Vec<_>>() == *d).unwrap_or(false);
         (!balanced, d.len(), p.iter().filter(|x| **x).count())
     });
     let (dims, periodic) = fits[0].clone();
     let t = Topology::Grid { dims, periodic };
-    ev.push(format!(
-        "every rank talks exactly to its neighbours in a {t}"
-    ));
+    ev.push(format!("every rank talks exactly to its neighbours in a {t}"));
     if fits.len() > 1 {
-        let others: Vec<String> = fits[1..]
-            .iter()
-            .take(4)
-            .map(|(d, p)| {
-                Topology::Grid {
-                    dims: d.clone(),
-                    periodic: p.clone(),
-                }
-                .to_string()
-            })
-            .collect();
-        ev.push(format!(
-            "also consistent with: {} (the trace cannot tell them apart)",
-            others.join(", ")
-        ));
+        let others: Vec<String> = fits[1..].iter().take(4).map(|(d, p)| Topology::Grid { dims: d.clone(), periodic: p.clone() }.to_string()).collect();
+        ev.push(format!("also consistent with: {} (the trace cannot tell them apart)", others.join(", ")));
     }
-    Detected {
-        topology: Some(t),
-        evidence: ev,
-    }
+    Detected { topology: Some(t), evidence: ev }
 }
 
 /// Every grid (of `n` ranks) consistent with the graph: used to check a static hypothesis.
 pub fn static_fits(g: &Graph, t: &Topology) -> bool {
     match t {
-        Topology::Grid { dims, periodic } => {
-            dims.iter().product::<u32>() == g.ranks && fits_grid(g, dims, periodic)
-        }
+        Topology::Grid { dims, periodic } => dims.iter().product::<u32>() == g.ranks && fits_grid(g, dims, periodic),
         Topology::MasterWorker { root } => {
-            *root < g.ranks
-                && (0..g.ranks)
-                    .filter(|r| r != root)
-                    .all(|r| g.neighbours(r).iter().all(|p| p == root) && g.any[r as usize] == 0)
+            *root < g.ranks && (0..g.ranks).filter(|r| r != root).all(|r| g.neighbours(r).iter().all(|p| p == root) && g.any[r as usize] == 0)
         }
         Topology::Independent => !g.has_p2p(),
         Topology::Single => g.ranks == 1,
@@ -373,199 +298,74 @@ pub fn static_fits(g: &Graph, t: &Topology) -> bool {
 /// Topology from the analysis, for `n` ranks with these parameter bindings.
 pub fn from_analysis(model: &ProgramModel, bindings: &BTreeMap<String, f64>, n: u32) -> Detected {
     let mut ev = Vec::new();
-    let env: HashMap<String, f64> = bindings
-        .iter()
-        .map(|(k, v)| (k.clone(), *v))
-        .chain([("size".to_string(), n as f64)])
-        .collect();
+    let env: HashMap<String, f64> = bindings.iter().map(|(k, v)| (k.clone(), *v)).chain([("size".to_string(), n as f64)]).collect();
     let at = |c: &crate::model::analysis::CommSite| format!("{}:{}", short(&c.file), c.line);
     if let Some(c) = model.comm.iter().find(|c| c.call == "MPI_Cart_create") {
-        let ndims = c
-            .arg_values
-            .get(1)
-            .and_then(|e| e.as_ref())
-            .and_then(|e| e.eval_map(&env).ok())
-            .map(|x| x as usize);
+        let ndims = c.arg_values.get(1).and_then(|e| e.as_ref()).and_then(|e| e.eval_map(&env).ok()).map(|x| x as usize);
         let Some(ndims) = ndims.filter(|k| (1..=3).contains(k)) else {
-            ev.push(format!(
-                "{}: MPI_Cart_create with a number of dimensions that is not known or not 1 to 3",
-                at(c)
-            ));
-            return Detected {
-                topology: None,
-                evidence: ev,
-            };
+            ev.push(format!("{}: MPI_Cart_create with a number of dimensions that is not known or not 1 to 3", at(c)));
+            return Detected { topology: None, evidence: ev };
         };
         let periods: Vec<bool> = match c.arg_lists.get(&3) {
-            Some(list) if list.len() >= ndims => list
-                .iter()
-                .take(ndims)
-                .map(|v| {
-                    v.as_ref()
-                        .and_then(|e| e.eval_map(&env).ok())
-                        .map(|x| x != 0.0)
-                })
-                .collect::<Option<Vec<bool>>>()
-                .unwrap_or_default(),
+            Some(list) if list.len() >= ndims => list.iter().take(ndims).map(|v| v.as_ref().and_then(|e| e.eval_map(&env).ok()).map(|x| x != 0.0)).collect::<Option<Vec<bool>>>().unwrap_or_default(),
             _ => Vec::new(),
         };
         if periods.len() != ndims {
-            ev.push(format!(
-                "{}: MPI_Cart_create's periods are not constants",
-                at(c)
-            ));
-            return Detected {
-                topology: None,
-                evidence: ev,
-            };
+            ev.push(format!("{}: MPI_Cart_create's periods are not constants", at(c)));
+            return Detected { topology: None, evidence: ev };
         }
         let given: Vec<i64> = match c.arg_lists.get(&2) {
-            Some(list) if list.len() >= ndims => list
-                .iter()
-                .take(ndims)
-                .map(|v| {
-                    v.as_ref()
-                        .and_then(|e| e.eval_map(&env).ok())
-                        .map(|x| x as i64)
-                        .unwrap_or(0)
-                })
-                .collect(),
+            Some(list) if list.len() >= ndims => list.iter().take(ndims).map(|v| v.as_ref().and_then(|e| e.eval_map(&env).ok()).map(|x| x as i64).unwrap_or(0)).collect(),
             _ => vec![0; ndims],
         };
         let Some(dims) = dims_create(n as i64, &given, ndims) else {
-            ev.push(format!(
-                "{}: no {ndims}-dimensional grid of {n} ranks with the given dimensions",
-                at(c)
-            ));
-            return Detected {
-                topology: None,
-                evidence: ev,
-            };
+            ev.push(format!("{}: no {ndims}-dimensional grid of {n} ranks with the given dimensions", at(c)));
+            return Detected { topology: None, evidence: ev };
         };
         let dims: Vec<u32> = dims.iter().map(|d| *d as u32).collect();
-        let dc = model
-            .comm
-            .iter()
-            .find(|c| c.call == "MPI_Dims_create")
-            .map(|c| format!(", dimensions from MPI_Dims_create at {}", at(c)))
-            .unwrap_or_default();
-        ev.push(format!(
-            "{}: MPI_Cart_create, {ndims} dimensions, periods {:?}{dc}",
-            at(c),
-            periods.iter().map(|p| *p as u8).collect::<Vec<_>>()
-        ));
-        return Detected {
-            topology: Some(Topology::Grid {
-                dims,
-                periodic: periods,
-            }),
-            evidence: ev,
-        };
+        let dc = model.comm.iter().find(|c| c.call == "MPI_Dims_create").map(|c| format!(", dimensions from MPI_Dims_create at {}", at(c))).unwrap_or_default();
+        ev.push(format!("{}: MPI_Cart_create, {ndims} dimensions, periods {:?}{dc}", at(c), periods.iter().map(|p| *p as u8).collect::<Vec<_>>()));
+        return Detected { topology: Some(Topology::Grid { dims, periodic: periods }), evidence: ev };
     }
-    let p2p: Vec<&crate::model::analysis::CommSite> = model
-        .comm
-        .iter()
-        .filter(|c| super::ratio::is_p2p(&c.call))
-        .collect();
+    let p2p: Vec<&crate::model::analysis::CommSite> = model.comm.iter().filter(|c| super::ratio::is_p2p(&c.call)).collect();
     if p2p.is_empty() {
         ev.push("no point-to-point call in the source".into());
-        return Detected {
-            topology: Some(Topology::Independent),
-            evidence: ev,
-        };
+        return Detected { topology: Some(Topology::Independent), evidence: ev };
     }
     // Peer formulas: a constant 0 on one side and a loop variable or any source on the other is
     // a master and its workers; rank±1 is a chain (a ring when taken modulo size).
-    let peer_text = |c: &crate::model::analysis::CommSite| {
-        c.peer_expr
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| c.peer.clone().unwrap_or_default())
-    };
-    let to_zero = p2p
-        .iter()
-        .filter(|c| {
-            c.peer_expr
-                .as_ref()
-                .map(|e| e.to_string() == "0")
-                .unwrap_or(false)
-        })
-        .count();
+    let peer_text = |c: &crate::model::analysis::CommSite| c.peer_expr.as_ref().map(|e| e.to_string()).unwrap_or_else(|| c.peer.clone().unwrap_or_default());
+    let to_zero = p2p.iter().filter(|c| c.peer_expr.as_ref().map(|e| e.to_string() == "0").unwrap_or(false)).count();
     let loopy = p2p.iter().filter(|c| {
         let t = peer_text(c);
-        t.contains("MPI_ANY_SOURCE")
-            || t == "-1"
-            || c.peer_expr
-                .as_ref()
-                .map(|e| {
-                    e.vars().iter().all(|v| v != "rank" && v != "size") && !e.vars().is_empty()
-                })
-                .unwrap_or(false)
+        t.contains("MPI_ANY_SOURCE") || t == "-1" || c.peer_expr.as_ref().map(|e| e.vars().iter().all(|v| v != "rank" && v != "size") && !e.vars().is_empty()).unwrap_or(false)
     });
     let loopy: Vec<_> = loopy.collect();
     if to_zero > 0 && !loopy.is_empty() {
         ev.push(format!(
             "{} sends or receives with rank 0; {} talks to every worker in turn ({})",
-            p2p.iter()
-                .filter(|c| c
-                    .peer_expr
-                    .as_ref()
-                    .map(|e| e.to_string() == "0")
-                    .unwrap_or(false))
-                .map(|c| at(c))
-                .collect::<Vec<_>>()
-                .join(", "),
+            p2p.iter().filter(|c| c.peer_expr.as_ref().map(|e| e.to_string() == "0").unwrap_or(false)).map(|c| at(c)).collect::<Vec<_>>().join(", "),
             loopy.iter().map(|c| at(c)).collect::<Vec<_>>().join(", "),
-            loopy
-                .iter()
-                .map(|c| peer_text(c))
-                .collect::<Vec<_>>()
-                .join(", ")
+            loopy.iter().map(|c| peer_text(c)).collect::<Vec<_>>().join(", ")
         ));
-        return Detected {
-            topology: Some(Topology::MasterWorker { root: 0 }),
-            evidence: ev,
-        };
+        return Detected { topology: Some(Topology::MasterWorker { root: 0 }), evidence: ev };
     }
     let neighbourly = p2p.iter().all(|c| {
         let t = peer_text(c).replace(' ', "");
-        t.contains("rank-1")
-            || t.contains("rank+1")
-            || t.contains("(rank-1)")
-            || t.contains("(rank+1)")
+        t.contains("rank-1") || t.contains("rank+1") || t.contains("(rank-1)") || t.contains("(rank+1)")
     });
     if neighbourly {
         let ring = p2p.iter().any(|c| peer_text(c).contains("mod"));
-        ev.push(format!(
-            "peers rank-1 and rank+1{} at {}",
-            if ring { " modulo size" } else { "" },
-            p2p.iter().map(|c| at(c)).collect::<Vec<_>>().join(", ")
-        ));
-        return Detected {
-            topology: Some(Topology::Grid {
-                dims: vec![n],
-                periodic: vec![ring],
-            }),
-            evidence: ev,
-        };
+        ev.push(format!("peers rank-1 and rank+1{} at {}", if ring { " modulo size" } else { "" }, p2p.iter().map(|c| at(c)).collect::<Vec<_>>().join(", ")));
+        return Detected { topology: Some(Topology::Grid { dims: vec![n], periodic: vec![ring] }), evidence: ev };
     }
     ev.push(format!(
         "peers not recognised: {}",
-        p2p.iter()
-            .take(6)
-            .map(|c| format!("{} {} {}", at(c), c.call, peer_text(c)))
-            .collect::<Vec<_>>()
-            .join("; ")
+        p2p.iter().take(6).map(|c| format!("{} {} {}", at(c), c.call, peer_text(c))).collect::<Vec<_>>().join("; ")
     ));
-    Detected {
-        topology: None,
-        evidence: ev,
-    }
+    Detected { topology: None, evidence: ev }
 }
 
 fn short(p: &str) -> String {
-    std::path::Path::new(p)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| p.to_string())
+    std::path::Path::new(p).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| p.to_string())
 }

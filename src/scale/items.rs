@@ -15,8 +15,7 @@ pub enum Item {
 
 /// Reads one rank's trace file into its tree (the file has been validated).
 pub fn read(path: &Path) -> Result<Vec<Item>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
     let mut stack: Vec<(u64, Vec<Item>)> = vec![(1, Vec::new())];
     let mut header = false;
     for (no, line) in text.lines().enumerate() {
@@ -26,11 +25,7 @@ pub fn read(path: &Path) -> Result<Vec<Item>> {
                 continue;
             }
             if !t.starts_with("mpicast-trace") {
-                bail!(
-                    "{}:{}: expected the header `mpicast-trace 1 rank R size N`",
-                    path.display(),
-                    no + 1
-                );
+                bail!("{}:{}: expected the header `mpicast-trace 1 rank R size N`", path.display(), no + 1);
             }
             header = true;
             continue;
@@ -44,33 +39,23 @@ pub fn read(path: &Path) -> Result<Vec<Item>> {
                     bail!("{}:{}: `end` without `loop`", path.display(), no + 1);
                 }
                 let (k, body) = stack.pop().expect("loop frame");
-                stack
-                    .last_mut()
-                    .expect("root frame")
-                    .1
-                    .push(Item::Loop(k, body));
+                stack.last_mut().expect("root frame").1.push(Item::Loop(k, body));
             }
         }
     }
     while stack.len() > 1 {
         // An incomplete trace may end inside a loop: close it.
         let (k, body) = stack.pop().expect("loop frame");
-        stack
-            .last_mut()
-            .expect("root frame")
-            .1
-            .push(Item::Loop(k, body));
+        stack.last_mut().expect("root frame").1.push(Item::Loop(k, body));
     }
     Ok(stack.pop().map(|f| f.1).unwrap_or_default())
 }
 
 /// Writes a tree as rank `rank`'s trace of `size` ranks in `dir`.
 pub fn write(dir: &Path, rank: u32, size: u32, items: &[Item]) -> Result<()> {
-    let mut w = TraceWriter::create(dir, rank, size)
-        .with_context(|| format!("{}: cannot write", dir.display()))?;
+    let mut w = TraceWriter::create(dir, rank, size).with_context(|| format!("{}: cannot write", dir.display()))?;
     write_items(&mut w, items).with_context(|| format!("{}: cannot write", w.path().display()))?;
-    w.finish()
-        .with_context(|| format!("{}: cannot write", dir.display()))?;
+    w.finish().with_context(|| format!("{}: cannot write", dir.display()))?;
     Ok(())
 }
 
@@ -102,10 +87,7 @@ pub fn walk(items: &[Item], mult: u64, f: &mut dyn FnMut(&TraceAction, u64)) {
 }
 
 /// Applies `f` to every action in place (loops kept); `f` returns the actions replacing it.
-pub fn map_actions(
-    items: &[Item],
-    f: &mut dyn FnMut(&TraceAction) -> Vec<TraceAction>,
-) -> Vec<Item> {
+pub fn map_actions(items: &[Item], f: &mut dyn FnMut(&TraceAction) -> Vec<TraceAction>) -> Vec<Item> {
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {

@@ -32,21 +32,12 @@ pub struct Request {
 
 /// Topology of a trace directory of `k` ranks: from its graph and from the analysis; the one
 /// used, or an error that says what was found.
-pub fn choose_topology(
-    traces: &[Vec<items::Item>],
-    model: &ProgramModel,
-    bindings: &BTreeMap<String, f64>,
-    force: Option<&Topology>,
-) -> Result<(Topology, Scaling)> {
+pub fn choose_topology(traces: &[Vec<items::Item>], model: &ProgramModel, bindings: &BTreeMap<String, f64>, force: Option<&Topology>) -> Result<(Topology, Scaling)> {
     let k = traces.len() as u32;
     let g = detect::Graph::from_traces(traces);
     let dynamic = detect::from_graph(&g);
     let stat = detect::from_analysis(model, bindings, k);
-    let mut evidence: Vec<String> = dynamic
-        .evidence
-        .iter()
-        .map(|e| format!("trace: {e}"))
-        .collect();
+    let mut evidence: Vec<String> = dynamic.evidence.iter().map(|e| format!("trace: {e}")).collect();
     evidence.extend(stat.evidence.iter().map(|e| format!("source: {e}")));
     let (topology, agreement) = if let Some(f) = force {
         if !detect::static_fits(&g, f) {
@@ -58,14 +49,8 @@ pub fn choose_topology(
             (Some(d), Some(s)) if d == s => (d.clone(), "agree".to_string()),
             // The source refines what a small trace cannot tell apart (periodic dimensions of
             // two ranks, dimensions of one).
-            (Some(d), Some(s)) if detect::static_fits(&g, s) => (
-                s.clone(),
-                format!("agree (the trace alone also fits a {d})"),
-            ),
-            (Some(d), Some(s)) => (
-                d.clone(),
-                format!("disagree: the source says {s}, the trace shows {d}; the trace's is used"),
-            ),
+            (Some(d), Some(s)) if detect::static_fits(&g, s) => (s.clone(), format!("agree (the trace alone also fits a {d})")),
+            (Some(d), Some(s)) => (d.clone(), format!("disagree: the source says {s}, the trace shows {d}; the trace's is used")),
             (Some(d), None) => (d.clone(), "trace only".to_string()),
             (None, Some(s)) if detect::static_fits(&g, s) => (s.clone(), "static only".to_string()),
             (None, s) => {
@@ -102,21 +87,13 @@ pub fn choose_topology(
 /// The grid of `n` ranks a grid of `dims` becomes: MPI_Dims_create's balanced one (what a
 /// program calling it gets).
 pub fn scaled_dims(dims: &[u32], n: u32) -> Option<Vec<u32>> {
-    dims_create(n as i64, &vec![0; dims.len()], dims.len())
-        .map(|d| d.iter().map(|x| *x as u32).collect())
+    dims_create(n as i64, &vec![0; dims.len()], dims.len()).map(|d| d.iter().map(|x| *x as u32).collect())
 }
 
 /// Rewrites the traces in `dir` (from `mpicast trace`: rank files, analysis.json, meta.json) for
 /// `req.to_ranks` ranks into `out`. `cost` is seconds per execution of each block (to weigh
 /// blocks in the report and to scale measured burst times).
-pub fn scale_dir(
-    dir: &Path,
-    out: &Path,
-    model: &ProgramModel,
-    bindings: &BTreeMap<String, f64>,
-    cost: Vec<f64>,
-    req: &Request,
-) -> Result<Scaling> {
+pub fn scale_dir(dir: &Path, out: &Path, model: &ProgramModel, bindings: &BTreeMap<String, f64>, cost: Vec<f64>, req: &Request) -> Result<Scaling> {
     let k = crate::trace::discover(dir)?;
     let n = req.to_ranks;
     if n == 0 {
@@ -129,12 +106,7 @@ pub fn scale_dir(
     let (topology, mut info) = choose_topology(&traces, model, bindings, req.force.as_ref())?;
     let scaler = ratio::Scaler::new(model, req.mode, cost);
     let base_env: HashMap<String, f64> = bindings.iter().map(|(a, b)| (a.clone(), *b)).collect();
-    let ctx = rewrite::Ctx {
-        k,
-        n,
-        scaler: &scaler,
-        base_env,
-    };
+    let ctx = rewrite::Ctx { k, n, scaler: &scaler, base_env };
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let mut written = 0u32;
     let mut emit = |r: u32, it: Vec<items::Item>| -> Result<()> {
@@ -145,11 +117,7 @@ pub fn scale_dir(
     let scaled = match &topology {
         Topology::Single | Topology::Independent => {
             rewrite::independent(&ctx, &traces, &mut emit)?;
-            if matches!(topology, Topology::Single) {
-                Topology::Independent
-            } else {
-                topology.clone()
-            }
+            if matches!(topology, Topology::Single) { Topology::Independent } else { topology.clone() }
         }
         Topology::MasterWorker { root } => {
             rewrite::master_worker(&ctx, *root, &traces, &mut emit, &mut notes)?;
@@ -159,27 +127,16 @@ pub fn scale_dir(
             if dims.iter().product::<u32>() != k {
                 bail!("the topology {topology} does not have {k} ranks");
             }
-            let new_dims = scaled_dims(dims, n)
-                .with_context(|| format!("no {}-dimensional grid of {n} ranks", dims.len()))?;
-            let mut g = rewrite::Grid::new(
-                &ctx,
-                dims.clone(),
-                periodic.clone(),
-                new_dims.clone(),
-                &traces,
-            )?;
+            let new_dims = scaled_dims(dims, n).with_context(|| format!("no {}-dimensional grid of {n} ranks", dims.len()))?;
+            let mut g = rewrite::Grid::new(&ctx, dims.clone(), periodic.clone(), new_dims.clone(), &traces)?;
             g.emit_all(&mut emit)?;
-            Topology::Grid {
-                dims: new_dims,
-                periodic: periodic.clone(),
-            }
+            Topology::Grid { dims: new_dims, periodic: periodic.clone() }
         }
     };
     drop(emit);
     debug_assert_eq!(written, n);
     // The analysis and the run's description go along, resized.
-    std::fs::copy(dir.join("analysis.json"), out.join("analysis.json"))
-        .with_context(|| format!("{}: cannot copy analysis.json", out.display()))?;
+    std::fs::copy(dir.join("analysis.json"), out.join("analysis.json")).with_context(|| format!("{}: cannot copy analysis.json", out.display()))?;
     let meta_path = dir.join("meta.json");
     if meta_path.is_file() {
         let mut meta: TraceMeta = crate::model::read_artifact(&meta_path)?;
@@ -189,10 +146,7 @@ pub fn scale_dir(
             let old = meta.rank_traces.clone();
             meta.rank_traces = (0..n)
                 .map(|r| {
-                    let mut x = old
-                        .get((r % k) as usize)
-                        .cloned()
-                        .unwrap_or_else(|| t.clone());
+                    let mut x = old.get((r % k) as usize).cloned().unwrap_or_else(|| t.clone());
                     x.rank = r;
                     x
                 })
@@ -204,11 +158,7 @@ pub fn scale_dir(
     info.to_ranks = n;
     info.scaled_topology = scaled.to_string();
     info.mode = req.mode.name().to_string();
-    info.formula_share = if st.total_weight > 0.0 {
-        st.formula_weight / st.total_weight
-    } else {
-        0.0
-    };
+    info.formula_share = if st.total_weight > 0.0 { st.formula_weight / st.total_weight } else { 0.0 };
     info.messages_by_formula = st.bytes_formula;
     info.messages_by_faces = st.bytes_faces;
     info.messages_kept = st.bytes_kept;

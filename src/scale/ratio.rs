@@ -83,17 +83,8 @@ fn local_factor(model: &ProgramModel, b: usize) -> Option<&Expr> {
 
 impl<'m> Scaler<'m> {
     pub fn new(model: &'m ProgramModel, mode: Mode, cost: Vec<f64>) -> Scaler<'m> {
-        let block_of_id: HashMap<String, usize> = model
-            .blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.id.clone(), i))
-            .collect();
-        let parent = model
-            .blocks
-            .iter()
-            .map(|b| b.parent.as_ref().and_then(|p| block_of_id.get(p).copied()))
-            .collect();
+        let block_of_id: HashMap<String, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.clone(), i)).collect();
+        let parent = model.blocks.iter().map(|b| b.parent.as_ref().and_then(|p| block_of_id.get(p).copied())).collect();
         let mut calls: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, c) in model.calls.iter().enumerate() {
             calls.entry(c.callee.clone()).or_default().push(i);
@@ -103,21 +94,10 @@ impl<'m> Scaler<'m> {
             .iter()
             .map(|f| {
                 let sites = calls.get(&f.name).cloned().unwrap_or_default();
-                (
-                    f.name.clone(),
-                    if sites.len() == 1 {
-                        Some(sites[0])
-                    } else {
-                        None
-                    },
-                )
+                (f.name.clone(), if sites.len() == 1 { Some(sites[0]) } else { None })
             })
             .collect();
-        let params = model
-            .functions
-            .iter()
-            .map(|f| (f.name.clone(), f.params.clone()))
-            .collect();
+        let params = model.functions.iter().map(|f| (f.name.clone(), f.params.clone())).collect();
         let calls_of = calls;
         let mut s = Scaler {
             calls_of,
@@ -132,9 +112,7 @@ impl<'m> Scaler<'m> {
             memo: RefCell::new(HashMap::new()),
             stats: RefCell::new(Stats::default()),
         };
-        s.vars = (0..model.blocks.len())
-            .map(|b| s.block_vars(b, 0))
-            .collect();
+        s.vars = (0..model.blocks.len()).map(|b| s.block_vars(b, 0)).collect();
         s
     }
 
@@ -173,22 +151,13 @@ impl<'m> Scaler<'m> {
     }
 
     /// Executions of block `b` at the new size over those at the old, and whether formulas gave it.
-    pub fn block_ratio(
-        &self,
-        b: usize,
-        origin: u32,
-        old: &HashMap<String, f64>,
-        new: &HashMap<String, f64>,
-    ) -> (f64, bool) {
+    pub fn block_ratio(&self, b: usize, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool) {
         match self.mode {
             Mode::Weak => return (1.0, false),
             Mode::Strong => return (f64::NAN, false),
             Mode::Program => {}
         }
-        let key: Vec<u64> = self.vars[b]
-            .iter()
-            .map(|v| new.get(v).copied().unwrap_or(f64::NAN).to_bits())
-            .collect();
+        let key: Vec<u64> = self.vars[b].iter().map(|v| new.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect();
         if let Some(r) = self.memo.borrow().get(&(b, origin, key.clone())) {
             return *r;
         }
@@ -207,13 +176,8 @@ impl<'m> Scaler<'m> {
             return None;
         }
         let blk = &self.model.blocks[b];
-        let per =
-            |e: &HashMap<String, f64>| blk.count.expr.as_ref().and_then(|x| x.eval_map(e).ok());
-        let sites = self
-            .calls_of
-            .get(&blk.function)
-            .cloned()
-            .unwrap_or_default();
+        let per = |e: &HashMap<String, f64>| blk.count.expr.as_ref().and_then(|x| x.eval_map(e).ok());
+        let sites = self.calls_of.get(&blk.function).cloned().unwrap_or_default();
         if blk.function == "main" || sites.is_empty() {
             return per(env);
         }
@@ -238,13 +202,7 @@ impl<'m> Scaler<'m> {
         Some(sum)
     }
 
-    fn ratio_in(
-        &self,
-        b: usize,
-        old: &HashMap<String, f64>,
-        new: &HashMap<String, f64>,
-        depth: u32,
-    ) -> (f64, bool) {
+    fn ratio_in(&self, b: usize, old: &HashMap<String, f64>, new: &HashMap<String, f64>, depth: u32) -> (f64, bool) {
         if depth > 8 {
             return (1.0, false);
         }
@@ -267,11 +225,7 @@ impl<'m> Scaler<'m> {
                         }
                     }
                 }
-                let call = self
-                    .block_of_id
-                    .get(&site.block)
-                    .map(|cb| self.ratio_in(*cb, old, new, depth + 1))
-                    .unwrap_or((1.0, false));
+                let call = self.block_of_id.get(&site.block).map(|cb| self.ratio_in(*cb, old, new, depth + 1)).unwrap_or((1.0, false));
                 (o, n, call)
             }
             _ => (old.clone(), new.clone(), (1.0, f == "main")),
@@ -280,13 +234,7 @@ impl<'m> Scaler<'m> {
         (r * call.0, ok && call.1)
     }
 
-    fn per_call(
-        &self,
-        b: usize,
-        f: &str,
-        old: &HashMap<String, f64>,
-        new: &HashMap<String, f64>,
-    ) -> (f64, bool) {
+    fn per_call(&self, b: usize, f: &str, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool) {
         let blk = &self.model.blocks[b];
         if let Some(e) = blk.count.expr.as_ref() {
             if let (Ok(o), Ok(n)) = (e.eval_map(old), e.eval_map(new)) {
@@ -313,14 +261,7 @@ impl<'m> Scaler<'m> {
 
     /// A compute burst of rank `origin` at the old size, for a rank at the new size; `uniform` is
     /// the strong-scaling factor for this rank.
-    pub fn compute(
-        &self,
-        c: &Compute,
-        origin: u32,
-        old: &HashMap<String, f64>,
-        new: &HashMap<String, f64>,
-        uniform: f64,
-    ) -> Option<Compute> {
+    pub fn compute(&self, c: &Compute, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64) -> Option<Compute> {
         let scale_list = |blocks: &[(u32, u64)]| -> (Vec<(u32, u64)>, f64, f64) {
             let mut out = Vec::with_capacity(blocks.len());
             let (mut before, mut after) = (0.0, 0.0);
@@ -361,35 +302,17 @@ impl<'m> Scaler<'m> {
                     Mode::Program if before > 0.0 => after / before,
                     Mode::Program => 1.0,
                 };
-                Some(Compute::TimedBlocks {
-                    blocks: l,
-                    seconds: seconds * f,
-                })
+                Some(Compute::TimedBlocks { blocks: l, seconds: seconds * f })
             }
-            Compute::Seconds(s) => Some(Compute::Seconds(if self.mode == Mode::Strong {
-                s * uniform
-            } else {
-                *s
-            })),
-            Compute::Flops(x) => Some(Compute::Flops(if self.mode == Mode::Strong {
-                x * uniform
-            } else {
-                *x
-            })),
+            Compute::Seconds(s) => Some(Compute::Seconds(if self.mode == Mode::Strong { s * uniform } else { *s })),
+            Compute::Flops(x) => Some(Compute::Flops(if self.mode == Mode::Strong { x * uniform } else { *x })),
         }
     }
 
     /// The size of a message of an action at the new size from its sites' byte formulas, when
     /// they resolve to the traced size at the old one. `peers` are the old and new peer (for
     /// sites whose peer is a loop variable, e.g. a master's `w`).
-    pub fn bytes_formula(
-        &self,
-        a: &TraceAction,
-        bytes: u64,
-        old: &HashMap<String, f64>,
-        new: &HashMap<String, f64>,
-        peers: (Option<u32>, Option<u32>),
-    ) -> Option<u64> {
+    pub fn bytes_formula(&self, a: &TraceAction, bytes: u64, old: &HashMap<String, f64>, new: &HashMap<String, f64>, peers: (Option<u32>, Option<u32>)) -> Option<u64> {
         if self.mode != Mode::Program {
             return None;
         }
@@ -400,22 +323,15 @@ impl<'m> Scaler<'m> {
             let mut found: Option<f64> = None;
             let mut conflict = false;
             for site in &self.model.comm {
-                let Some(e) = site.bytes.as_ref() else {
-                    continue;
-                };
+                let Some(e) = site.bytes.as_ref() else { continue };
                 if site_family(&site.call) != Some(family) {
                     continue;
                 }
-                let constant_peer = site
-                    .peer_expr
-                    .as_ref()
-                    .filter(|p| p.vars().is_empty())
-                    .and_then(|p| p.eval_map(old).ok());
+                let constant_peer = site.peer_expr.as_ref().filter(|p| p.vars().is_empty()).and_then(|p| p.eval_map(old).ok());
                 let var = site.peer_expr.as_ref().and_then(|p| {
                     let v = p.vars();
                     let name = v.iter().next()?.clone();
-                    (v.len() == 1 && p.to_string() == name && !old.contains_key(&name))
-                        .then_some(name)
+                    (v.len() == 1 && p.to_string() == name && !old.contains_key(&name)).then_some(name)
                 });
                 if exact_peer != constant_peer.is_some() {
                     continue;
@@ -476,8 +392,7 @@ fn family(a: &TraceAction) -> Option<&'static str> {
 
 fn site_family(call: &str) -> Option<&'static str> {
     Some(match call {
-        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend"
-        | "MPI_Ibsend" | "MPI_Irsend" | "P2Psend" => "send",
+        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" | "P2Psend" => "send",
         "MPI_Recv" | "MPI_Irecv" | "P2Preceive" => "recv",
         "MPI_Sendrecv" | "MPI_Sendrecv_replace" => "sendrecv",
         "MPI_Bcast" => "bcast",
@@ -496,19 +411,6 @@ fn site_family(call: &str) -> Option<&'static str> {
 pub fn is_p2p(call: &str) -> bool {
     matches!(
         call,
-        "MPI_Send"
-            | "MPI_Ssend"
-            | "MPI_Bsend"
-            | "MPI_Rsend"
-            | "MPI_Isend"
-            | "MPI_Issend"
-            | "MPI_Ibsend"
-            | "MPI_Irsend"
-            | "MPI_Recv"
-            | "MPI_Irecv"
-            | "MPI_Sendrecv"
-            | "MPI_Sendrecv_replace"
-            | "P2Psend"
-            | "P2Preceive"
+        "MPI_Send" | "MPI_Ssend" | "MPI_Bsend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Issend" | "MPI_Ibsend" | "MPI_Irsend" | "MPI_Recv" | "MPI_Irecv" | "MPI_Sendrecv" | "MPI_Sendrecv_replace" | "P2Psend" | "P2Preceive"
     )
 }

@@ -63,14 +63,7 @@ fn count_bytes(ctx: &Ctx, how: u8) {
 
 /// Replaces an action's message size(s) for a new rank: the site's formula when it resolves,
 /// else `fallback` times the traced size (the faces of the decomposition), else kept.
-fn resize(
-    ctx: &Ctx,
-    a: &TraceAction,
-    old: &HashMap<String, f64>,
-    new: &HashMap<String, f64>,
-    peers: (Option<u32>, Option<u32>),
-    fallback: f64,
-) -> TraceAction {
+fn resize(ctx: &Ctx, a: &TraceAction, old: &HashMap<String, f64>, new: &HashMap<String, f64>, peers: (Option<u32>, Option<u32>), fallback: f64) -> TraceAction {
     let orig = a.clone();
     let mut a = a.clone();
     let collective = !is_message(&orig);
@@ -87,14 +80,8 @@ fn resize(
     };
     match &mut a {
         TraceAction::Send { bytes, .. } | TraceAction::Isend { bytes, .. } => one(bytes),
-        TraceAction::Recv { bytes: Some(b), .. }
-        | TraceAction::Irecv { bytes: Some(b), .. }
-        | TraceAction::Arecv { bytes: Some(b), .. } => one(b),
-        TraceAction::Sendrecv {
-            send_bytes,
-            recv_bytes,
-            ..
-        } => {
+        TraceAction::Recv { bytes: Some(b), .. } | TraceAction::Irecv { bytes: Some(b), .. } | TraceAction::Arecv { bytes: Some(b), .. } => one(b),
+        TraceAction::Sendrecv { send_bytes, recv_bytes, .. } => {
             one(send_bytes);
             if let Some(r) = recv_bytes {
                 one(r);
@@ -116,97 +103,49 @@ fn resize(
 /// Resizes a v-collective's per-rank list to the new size (entry j from the traced rank that
 /// new rank j copies).
 fn resize_counts(c: &[u64], n: u32, origin_of: &dyn Fn(u32) -> u32) -> Vec<u64> {
-    (0..n)
-        .map(|j| c.get(origin_of(j) as usize).copied().unwrap_or(0))
-        .collect()
+    (0..n).map(|j| c.get(origin_of(j) as usize).copied().unwrap_or(0)).collect()
 }
 
 /// Rewrites what is not a point-to-point message: compute, communicators, v-collective lists.
-fn common(
-    ctx: &Ctx,
-    a: &TraceAction,
-    origin: u32,
-    old: &HashMap<String, f64>,
-    new: &HashMap<String, f64>,
-    uniform: f64,
-    origin_of: &dyn Fn(u32) -> u32,
-) -> Result<Option<TraceAction>> {
+fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64, origin_of: &dyn Fn(u32) -> u32) -> Result<Option<TraceAction>> {
     Ok(Some(match a {
-        TraceAction::Compute { compute } => {
-            match ctx.scaler.compute(compute, origin, old, new, uniform) {
-                Some(c) => TraceAction::Compute { compute: c },
-                None => return Ok(None),
-            }
-        }
+        TraceAction::Compute { compute } => match ctx.scaler.compute(compute, origin, old, new, uniform) {
+            Some(c) => TraceAction::Compute { compute: c },
+            None => return Ok(None),
+        },
         TraceAction::CommDef { id, ranks } => {
             let g = ranks.len() as u32;
             let first = ranks.first().copied().unwrap_or(0);
-            let consecutive = ranks
-                .iter()
-                .enumerate()
-                .all(|(i, r)| *r == first + i as u32);
+            let consecutive = ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32);
             if consecutive && g == ctx.k {
-                TraceAction::CommDef {
-                    id: *id,
-                    ranks: (0..ctx.n).collect(),
-                }
+                TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
             } else if consecutive && g > 0 && first % g == 0 {
                 // Groups of g consecutive ranks (MPI_Comm_split by rank / g, e.g. P2PDC's hybrid
                 // groups): the new rank's group.
                 let r = new.get("rank").copied().unwrap_or(0.0) as u32;
                 let b = r / g * g;
-                TraceAction::CommDef {
-                    id: *id,
-                    ranks: (b..(b + g).min(ctx.n)).collect(),
-                }
+                TraceAction::CommDef { id: *id, ranks: (b..(b + g).min(ctx.n)).collect() }
             } else {
                 bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank, or of groups of consecutive ranks, can be scaled");
             }
         }
-        TraceAction::Gatherv { counts, root, comm } => TraceAction::Gatherv {
-            counts: resize_counts(counts, ctx.n, origin_of),
-            root: *root,
-            comm: *comm,
-        },
-        TraceAction::Scatterv { counts, root, comm } => TraceAction::Scatterv {
-            counts: resize_counts(counts, ctx.n, origin_of),
-            root: *root,
-            comm: *comm,
-        },
-        TraceAction::Allgatherv { counts, comm } => TraceAction::Allgatherv {
-            counts: resize_counts(counts, ctx.n, origin_of),
-            comm: *comm,
-        },
-        TraceAction::ReduceScatter { counts, comm } => TraceAction::ReduceScatter {
-            counts: resize_counts(counts, ctx.n, origin_of),
-            comm: *comm,
-        },
-        TraceAction::Alltoallv { send, recv, comm } => TraceAction::Alltoallv {
-            send: resize_counts(send, ctx.n, origin_of),
-            recv: resize_counts(recv, ctx.n, origin_of),
-            comm: *comm,
-        },
+        TraceAction::Gatherv { counts, root, comm } => TraceAction::Gatherv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
+        TraceAction::Scatterv { counts, root, comm } => TraceAction::Scatterv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
+        TraceAction::Allgatherv { counts, comm } => TraceAction::Allgatherv { counts: resize_counts(counts, ctx.n, origin_of), comm: *comm },
+        TraceAction::ReduceScatter { counts, comm } => TraceAction::ReduceScatter { counts: resize_counts(counts, ctx.n, origin_of), comm: *comm },
+        TraceAction::Alltoallv { send, recv, comm } => {
+            TraceAction::Alltoallv { send: resize_counts(send, ctx.n, origin_of), recv: resize_counts(recv, ctx.n, origin_of), comm: *comm }
+        }
         other => resize(ctx, other, old, new, (None, None), 1.0),
     }))
 }
 
 fn is_message(a: &TraceAction) -> bool {
-    matches!(
-        a,
-        TraceAction::Send { .. }
-            | TraceAction::Recv { .. }
-            | TraceAction::Arecv { .. }
-            | TraceAction::Isend { .. }
-            | TraceAction::Irecv { .. }
-            | TraceAction::Sendrecv { .. }
-    )
+    matches!(a, TraceAction::Send { .. } | TraceAction::Recv { .. } | TraceAction::Arecv { .. } | TraceAction::Isend { .. } | TraceAction::Irecv { .. } | TraceAction::Sendrecv { .. })
 }
 
 fn is_waitish(a: &TraceAction) -> bool {
-    matches!(
-        a,
-        TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. }
-    )
+    matches!(a, TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. })
 }
 
 /// The traced rank a new rank copies, at the same relative position among `from` ranks.
@@ -214,17 +153,12 @@ fn proportional(i: u32, to: u32, from: u32) -> u32 {
     if from <= 1 || to <= 1 {
         return 0;
     }
-    ((i as u64 * (from as u64 - 1) + (to as u64 - 1) / 2) / (to as u64 - 1)).min(from as u64 - 1)
-        as u32
+    ((i as u64 * (from as u64 - 1) + (to as u64 - 1) / 2) / (to as u64 - 1)).min(from as u64 - 1) as u32
 }
 
 // ---- independent ranks (collectives only) --------------------------------------------------------
 
-pub fn independent(
-    ctx: &Ctx,
-    traces: &[Vec<Item>],
-    emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>,
-) -> Result<()> {
+pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>) -> Result<()> {
     let origin_of = |r: u32| -> u32 {
         if r == 0 || ctx.k == 1 {
             0
@@ -237,18 +171,13 @@ pub fn independent(
         let o = origin_of(r);
         let old = ctx.env(o, ctx.k, None);
         let new = ctx.env(r, ctx.n, None);
-        let items = map_items(&traces[o as usize], &mut |a| {
-            common(ctx, a, o, &old, &new, uniform, &origin_of)
-        })?;
+        let items = map_items(&traces[o as usize], &mut |a| common(ctx, a, o, &old, &new, uniform, &origin_of))?;
         emit(r, items)?;
     }
     Ok(())
 }
 
-fn map_items(
-    items: &[Item],
-    f: &mut dyn FnMut(&TraceAction) -> Result<Option<TraceAction>>,
-) -> Result<Vec<Item>> {
+fn map_items(items: &[Item], f: &mut dyn FnMut(&TraceAction) -> Result<Option<TraceAction>>) -> Result<Vec<Item>> {
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
@@ -272,17 +201,8 @@ fn map_items(
 
 fn peer_of(a: &TraceAction) -> Option<u32> {
     match a {
-        TraceAction::Send { to, .. }
-        | TraceAction::Isend { to, .. }
-        | TraceAction::Sendrecv { to, .. } => Some(*to),
-        TraceAction::Recv {
-            from: Peer::Rank(p),
-            ..
-        }
-        | TraceAction::Irecv {
-            from: Peer::Rank(p),
-            ..
-        } => Some(*p),
+        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } | TraceAction::Sendrecv { to, .. } => Some(*to),
+        TraceAction::Recv { from: Peer::Rank(p), .. } | TraceAction::Irecv { from: Peer::Rank(p), .. } => Some(*p),
         TraceAction::Arecv { from, .. } => Some(*from),
         _ => None,
     }
@@ -298,14 +218,7 @@ fn with_peer(a: &TraceAction, p: u32) -> TraceAction {
                 *f = p;
             }
         }
-        TraceAction::Recv {
-            from: Peer::Rank(f),
-            ..
-        }
-        | TraceAction::Irecv {
-            from: Peer::Rank(f),
-            ..
-        } => *f = p,
+        TraceAction::Recv { from: Peer::Rank(f), .. } | TraceAction::Irecv { from: Peer::Rank(f), .. } => *f = p,
         TraceAction::Arecv { from, .. } => *from = p,
         _ => {}
     }
@@ -325,16 +238,7 @@ fn op_name(a: &TraceAction) -> &'static str {
 }
 
 fn any_recv(a: &TraceAction) -> bool {
-    matches!(
-        a,
-        TraceAction::Recv {
-            from: Peer::Any,
-            ..
-        } | TraceAction::Irecv {
-            from: Peer::Any,
-            ..
-        }
-    )
+    matches!(a, TraceAction::Recv { from: Peer::Any, .. } | TraceAction::Irecv { from: Peer::Any, .. })
 }
 
 fn has_any_recv(items: &[Item]) -> bool {
@@ -376,11 +280,7 @@ impl Mw {
                                     break;
                                 }
                             }
-                            Item::Act(b)
-                                if matches!(b, TraceAction::Compute { .. }) || is_waitish(b) =>
-                            {
-                                gap.push(items[j].clone())
-                            }
+                            Item::Act(b) if matches!(b, TraceAction::Compute { .. }) || is_waitish(b) => gap.push(items[j].clone()),
                             _ => break,
                         }
                         j += 1;
@@ -392,27 +292,12 @@ impl Mw {
                                 // The first worker's message alone: what precedes it is not per worker.
                                 vec![segs[0].last().cloned().expect("message")]
                             } else {
-                                segs[1 + proportional(
-                                    idx as u32 - 1,
-                                    nw.len() as u32 - 1,
-                                    segs.len() as u32 - 1,
-                                ) as usize]
-                                    .clone()
+                                segs[1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1) as usize].clone()
                             };
-                            let origin = if idx == 0 || segs.len() == 1 {
-                                w[0]
-                            } else {
-                                w[(1 + proportional(
-                                    idx as u32 - 1,
-                                    nw.len() as u32 - 1,
-                                    segs.len() as u32 - 1,
-                                )) as usize]
-                            };
+                            let origin = if idx == 0 || segs.len() == 1 { w[0] } else { w[(1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1)) as usize] };
                             for it in seg {
                                 match it {
-                                    Item::Act(b) if peer_of(&b) == Some(origin) => {
-                                        out.push(Tagged::Act(with_peer(&b, *p), Some((origin, *p))))
-                                    }
+                                    Item::Act(b) if peer_of(&b) == Some(origin) => out.push(Tagged::Act(with_peer(&b, *p), Some((origin, *p)))),
                                     other => out.push(Tagged::plain(&other)),
                                 }
                             }
@@ -426,11 +311,7 @@ impl Mw {
                 }
                 Item::Loop(k, body) => {
                     let body_x = self.expand(body);
-                    let count = if *k == w.len() as u64 && has_any_recv(body) && w.len() > 0 {
-                        self.new_workers.len() as u64
-                    } else {
-                        *k
-                    };
+                    let count = if *k == w.len() as u64 && has_any_recv(body) && w.len() > 0 { self.new_workers.len() as u64 } else { *k };
                     out.push(Tagged::Loop(count, body_x));
                     i += 1;
                 }
@@ -441,11 +322,7 @@ impl Mw {
                         j += 1;
                     }
                     let run = j - i;
-                    let count = if run == w.len() {
-                        self.new_workers.len()
-                    } else {
-                        run
-                    };
+                    let count = if run == w.len() { self.new_workers.len() } else { run };
                     for _ in 0..count {
                         out.push(Tagged::plain(&items[i]));
                     }
@@ -461,18 +338,9 @@ impl Mw {
     }
 }
 
-pub fn master_worker(
-    ctx: &Ctx,
-    root: u32,
-    traces: &[Vec<Item>],
-    emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>,
-    notes: &mut Vec<String>,
-) -> Result<()> {
+pub fn master_worker(ctx: &Ctx, root: u32, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>, notes: &mut Vec<String>) -> Result<()> {
     if root >= ctx.n {
-        bail!(
-            "the master is rank {root}: {} ranks have no such rank",
-            ctx.n
-        );
+        bail!("the master is rank {root}: {} ranks have no such rank", ctx.n);
     }
     let old_workers: Vec<u32> = (0..ctx.k).filter(|r| *r != root).collect();
     let new_workers: Vec<u32> = (0..ctx.n).filter(|r| *r != root).collect();
@@ -484,17 +352,11 @@ pub fn master_worker(
             root
         } else {
             let idx = new_workers.iter().position(|w| *w == r).unwrap_or(0) as u32;
-            old_workers
-                [proportional(idx, new_workers.len() as u32, old_workers.len() as u32) as usize]
+            old_workers[proportional(idx, new_workers.len() as u32, old_workers.len() as u32) as usize]
         }
     };
     let worker_uniform = old_workers.len() as f64 / new_workers.len().max(1) as f64;
-    let mut mw = Mw {
-        root,
-        old_workers: old_workers.clone(),
-        new_workers: new_workers.clone(),
-        notes: Vec::new(),
-    };
+    let mut mw = Mw { root, old_workers: old_workers.clone(), new_workers: new_workers.clone(), notes: Vec::new() };
     let expanded = mw.expand(&traces[root as usize]);
     let _ = mw.root;
     notes.extend(mw.notes.drain(..));
@@ -507,19 +369,8 @@ pub fn master_worker(
                 Some((o, n)) => (Some(o), Some(n)),
                 None => (peer_of(a), peer_of(a)),
             };
-            let f = if ctx.scaler.mode == Mode::Strong {
-                worker_uniform
-            } else {
-                1.0
-            };
-            Ok(Some(resize(
-                ctx,
-                a,
-                &old_root,
-                &new_root,
-                (old_peer, new_peer),
-                f,
-            )))
+            let f = if ctx.scaler.mode == Mode::Strong { worker_uniform } else { 1.0 };
+            Ok(Some(resize(ctx, a, &old_root, &new_root, (old_peer, new_peer), f)))
         } else {
             common(ctx, a, root, &old_root, &new_root, 1.0, &origin_of)
         }
@@ -534,19 +385,8 @@ pub fn master_worker(
         let new = ctx.env(r, ctx.n, None);
         let items = map_items(&traces[o as usize], &mut |a| {
             if is_message(a) {
-                let f = if ctx.scaler.mode == Mode::Strong {
-                    worker_uniform
-                } else {
-                    1.0
-                };
-                Ok(Some(resize(
-                    ctx,
-                    a,
-                    &old,
-                    &new,
-                    (Some(root), Some(root)),
-                    f,
-                )))
+                let f = if ctx.scaler.mode == Mode::Strong { worker_uniform } else { 1.0 };
+                Ok(Some(resize(ctx, a, &old, &new, (Some(root), Some(root)), f)))
             } else {
                 common(ctx, a, o, &old, &new, worker_uniform, &origin_of)
             }
@@ -556,10 +396,7 @@ pub fn master_worker(
     Ok(())
 }
 
-fn map_tagged(
-    items: &[Tagged],
-    f: &mut dyn FnMut(&TraceAction, Option<(u32, u32)>) -> Result<Option<TraceAction>>,
-) -> Result<Vec<Item>> {
+fn map_tagged(items: &[Tagged], f: &mut dyn FnMut(&TraceAction, Option<(u32, u32)>) -> Result<Option<TraceAction>>) -> Result<Vec<Item>> {
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
@@ -602,12 +439,7 @@ type Dir = Vec<i64>;
 /// A traced action with its peers as directions in the grid, and the traced rank it came from.
 #[derive(Debug, Clone)]
 enum Tok {
-    A {
-        a: TraceAction,
-        to: Option<Dir>,
-        from: Option<Dir>,
-        origin: u32,
-    },
+    A { a: TraceAction, to: Option<Dir>, from: Option<Dir>, origin: u32 },
     L(u64, Vec<Tok>),
 }
 
@@ -656,10 +488,7 @@ fn req_of(a: &TraceAction) -> Option<u64> {
 
 fn set_req(a: &mut TraceAction, f: &dyn Fn(u64) -> u64) {
     match a {
-        TraceAction::Isend { req, .. }
-        | TraceAction::Irecv { req, .. }
-        | TraceAction::Wait { req }
-        | TraceAction::Test { req } => *req = f(*req),
+        TraceAction::Isend { req, .. } | TraceAction::Irecv { req, .. } | TraceAction::Wait { req } | TraceAction::Test { req } => *req = f(*req),
         TraceAction::Waitall { reqs } => reqs.iter_mut().for_each(|r| *r = f(*r)),
         _ => {}
     }
@@ -679,41 +508,20 @@ fn shape(t: &Tok) -> String {
 }
 
 impl<'c, 'a> Grid<'c, 'a> {
-    pub fn new(
-        ctx: &'c Ctx<'a>,
-        dims: Vec<u32>,
-        periodic: Vec<bool>,
-        new_dims: Vec<u32>,
-        traces: &[Vec<Item>],
-    ) -> Result<Grid<'c, 'a>> {
+    pub fn new(ctx: &'c Ctx<'a>, dims: Vec<u32>, periodic: Vec<bool>, new_dims: Vec<u32>, traces: &[Vec<Item>]) -> Result<Grid<'c, 'a>> {
         let mut group = None;
         for t in traces {
             super::items::walk(t, 1, &mut |a, _| {
                 if let TraceAction::CommDef { ranks, .. } = a {
                     let g = ranks.len() as u32;
                     let first = ranks.first().copied().unwrap_or(0);
-                    if g > 1
-                        && g < ctx.k
-                        && first % g == 0
-                        && ranks
-                            .iter()
-                            .enumerate()
-                            .all(|(i, r)| *r == first + i as u32)
-                    {
+                    if g > 1 && g < ctx.k && first % g == 0 && ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32) {
                         group = Some(g);
                     }
                 }
             });
         }
-        let mut g = Grid {
-            ctx,
-            dims,
-            new_dims,
-            periodic,
-            norm: Vec::new(),
-            templates: HashMap::new(),
-            group,
-        };
+        let mut g = Grid { ctx, dims, new_dims, periodic, norm: Vec::new(), templates: HashMap::new(), group };
         for (r, t) in traces.iter().enumerate() {
             let n = g.normalise(t, r as u32)?;
             g.norm.push(Rc::new(n));
@@ -723,26 +531,18 @@ impl<'c, 'a> Grid<'c, 'a> {
 
     fn old_class(&self, r: u32) -> Vec<Class> {
         let c = self.coords(r);
-        (0..self.dims.len())
-            .map(|e| class_of(c[e], self.dims[e], self.periodic[e]))
-            .collect()
+        (0..self.dims.len()).map(|e| class_of(c[e], self.dims[e], self.periodic[e])).collect()
     }
 
     /// The template of a class for a rank at `phase` within its group, whose group's members
     /// have the classes `group_classes`: a traced rank at the same phase of a traced group of the
     /// same classes, so that a group's members come from one traced group and agree on their
     /// (data-dependent) iteration counts.
-    fn template_for(
-        &mut self,
-        s: &[Class],
-        phase: Option<(u32, Vec<Vec<Class>>)>,
-    ) -> Result<Rc<Vec<Tok>>> {
+    fn template_for(&mut self, s: &[Class], phase: Option<(u32, Vec<Vec<Class>>)>) -> Result<Rc<Vec<Tok>>> {
         if let (Some((p, want)), Some(g)) = (phase, self.group) {
             let sig = |r: u32| -> Vec<Vec<Class>> {
                 let b = r / g * g;
-                (b..(b + g).min(self.ctx.k))
-                    .map(|q| self.old_class(q))
-                    .collect()
+                (b..(b + g).min(self.ctx.k)).map(|q| self.old_class(q)).collect()
             };
             if let Some(r) = (0..self.ctx.k).find(|&r| r % g == p && sig(r) == want) {
                 return Ok(self.norm[r as usize].clone());
@@ -781,9 +581,7 @@ impl<'c, 'a> Grid<'c, 'a> {
             d.push(x);
         }
         if r == p {
-            amb = (0..cr.len())
-                .filter(|e| self.periodic[*e] && self.dims[*e] == 1)
-                .collect();
+            amb = (0..cr.len()).filter(|e| self.periodic[*e] && self.dims[*e] == 1).collect();
         }
         (d, amb)
     }
@@ -813,13 +611,7 @@ impl<'c, 'a> Grid<'c, 'a> {
         };
         for it in items {
             match it {
-                Item::Act(a)
-                    if is_message(a)
-                        || is_waitish(a)
-                        || matches!(a, TraceAction::Compute { .. }) =>
-                {
-                    run.push(a.clone())
-                }
+                Item::Act(a) if is_message(a) || is_waitish(a) || matches!(a, TraceAction::Compute { .. }) => run.push(a.clone()),
                 Item::Act(a) => {
                     flush(&mut run, &mut out);
                     if let Some(c) = comm_of(a) {
@@ -827,12 +619,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                             // Checked identical to the world by the caller.
                         }
                     }
-                    out.push(Tok::A {
-                        a: a.clone(),
-                        to: None,
-                        from: None,
-                        origin: r,
-                    });
+                    out.push(Tok::A { a: a.clone(), to: None, from: None, origin: r });
                 }
                 Item::Loop(k, body) => {
                     flush(&mut run, &mut out);
@@ -853,9 +640,7 @@ impl<'c, 'a> Grid<'c, 'a> {
         let mut to_dirs: Vec<Option<Dir>> = vec![None; run.len()];
         for (i, a) in run.iter().enumerate() {
             let (to, tag) = match a {
-                TraceAction::Send { to, tag, .. } | TraceAction::Isend { to, tag, .. } => {
-                    (*to, *tag)
-                }
+                TraceAction::Send { to, tag, .. } | TraceAction::Isend { to, tag, .. } => (*to, *tag),
                 TraceAction::Sendrecv { to, send_tag, .. } => (*to, *send_tag),
                 _ => continue,
             };
@@ -871,22 +656,9 @@ impl<'c, 'a> Grid<'c, 'a> {
         let mut out = Vec::with_capacity(run.len());
         for (i, a) in run.into_iter().enumerate() {
             let from = match &a {
-                TraceAction::Recv {
-                    from: Peer::Rank(p),
-                    tag,
-                    ..
-                }
-                | TraceAction::Irecv {
-                    from: Peer::Rank(p),
-                    tag,
-                    ..
-                } => Some((*p, *tag)),
+                TraceAction::Recv { from: Peer::Rank(p), tag, .. } | TraceAction::Irecv { from: Peer::Rank(p), tag, .. } => Some((*p, *tag)),
                 TraceAction::Arecv { from: p, tag, .. } => Some((*p, *tag)),
-                TraceAction::Sendrecv {
-                    from: Peer::Rank(p),
-                    recv_tag,
-                    ..
-                } => Some((*p, *recv_tag)),
+                TraceAction::Sendrecv { from: Peer::Rank(p), recv_tag, .. } => Some((*p, *recv_tag)),
                 _ => None,
             };
             let from_dir = from.map(|(p, tag)| {
@@ -909,12 +681,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                 *k += 1;
                 d
             });
-            out.push(Tok::A {
-                a,
-                to: to_dirs[i].take(),
-                from: from_dir,
-                origin: r,
-            });
+            out.push(Tok::A { a, to: to_dirs[i].take(), from: from_dir, origin: r });
         }
         out
     }
@@ -929,18 +696,14 @@ impl<'c, 'a> Grid<'c, 'a> {
         let classes: Vec<Vec<Class>> = (0..k)
             .map(|r| {
                 let c = self.coords(r);
-                (0..self.dims.len())
-                    .map(|e| class_of(c[e], self.dims[e], self.periodic[e]))
-                    .collect()
+                (0..self.dims.len()).map(|e| class_of(c[e], self.dims[e], self.periodic[e])).collect()
             })
             .collect();
         let t = if let Some(r) = classes.iter().position(|c| c == s) {
             self.norm[r].clone()
         } else {
             // The first dimension whose class the trace lacks.
-            let e = (0..s.len())
-                .find(|e| !classes.iter().any(|c| c[*e] == s[*e]))
-                .expect("some class is missing");
+            let e = (0..s.len()).find(|e| !classes.iter().any(|c| c[*e] == s[*e])).expect("some class is missing");
             let old = self.dims[e];
             match s[e] {
                 Class::Inner if old == 2 => {
@@ -988,17 +751,13 @@ impl<'c, 'a> Grid<'c, 'a> {
         let origin_of = move |j: u32| -> u32 { j % k.max(1) };
         for r in 0..n {
             let c = cart_coords(r as i64, &nd);
-            let s: Vec<Class> = (0..nd.len())
-                .map(|e| class_of(c[e], self.new_dims[e], self.periodic[e]))
-                .collect();
+            let s: Vec<Class> = (0..nd.len()).map(|e| class_of(c[e], self.new_dims[e], self.periodic[e])).collect();
             let phase = self.group.map(|g| {
                 let b = r / g * g;
                 let members = (b..(b + g).min(n))
                     .map(|q| {
                         let cq = cart_coords(q as i64, &nd);
-                        (0..nd.len())
-                            .map(|e| class_of(cq[e], self.new_dims[e], self.periodic[e]))
-                            .collect()
+                        (0..nd.len()).map(|e| class_of(cq[e], self.new_dims[e], self.periodic[e])).collect()
                     })
                     .collect();
                 (r % g, members)
@@ -1007,16 +766,7 @@ impl<'c, 'a> Grid<'c, 'a> {
             let new_env = self.ctx.env(r, n, Some(&self.new_dims));
             let mut envs: HashMap<u32, HashMap<String, f64>> = HashMap::new();
             let mut dropped: HashSet<u64> = HashSet::new();
-            let items = self.instantiate(
-                &t,
-                r,
-                &c,
-                &new_env,
-                &mut envs,
-                &mut dropped,
-                uniform,
-                &origin_of,
-            )?;
+            let items = self.instantiate(&t, r, &c, &new_env, &mut envs, &mut dropped, uniform, &origin_of)?;
             emit(r, items)?;
         }
         Ok(())
@@ -1042,10 +792,7 @@ impl<'c, 'a> Grid<'c, 'a> {
     fn face_factor(&self, d: &Dir) -> f64 {
         match self.ctx.scaler.mode {
             Mode::Weak => 1.0,
-            _ => (0..d.len())
-                .filter(|e| d[*e] == 0)
-                .map(|e| self.dims[e] as f64 / self.new_dims[e] as f64)
-                .product(),
+            _ => (0..d.len()).filter(|e| d[*e] == 0).map(|e| self.dims[e] as f64 / self.new_dims[e] as f64).product(),
         }
     }
 
@@ -1065,22 +812,13 @@ impl<'c, 'a> Grid<'c, 'a> {
         for t in toks {
             match t {
                 Tok::L(k, body) => {
-                    let b =
-                        self.instantiate(body, r, c, new_env, envs, dropped, uniform, origin_of)?;
+                    let b = self.instantiate(body, r, c, new_env, envs, dropped, uniform, origin_of)?;
                     if !b.is_empty() {
                         out.push(Item::Loop(*k, b));
                     }
                 }
-                Tok::A {
-                    a,
-                    to,
-                    from,
-                    origin,
-                } => {
-                    let old_env = envs
-                        .entry(*origin)
-                        .or_insert_with(|| self.ctx.env(*origin, self.ctx.k, Some(&self.dims)))
-                        .clone();
+                Tok::A { a, to, from, origin } => {
+                    let old_env = envs.entry(*origin).or_insert_with(|| self.ctx.env(*origin, self.ctx.k, Some(&self.dims))).clone();
                     let to_p = to.as_ref().map(|d| self.target(c, d));
                     let from_p = from.as_ref().map(|d| self.target(c, d));
                     let dir = to.as_ref().or(from.as_ref());
@@ -1088,26 +826,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                     let old_peer = peer_of(a);
                     let new_peer = to_p.flatten().or(from_p.flatten());
                     let b = match a {
-                        TraceAction::Send { .. } | TraceAction::Isend { .. } => {
-                            match to_p.flatten() {
-                                Some(p) => Some(with_peer(a, p)),
-                                None => {
-                                    if let Some(q) = req_of(a) {
-                                        dropped.insert(q);
-                                    }
-                                    None
-                                }
-                            }
-                        }
-                        TraceAction::Recv {
-                            from: Peer::Rank(_),
-                            ..
-                        }
-                        | TraceAction::Irecv {
-                            from: Peer::Rank(_),
-                            ..
-                        }
-                        | TraceAction::Arecv { .. } => match from_p.flatten() {
+                        TraceAction::Send { .. } | TraceAction::Isend { .. } => match to_p.flatten() {
                             Some(p) => Some(with_peer(a, p)),
                             None => {
                                 if let Some(q) = req_of(a) {
@@ -1116,45 +835,35 @@ impl<'c, 'a> Grid<'c, 'a> {
                                 None
                             }
                         },
-                        TraceAction::Sendrecv {
-                            send_bytes,
-                            send_tag,
-                            recv_bytes,
-                            recv_tag,
-                            comm,
-                            from: f0,
-                            ..
-                        } => match (to_p.flatten(), from_p.flatten()) {
+                        TraceAction::Recv { from: Peer::Rank(_), .. } | TraceAction::Irecv { from: Peer::Rank(_), .. } | TraceAction::Arecv { .. } => match from_p.flatten() {
+                            Some(p) => Some(with_peer(a, p)),
+                            None => {
+                                if let Some(q) = req_of(a) {
+                                    dropped.insert(q);
+                                }
+                                None
+                            }
+                        },
+                        TraceAction::Sendrecv { send_bytes, send_tag, recv_bytes, recv_tag, comm, from: f0, .. } => match (to_p.flatten(), from_p.flatten()) {
                             (Some(tp), Some(fp)) => Some(TraceAction::Sendrecv {
                                 to: tp,
                                 send_bytes: *send_bytes,
                                 send_tag: *send_tag,
-                                from: if matches!(f0, Peer::Any) {
-                                    Peer::Any
-                                } else {
-                                    Peer::Rank(fp)
-                                },
+                                from: if matches!(f0, Peer::Any) { Peer::Any } else { Peer::Rank(fp) },
                                 recv_bytes: *recv_bytes,
                                 recv_tag: *recv_tag,
                                 comm: *comm,
                             }),
-                            (Some(tp), None) if matches!(f0, Peer::Any) => {
-                                Some(TraceAction::Sendrecv {
-                                    to: tp,
-                                    send_bytes: *send_bytes,
-                                    send_tag: *send_tag,
-                                    from: Peer::Any,
-                                    recv_bytes: *recv_bytes,
-                                    recv_tag: *recv_tag,
-                                    comm: *comm,
-                                })
-                            }
-                            (Some(tp), None) => Some(TraceAction::Send {
+                            (Some(tp), None) if matches!(f0, Peer::Any) => Some(TraceAction::Sendrecv {
                                 to: tp,
-                                bytes: *send_bytes,
-                                tag: *send_tag,
+                                send_bytes: *send_bytes,
+                                send_tag: *send_tag,
+                                from: Peer::Any,
+                                recv_bytes: *recv_bytes,
+                                recv_tag: *recv_tag,
                                 comm: *comm,
                             }),
+                            (Some(tp), None) => Some(TraceAction::Send { to: tp, bytes: *send_bytes, tag: *send_tag, comm: *comm }),
                             (None, Some(fp)) => Some(TraceAction::Recv {
                                 from: Peer::Rank(fp),
                                 bytes: *recv_bytes,
@@ -1172,29 +881,19 @@ impl<'c, 'a> Grid<'c, 'a> {
                             if reqs.is_empty() {
                                 Some(a.clone())
                             } else {
-                                let kept: Vec<u64> = reqs
-                                    .iter()
-                                    .copied()
-                                    .filter(|q| !dropped.contains(q))
-                                    .collect();
+                                let kept: Vec<u64> = reqs.iter().copied().filter(|q| !dropped.contains(q)).collect();
                                 (!kept.is_empty()).then_some(TraceAction::Waitall { reqs: kept })
                             }
                         }
                         _ => {
-                            if let Some(b) =
-                                common(self.ctx, a, *origin, &old_env, new_env, uniform, origin_of)?
-                            {
+                            if let Some(b) = common(self.ctx, a, *origin, &old_env, new_env, uniform, origin_of)? {
                                 out.push(Item::Act(b));
                             }
                             continue;
                         }
                     };
                     if let Some(b) = b {
-                        let b = if is_message(&b) {
-                            resize(self.ctx, &b, &old_env, new_env, (old_peer, new_peer), ff)
-                        } else {
-                            b
-                        };
+                        let b = if is_message(&b) { resize(self.ctx, &b, &old_env, new_env, (old_peer, new_peer), ff) } else { b };
                         out.push(Item::Act(b));
                     }
                 }
@@ -1260,12 +959,7 @@ fn drop_dim(toks: &[Tok], e: usize) -> Vec<Tok> {
                     go(b, e, dropped, &mut inner);
                     out.push(Tok::L(*k, inner));
                 }
-                Tok::A {
-                    a,
-                    to,
-                    from,
-                    origin,
-                } => {
+                Tok::A { a, to, from, origin } => {
                     let along = |d: &Option<Dir>| d.as_ref().map(|d| d[e] != 0).unwrap_or(false);
                     if along(to) || along(from) {
                         if let Some(q) = req_of(a) {
@@ -1277,12 +971,7 @@ fn drop_dim(toks: &[Tok], e: usize) -> Vec<Tok> {
                     if let TraceAction::Waitall { reqs } = &mut a {
                         reqs.retain(|q| !dropped.contains(q));
                     }
-                    out.push(Tok::A {
-                        a,
-                        to: to.clone(),
-                        from: from.clone(),
-                        origin: *origin,
-                    });
+                    out.push(Tok::A { a, to: to.clone(), from: from.clone(), origin: *origin });
                 }
             }
         }
@@ -1341,21 +1030,15 @@ fn merge(a: &[Tok], b: &[Tok], off: u64) -> Result<Vec<Tok>, String> {
             }
             (Some(Unit::Anchor(x)), Some(Unit::Anchor(y))) => {
                 match (x, y) {
-                    (Tok::L(k1, b1), Tok::L(k2, b2)) if k1 == k2 => {
-                        out.push(Tok::L(*k1, merge(b1, b2, off)?))
-                    }
+                    (Tok::L(k1, b1), Tok::L(k2, b2)) if k1 == k2 => out.push(Tok::L(*k1, merge(b1, b2, off)?)),
                     (x, y) if shape(x) == shape(y) => out.push((*x).clone()),
                     (x, y) => return Err(format!("`{}` against `{}`", shape(x), shape(y))),
                 }
                 i += 1;
                 j += 1;
             }
-            (Some(Unit::Anchor(x)), None) => {
-                return Err(format!("`{}` has no counterpart", shape(x)))
-            }
-            (None, Some(Unit::Anchor(y))) => {
-                return Err(format!("`{}` has no counterpart", shape(y)))
-            }
+            (Some(Unit::Anchor(x)), None) => return Err(format!("`{}` has no counterpart", shape(x))),
+            (None, Some(Unit::Anchor(y))) => return Err(format!("`{}` has no counterpart", shape(y))),
         }
     }
     Ok(out)
@@ -1364,23 +1047,10 @@ fn merge(a: &[Tok], b: &[Tok], off: u64) -> Result<Vec<Tok>, String> {
 fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>) -> Vec<Tok> {
     let mut out: Vec<Tok> = ra.iter().map(|t| (*t).clone()).collect();
     let mut fused: HashSet<usize> = HashSet::new();
-    let msgs_a: Vec<usize> = out
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| matches!(t, Tok::A { a, .. } if is_message(a)))
-        .map(|(i, _)| i)
-        .collect();
+    let msgs_a: Vec<usize> = out.iter().enumerate().filter(|(_, t)| matches!(t, Tok::A { a, .. } if is_message(a))).map(|(i, _)| i).collect();
     let mut nb = 0usize;
     for t in rb {
-        let Tok::A {
-            a,
-            to,
-            from,
-            origin,
-        } = t
-        else {
-            continue;
-        };
+        let Tok::A { a, to, from, origin } = t else { continue };
         if matches!(a, TraceAction::Compute { .. }) {
             // The first rank's compute stands for both.
             continue;
@@ -1407,19 +1077,8 @@ fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>)
             }
             let mut a2 = a.clone();
             set_req(&mut a2, &|q| q + off);
-            let at = out
-                .iter()
-                .position(|x| matches!(x, Tok::A { a, .. } if is_waitish(a)))
-                .unwrap_or(out.len());
-            out.insert(
-                at,
-                Tok::A {
-                    a: a2,
-                    to: to.clone(),
-                    from: from.clone(),
-                    origin: *origin,
-                },
-            );
+            let at = out.iter().position(|x| matches!(x, Tok::A { a, .. } if is_waitish(a))).unwrap_or(out.len());
+            out.insert(at, Tok::A { a: a2, to: to.clone(), from: from.clone(), origin: *origin });
             continue;
         }
         // Waits: the requests of the second rank renamed, merged with the first rank's.
@@ -1428,18 +1087,7 @@ fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>)
         set_req(&mut a2, &map);
         match &a2 {
             TraceAction::Waitall { reqs } => {
-                if let Some(Tok::A {
-                    a: TraceAction::Waitall { reqs: ra2 },
-                    ..
-                }) = out.iter_mut().rev().find(|x| {
-                    matches!(
-                        x,
-                        Tok::A {
-                            a: TraceAction::Waitall { .. },
-                            ..
-                        }
-                    )
-                }) {
+                if let Some(Tok::A { a: TraceAction::Waitall { reqs: ra2 }, .. }) = out.iter_mut().rev().find(|x| matches!(x, Tok::A { a: TraceAction::Waitall { .. }, .. })) {
                     if !ra2.is_empty() {
                         if reqs.is_empty() {
                             ra2.clear();
@@ -1453,30 +1101,15 @@ fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>)
                     }
                     continue;
                 }
-                out.push(Tok::A {
-                    a: a2,
-                    to: None,
-                    from: None,
-                    origin: *origin,
-                });
+                out.push(Tok::A { a: a2, to: None, from: None, origin: *origin });
             }
             TraceAction::Wait { req } | TraceAction::Test { req } => {
                 let dup = out.iter().any(|x| matches!(x, Tok::A { a: TraceAction::Wait { req: r2 } | TraceAction::Test { req: r2 }, .. } if r2 == req));
                 if !dup {
-                    out.push(Tok::A {
-                        a: a2,
-                        to: None,
-                        from: None,
-                        origin: *origin,
-                    });
+                    out.push(Tok::A { a: a2, to: None, from: None, origin: *origin });
                 }
             }
-            _ => out.push(Tok::A {
-                a: a2,
-                to: None,
-                from: None,
-                origin: *origin,
-            }),
+            _ => out.push(Tok::A { a: a2, to: None, from: None, origin: *origin }),
         }
     }
     out
@@ -1485,58 +1118,18 @@ fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>)
 /// A blocking send in one rank's trace and the matching receive in the other's (opposite
 /// directions, same tag): the two halves of one MPI_Sendrecv.
 fn fuse(x: &Tok, y: &Tok) -> Option<Tok> {
-    let (
-        Tok::A {
-            a: ax,
-            to: tx,
-            from: fx,
-            origin,
-        },
-        Tok::A {
-            a: ay,
-            to: ty,
-            from: fy,
-            ..
-        },
-    ) = (x, y)
-    else {
-        return None;
-    };
+    let (Tok::A { a: ax, to: tx, from: fx, origin }, Tok::A { a: ay, to: ty, from: fy, .. }) = (x, y) else { return None };
     let (send, sdir, recv, rdir) = match (ax, ay) {
         (TraceAction::Send { .. }, TraceAction::Recv { .. }) => (ax, tx.clone()?, ay, fy.clone()?),
         (TraceAction::Recv { .. }, TraceAction::Send { .. }) => (ay, ty.clone()?, ax, fx.clone()?),
         _ => return None,
     };
-    let (
-        TraceAction::Send {
-            to,
-            bytes,
-            tag,
-            comm,
-        },
-        TraceAction::Recv {
-            from,
-            bytes: rb,
-            tag: rt,
-            comm: rc,
-        },
-    ) = (send, recv)
-    else {
-        return None;
-    };
+    let (TraceAction::Send { to, bytes, tag, comm }, TraceAction::Recv { from, bytes: rb, tag: rt, comm: rc }) = (send, recv) else { return None };
     if comm != rc || Tag::Value(*tag) != *rt || sdir.iter().zip(&rdir).any(|(s, r)| *s != -*r) {
         return None;
     }
     Some(Tok::A {
-        a: TraceAction::Sendrecv {
-            to: *to,
-            send_bytes: *bytes,
-            send_tag: *tag,
-            from: *from,
-            recv_bytes: *rb,
-            recv_tag: *rt,
-            comm: *comm,
-        },
+        a: TraceAction::Sendrecv { to: *to, send_bytes: *bytes, send_tag: *tag, from: *from, recv_bytes: *rb, recv_tag: *rt, comm: *comm },
         to: Some(sdir),
         from: Some(rdir),
         origin: *origin,

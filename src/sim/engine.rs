@@ -193,10 +193,7 @@ fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<(), SimError> 
     // trampoline reclaims; SimGrid copies the name.
     unsafe {
         let actor = ffi::sg_actor_init(cname.as_ptr(), host.0);
-        ffi::sg_actor_set_stacksize(
-            actor,
-            ACTOR_STACK_KIB.load(std::sync::atomic::Ordering::Relaxed) as _,
-        );
+        ffi::sg_actor_set_stacksize(actor, ACTOR_STACK_KIB.load(std::sync::atomic::Ordering::Relaxed) as _);
         ffi::sg_actor_set_data(actor, data);
         ffi::sg_actor_start_(actor, Some(actor_trampoline), 0, ptr::null());
     }

@@ -15,12 +15,7 @@ use crate::sim::engine::{self, Engine, EngineOptions, Mailbox};
 pub const DEFAULT_NETWORK_MODEL: &str = "network/model:SMPI";
 
 pub fn run_job(job: &SimJob) -> Result<SimOutcome> {
-    let names: HashMap<&str, usize> = job
-        .actors
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (a.name.as_str(), i))
-        .collect();
+    let names: HashMap<&str, usize> = job.actors.iter().enumerate().map(|(i, a)| (a.name.as_str(), i)).collect();
     if names.len() != job.actors.len() {
         bail!("actor names in the job are not unique");
     }
@@ -41,19 +36,12 @@ pub fn run_job(job: &SimJob) -> Result<SimOutcome> {
 
     let mut cfg = vec![DEFAULT_NETWORK_MODEL.to_string()];
     cfg.extend(job.cfg.iter().cloned());
-    let eng = Engine::init(&EngineOptions {
-        cfg,
-        host_load: true,
-        ..Default::default()
-    })?;
+    let eng = Engine::init(&EngineOptions { cfg, host_load: true, ..Default::default() })?;
     eng.load_platform(&job.platform)?;
 
-    let outcomes: Rc<RefCell<Vec<Option<ActorOutcome>>>> =
-        Rc::new(RefCell::new(vec![None; job.actors.len()]));
+    let outcomes: Rc<RefCell<Vec<Option<ActorOutcome>>>> = Rc::new(RefCell::new(vec![None; job.actors.len()]));
     for (i, spec) in job.actors.iter().enumerate() {
-        let host = eng
-            .host(&spec.host)
-            .with_context(|| format!("actor {}", spec.name))?;
+        let host = eng.host(&spec.host).with_context(|| format!("actor {}", spec.name))?;
         let spec = spec.clone();
         let outcomes = Rc::clone(&outcomes);
         eng.spawn(&spec.name.clone(), host, move || {
@@ -67,8 +55,7 @@ pub fn run_job(job: &SimJob) -> Result<SimOutcome> {
                         compute_s += engine::now() - t0;
                     }
                     SimAction::Send { to, bytes } => {
-                        Mailbox::by_name(&format!("{}->{}", spec.name, to))
-                            .put(Box::new(()), *bytes);
+                        Mailbox::by_name(&format!("{}->{}", spec.name, to)).put(Box::new(()), *bytes);
                         comm_s += engine::now() - t0;
                     }
                     SimAction::Recv { from } => {
@@ -94,10 +81,7 @@ pub fn run_job(job: &SimJob) -> Result<SimOutcome> {
     for (spec, o) in job.actors.iter().zip(outcomes.iter()) {
         match o {
             Some(o) => actors.push(o.clone()),
-            None => bail!(
-                "actor {} did not finish (deadlock: a receive without a matching send?)",
-                spec.name
-            ),
+            None => bail!("actor {} did not finish (deadlock: a receive without a matching send?)", spec.name),
         }
     }
     let hosts = eng
@@ -110,9 +94,5 @@ pub fn run_job(job: &SimJob) -> Result<SimOutcome> {
             computed_flops: h.computed_flops(),
         })
         .collect();
-    Ok(SimOutcome {
-        end_time_s: eng.clock(),
-        actors,
-        hosts,
-    })
+    Ok(SimOutcome { end_time_s: eng.clock(), actors, hosts })
 }

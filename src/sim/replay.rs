@@ -126,11 +126,7 @@ impl Unexpected {
 
     fn front(&self) -> Option<&Envelope> {
         let (&seq, &src) = self.order.iter().next()?;
-        self.by_src
-            .get(&src)?
-            .iter()
-            .find(|(s, _)| *s == seq)
-            .map(|(_, e)| e)
+        self.by_src.get(&src)?.iter().find(|(s, _)| *s == seq).map(|(_, e)| e)
     }
 }
 
@@ -319,8 +315,7 @@ impl Rank {
         let wire = bytes.max(1);
         // Messages to a rank that receives from this one asynchronously are buffered whatever
         // their size: its runtime polls for them (P2PDC's drain), which completes the send.
-        let buffered = bytes < self.opts.eager_threshold
-            || self.world.borrow().async_pairs.contains(&(to, self.me));
+        let buffered = bytes < self.opts.eager_threshold || self.world.borrow().async_pairs.contains(&(to, self.me));
         let comm = if buffered {
             let c = link.mbox.put_bare_async(wire);
             self.eager.push((Rc::clone(&link), c));
@@ -496,9 +491,7 @@ impl Rank {
         }
         let mut reqs = Vec::new();
         loop {
-            let hit = self.world.borrow_mut().queues[me]
-                .unexpected
-                .take(Some(from), tag, ctx);
+            let hit = self.world.borrow_mut().queues[me].unexpected.take(Some(from), tag, ctx);
             let Some(e) = hit else { break };
             e.link.matched_at.set(engine::now());
             let comm = e.link.mbox.get_bare_async();
@@ -506,13 +499,7 @@ impl Rank {
             reqs.push(Req {
                 comm: Some(comm),
                 link: e.link,
-                pending: Pending {
-                    recv: true,
-                    peer: Some(from),
-                    tag,
-                    ctx,
-                    bytes: e.bytes,
-                },
+                pending: Pending { recv: true, peer: Some(from), tag, ctx, bytes: e.bytes },
             });
         }
         if !reqs.is_empty() {
@@ -616,16 +603,12 @@ impl Rank {
                         }
                         s * self.speed
                     }
-                    Compute::TimedBlocks { seconds, .. } if self.opts.block_seconds.is_empty() => {
-                        seconds * self.speed
-                    }
+                    Compute::TimedBlocks { seconds, .. } if self.opts.block_seconds.is_empty() => seconds * self.speed,
                     Compute::TimedBlocks { blocks, .. } => {
                         let mut s = 0.0;
                         for (id, n) in blocks {
                             let per = self.opts.block_seconds.get(id).ok_or_else(|| {
-                                Stop(format!(
-                                    "compute blocks: no time for block {id} in the block table"
-                                ))
+                                Stop(format!("compute blocks: no time for block {id} in the block table"))
                             })?;
                             s += per * *n as f64;
                         }
@@ -649,17 +632,12 @@ impl Rank {
                 // A communicator of every rank in order (a Cartesian one without reordering)
                 // maps ranks like the world: no member list per rank (65,536 ranks would hold
                 // 16 GiB of them).
-                let identity = size == self.world_size
-                    && ranks.iter().enumerate().all(|(i, &r)| r == i as u32);
+                let identity = size == self.world_size && ranks.iter().enumerate().all(|(i, &r)| r == i as u32);
                 self.comms.insert(
                     *id,
                     CommView {
                         id: *id,
-                        members: if identity {
-                            None
-                        } else {
-                            Some(Rc::new(ranks.clone()))
-                        },
+                        members: if identity { None } else { Some(Rc::new(ranks.clone())) },
                         me: me as u32,
                         size,
                     },
@@ -682,9 +660,7 @@ impl Rank {
                 let from = Self::peer(&c, *from)?;
                 self.recv(from, Self::tag(*tag), p2p_ctx(*comm));
             }
-            A::Arecv {
-                from, tag, comm, ..
-            } => {
+            A::Arecv { from, tag, comm, .. } => {
                 let c = self.comm(*comm)?;
                 let from = Self::peer(&c, Peer::Rank(*from))?;
                 if let Some(from) = from {
@@ -1147,13 +1123,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     }
     let mut warnings = std::mem::take(&mut w.warnings);
     // Messages left for a rank that receives asynchronously were superseded: expected.
-    let superseded: usize = w
-        .queues
-        .iter()
-        .zip(&w.async_rx)
-        .filter(|(_, a)| **a)
-        .map(|(q, _)| q.unexpected.len())
-        .sum();
+    let superseded: usize = w.queues.iter().zip(&w.async_rx).filter(|(_, a)| **a).map(|(q, _)| q.unexpected.len()).sum();
     if superseded > 0 {
         warnings.push(format!("{superseded} message(s) to asynchronous receivers were never taken (superseded by later ones)"));
     }
@@ -1163,13 +1133,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             w.superseded_sends
         ));
     }
-    let unreceived: usize = w
-        .queues
-        .iter()
-        .zip(&w.async_rx)
-        .filter(|(_, a)| !**a)
-        .map(|(q, _)| q.unexpected.len())
-        .sum();
+    let unreceived: usize = w.queues.iter().zip(&w.async_rx).filter(|(_, a)| !**a).map(|(q, _)| q.unexpected.len()).sum();
     if unreceived > 0 {
         let (dst, e) = w
             .queues

@@ -477,11 +477,7 @@ pub fn format_action(a: &TraceAction) -> String {
                 while j + 1 < ranks.len() && ranks[j + 1] == ranks[j].wrapping_add(1) {
                     j += 1;
                 }
-                parts.push(if j > i {
-                    format!("{}-{}", ranks[i], ranks[j])
-                } else {
-                    ranks[i].to_string()
-                });
+                parts.push(if j > i { format!("{}-{}", ranks[i], ranks[j]) } else { ranks[i].to_string() });
                 i = j + 1;
             }
             format!("comm {id} {}", parts.join(","))
@@ -506,12 +502,7 @@ pub fn format_action(a: &TraceAction) -> String {
                 comm(*c)
             )
         }
-        TraceAction::Arecv {
-            from,
-            bytes,
-            tag: t,
-            comm: c,
-        } => {
+        TraceAction::Arecv { from, bytes, tag: t, comm: c } => {
             format!("arecv {from}{}{}{}", opt(*bytes), tsel("tag", *t), comm(*c))
         }
         TraceAction::Isend {
@@ -919,9 +910,7 @@ pub fn scratch_dir(prefix: &str, ranks: u32) -> std::io::Result<tempfile::TempDi
 /// The size limit of /dev/shm in bytes, when it is a tmpfs (half the memory unless `size=`).
 fn shm_limit() -> Option<u64> {
     let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    let line = mounts
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some("/dev/shm"))?;
+    let line = mounts.lines().find(|l| l.split_whitespace().nth(1) == Some("/dev/shm"))?;
     let mut f = line.split_whitespace();
     if f.nth(2) != Some("tmpfs") {
         return None;
@@ -937,13 +926,7 @@ fn shm_limit() -> Option<u64> {
         return num.parse::<u64>().ok().map(|n| n * mult);
     }
     let mem = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = mem
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
+    let kb: u64 = mem.lines().find(|l| l.starts_with("MemTotal:"))?.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024 / 2)
 }
 

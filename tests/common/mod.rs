@@ -23,10 +23,7 @@ pub fn platform(name: &str) -> PathBuf {
 
 /// Runs the mpicast binary.
 pub fn mpicast(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .args(args)
-        .output()
-        .expect("run mpicast")
+    Command::new(env!("CARGO_BIN_EXE_mpicast")).args(args).output().expect("run mpicast")
 }
 
 /// A scratch directory for one test (traces, OpenMPI session), removed when dropped.
@@ -34,12 +31,7 @@ pub struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     pub fn new(prefix: &str) -> Scratch {
-        Scratch(
-            tempfile::Builder::new()
-                .prefix(prefix)
-                .tempdir()
-                .expect("temp dir"),
-        )
+        Scratch(tempfile::Builder::new().prefix(prefix).tempdir().expect("temp dir"))
     }
     pub fn path(&self) -> &Path {
         self.0.path()
@@ -60,27 +52,10 @@ impl Scratch {
         let dir = self.path().join(name);
         let n = ranks.to_string();
         let mpirun = self.mpirun_args();
-        let mut a = vec![
-            "trace",
-            src.to_str().unwrap(),
-            "-n",
-            &n,
-            "-o",
-            dir.to_str().unwrap(),
-            "--all-blocks",
-            "--mpirun-args",
-            &mpirun,
-            "--timeout",
-            "120",
-            "--",
-        ];
+        let mut a = vec!["trace", src.to_str().unwrap(), "-n", &n, "-o", dir.to_str().unwrap(), "--all-blocks", "--mpirun-args", &mpirun, "--timeout", "120", "--"];
         a.extend_from_slice(args);
         let out = mpicast(&a);
-        assert!(
-            out.status.success(),
-            "mpicast trace {name} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "mpicast trace {name} failed: {}", String::from_utf8_lossy(&out.stderr));
         dir
     }
 }
