@@ -173,10 +173,11 @@ impl Mail {
 /// What every rank shares: the program, its index, the mail.
 pub struct Shared<'p, 'a> {
     prog: &'p Program<'a>,
-    funcs: HashMap<&'p str, &'p Function>,
-    files: HashMap<*const Function, &'p str>,
+    funcs: FastMap<&'p str, &'p Function>,
+    files: FastMap<*const Function, &'p str>,
     /// Blocks by file, then (line, column, kind name).
-    blocks: HashMap<String, HashMap<(u32, u32, &'static str), usize>>,
+    blocks: FastMap<String, FastMap<(u32, u32, &'static str), usize>>,
+    block_memo: std::cell::RefCell<FastMap<(usize, usize, u32, u32, usize), Option<usize>>>,
     consts: HashMap<&'p str, &'p CExpr>,
     structs: HashMap<&'p str, Vec<String>>,
     /// Struct name -> field -> declared type.
@@ -226,10 +227,119 @@ struct Prefix {
     /// Iterations finished so far.
     iter: u64,
     /// Cells stored into: the first iteration that stored, and how many stores.
-    writes: HashMap<usize, (u64, u64)>,
+    writes: CellMap<(u64, u64)>,
     soft_step: u64,
     until_step: u64,
     until: Instant,
+}
+
+/// Hashes heap indices with one multiplication per word (the standard library's SipHash
+/// took a fifth of the evaluation's time on programs with large arrays).
+#[derive(Default, Clone, Copy)]
+struct CellHasher(u64);
+
+impl std::hash::Hasher for CellHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        for b in chunks.remainder() {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// Names to cells, blocks by place: hashed as cells are.
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<CellHasher>>;
+type CellMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<CellHasher>>;
+type CellSet = HashSet<usize, std::hash::BuildHasherDefault<CellHasher>>;
+
+/// A map from cells that can log its changes and undo them (a prefix run's changes to the
+/// cells' types; copying the maps of a program with large arrays cost more than the run).
+#[derive(Clone, Debug)]
+struct Undoable<V: Clone> {
+    map: CellMap<V>,
+    log: Option<Vec<(usize, Option<V>)>>,
+}
+
+impl<V: Clone> Default for Undoable<V> {
+    fn default() -> Self {
+        Undoable {
+            map: CellMap::default(),
+            log: None,
+        }
+    }
+}
+
+impl<V: Clone> std::ops::Deref for Undoable<V> {
+    type Target = CellMap<V>;
+    fn deref(&self) -> &CellMap<V> {
+        &self.map
+    }
+}
+
+impl<V: Clone> Undoable<V> {
+    fn insert(&mut self, k: usize, v: V) {
+        let old = self.map.insert(k, v);
+        if let Some(l) = &mut self.log {
+            l.push((k, old));
+        }
+    }
+    /// Inserts unless the key is there.
+    fn insert_absent(&mut self, k: usize, v: V) {
+        if !self.map.contains_key(&k) {
+            self.insert(k, v);
+        }
+    }
+    fn remove(&mut self, k: &usize) {
+        if let Some(old) = self.map.remove(k) {
+            if let Some(l) = &mut self.log {
+                l.push((*k, Some(old)));
+            }
+        }
+    }
+    fn begin(&mut self) {
+        self.log = Some(Vec::new());
+    }
+    /// Undoes every change since `begin`.
+    fn undo(&mut self) {
+        for (k, old) in self.log.take().unwrap_or_default().into_iter().rev() {
+            match old {
+                Some(v) => self.map.insert(k, v),
+                None => self.map.remove(&k),
+            };
+        }
+    }
+    /// Keeps the changes since `begin`.
+    fn commit(&mut self) {
+        self.log = None;
+    }
+}
+
+type Memory<'p> = (
+    Vec<Cell>,
+    Undoable<()>,
+    Undoable<Val>,
+    Undoable<bool>,
+    Undoable<&'p str>,
+);
+
+/// The undo log of a prefix run: the heap's length when it started and the first old content
+/// of every cell below it that the run changed.
+#[derive(Clone, Debug, Default)]
+struct Journal {
+    len: usize,
+    old: CellMap<Cell>,
 }
 
 /// A sample run's state: its budget and what it saw (arm block -> (taken, evaluations)).
@@ -237,7 +347,7 @@ struct Prefix {
 struct Sample {
     until_step: u64,
     until: Instant,
-    seen: HashMap<usize, (u64, u64)>,
+    seen: CellMap<(u64, u64)>,
     /// The arms to measure (data-dependent ones under the loop).
     arms: std::collections::BTreeSet<usize>,
     enough: bool,
@@ -256,9 +366,10 @@ impl<'p, 'a> Shared<'p, 'a> {
     ) -> Shared<'p, 'a> {
         let mut s = Shared {
             prog,
-            funcs: HashMap::new(),
-            files: HashMap::new(),
-            blocks: HashMap::new(),
+            funcs: FastMap::default(),
+            files: FastMap::default(),
+            blocks: FastMap::default(),
+            block_memo: Default::default(),
             consts: HashMap::new(),
             structs: HashMap::new(),
             field_types: HashMap::new(),
@@ -330,10 +441,18 @@ impl<'p, 'a> Shared<'p, 'a> {
     }
 
     fn block(&self, file: &str, line: u32, col: u32, kind: BlockKind) -> Option<usize> {
-        self.blocks
-            .get(file)?
-            .get(&(line, col, kind.name()))
-            .copied()
+        // Memoised by the file name's address (the program's, fixed for the evaluation).
+        let key = (file.as_ptr() as usize, file.len(), line, col, kind.name().as_ptr() as usize);
+        if let Some(b) = self.block_memo.borrow().get(&key) {
+            return *b;
+        }
+        let b = self
+            .blocks
+            .get(file)
+            .and_then(|m| m.get(&(line, col, kind.name())))
+            .copied();
+        self.block_memo.borrow_mut().insert(key, b);
+        b
     }
 }
 
@@ -397,10 +516,10 @@ pub struct Interp<'s, 'p, 'a> {
     rank: u32,
     size: u32,
     heap: Vec<Cell>,
-    globals: HashMap<String, usize>,
+    globals: FastMap<String, usize>,
     /// Scopes of the current call (innermost last).
-    scopes: Vec<HashMap<String, usize>>,
-    saved_scopes: Vec<Vec<HashMap<String, usize>>>,
+    scopes: Vec<FastMap<String, usize>>,
+    saved_scopes: Vec<Vec<FastMap<String, usize>>>,
     file: &'p str,
     line: u32,
     pending: Vec<(usize, f64)>,
@@ -427,24 +546,24 @@ pub struct Interp<'s, 'p, 'a> {
     /// Inside a loop that repeats one recorded iteration: no value is carried.
     pub strict_comm: bool,
     debug: bool,
-    maybe_array: HashSet<usize>,
+    maybe_array: Undoable<()>,
     /// Arrays whose elements not yet stored read as this value (zero: the rest of an
     /// initialiser list, objects of static storage).
-    fill: HashMap<usize, Val>,
+    fill: Undoable<Val>,
     /// Cells declared with an arithmetic type (for arrays and pointers: of their elements):
     /// true for integers. A store converts to it, as C's assignment does.
-    num_ty: HashMap<usize, bool>,
+    num_ty: Undoable<bool>,
     /// Arrays made wholly unknown by a store at an unknown place, not stored into since: a
     /// loop storing at unknown places poisons them once, not once per iteration.
-    poisoned: HashSet<usize>,
+    poisoned: CellSet,
     /// Cells declared as a struct, or as pointers to or arrays of one: the struct's name (its
     /// fields' types type the cells made for them).
-    st_ty: HashMap<usize, &'p str>,
+    st_ty: Undoable<&'p str>,
     /// Static locals: (file, declaration offset) -> their one cell, kept across calls.
     statics: HashMap<(&'p str, u32), usize>,
     /// The calloc/memset being evaluated zeroes floating-point elements.
     zero_float: bool,
-    static_cells: HashSet<usize>,
+    static_cells: CellSet,
     free: Vec<usize>,
     /// The C library's rand()/random() state (seeded 1, as a process starts); None once a loop
     /// that calls it was charged without running it (the sequence is then not known).
@@ -455,6 +574,8 @@ pub struct Interp<'s, 'p, 'a> {
     prefix: Option<Box<Prefix>>,
     /// Seconds this rank's evaluation spent in prefix runs.
     prefix_spent: f64,
+    /// Open during a prefix run: the heap's old content, so that the run can be undone.
+    journal: Option<Box<Journal>>,
     /// A data-dependent branch was weighted by the assumed probability (no sampled rate).
     pub guessed: bool,
 }
@@ -523,7 +644,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             rank,
             size,
             heap: Vec::new(),
-            globals: HashMap::new(),
+            globals: FastMap::default(),
             scopes: Vec::new(),
             saved_scopes: Vec::new(),
             file: "",
@@ -549,20 +670,21 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             enums,
             strict_comm: false,
             debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some_and(|v| v != "sample"),
-            maybe_array: HashSet::new(),
-            fill: HashMap::new(),
-            num_ty: HashMap::new(),
-            poisoned: HashSet::new(),
-            st_ty: HashMap::new(),
+            maybe_array: Default::default(),
+            fill: Default::default(),
+            num_ty: Default::default(),
+            poisoned: CellSet::default(),
+            st_ty: Default::default(),
             free: Vec::new(),
             rng: Some(GlibcRandom::new(1)),
             sample: None,
             prefix: None,
             prefix_spent: 0.0,
+            journal: None,
             guessed: false,
             statics: HashMap::new(),
             zero_float: false,
-            static_cells: HashSet::new(),
+            static_cells: CellSet::default(),
         }
     }
 
@@ -622,9 +744,68 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     // ---- Memory -------------------------------------------------------------------------
 
+    /// The heap and the maps over its cells (a prefix run copies everything else and undoes
+    /// its changes to these).
+    fn take_memory(&mut self) -> Memory<'p> {
+        (
+            std::mem::take(&mut self.heap),
+            std::mem::take(&mut self.maybe_array),
+            std::mem::take(&mut self.fill),
+            std::mem::take(&mut self.num_ty),
+            std::mem::take(&mut self.st_ty),
+        )
+    }
+
+    fn give_memory(&mut self, m: Memory<'p>) {
+        (
+            self.heap,
+            self.maybe_array,
+            self.fill,
+            self.num_ty,
+            self.st_ty,
+        ) = m;
+    }
+
+    fn begin_undo(&mut self) {
+        self.maybe_array.begin();
+        self.fill.begin();
+        self.num_ty.begin();
+        self.st_ty.begin();
+    }
+
+    fn commit_undo(&mut self) {
+        self.maybe_array.commit();
+        self.fill.commit();
+        self.num_ty.commit();
+        self.st_ty.commit();
+    }
+
+    /// Undoes the changes to the maps over the cells since `begin_undo`.
+    fn undo(&mut self) {
+        self.maybe_array.undo();
+        self.fill.undo();
+        self.num_ty.undo();
+        self.st_ty.undo();
+    }
+
+    /// Stores a cell, first keeping its old content when a journal is open.
+    fn put(&mut self, c: usize, cell: Cell) {
+        self.journal_cell(c);
+        self.heap[c] = cell;
+    }
+
+    /// Keeps the content of cell `c` in the open journal (the first time it changes).
+    fn journal_cell(&mut self, c: usize) {
+        if let Some(j) = &mut self.journal {
+            if c < j.len && !j.old.contains_key(&c) {
+                j.old.insert(c, self.heap[c].clone());
+            }
+        }
+    }
+
     fn alloc(&mut self, c: Cell) -> usize {
         if let Some(k) = self.free.pop() {
-            self.heap[k] = c;
+            self.put(k, c);
             if !self.fill.is_empty() {
                 self.fill.remove(&k);
             }
@@ -641,7 +822,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn pop_scope(&mut self) {
         if let Some(sc) = self.scopes.pop() {
             for (_, c) in sc {
-                if !self.maybe_array.contains(&c) && !self.static_cells.contains(&c) {
+                if !self.maybe_array.contains_key(&c) && !self.static_cells.contains(&c) {
                     self.free.push(c);
                 }
             }
@@ -693,7 +874,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.type_cell(c, ty);
             // An array field (or a pointer): an array once indexed before it is set.
             if ty.indirection > 0 {
-                self.maybe_array.insert(c);
+                self.maybe_array.insert(c, ());
             }
         }
     }
@@ -762,14 +943,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             (Some(false), Val::I(i)) => Val::F(i as f64),
             (Some(&int), Val::P(t, o)) => {
                 if matches!(&self.heap[t], Cell::Ar(els, _) if els.is_empty()) {
-                    self.num_ty.entry(t).or_insert(int);
+                    self.num_ty.insert_absent(t, int);
                 }
                 Val::P(t, o)
             }
             (None, Val::P(t, o)) if self.st_ty.contains_key(&c) => {
                 if matches!(&self.heap[t], Cell::Ar(els, _) if els.is_empty()) {
                     let sn = self.st_ty[&c];
-                    self.st_ty.entry(t).or_insert(sn);
+                    self.st_ty.insert_absent(t, sn);
                 }
                 Val::P(t, o)
             }
@@ -832,7 +1013,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
         }
-        self.heap[c] = Cell::V(v);
+        self.put(c, Cell::V(v));
     }
 
     /// The element `off` of the array (or scalar) cell `c`, grown on demand.
@@ -855,6 +1036,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     return None;
                 }
                 let bulk = *bulk;
+                self.journal_cell(c);
                 let Cell::Ar(mut v, _) =
                     std::mem::replace(&mut self.heap[c], Cell::Ar(Vec::new(), bulk))
                 else {
@@ -880,7 +1062,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     v.push(n);
                 }
                 let r = v[off as usize];
-                self.heap[c] = Cell::Ar(v, bulk);
+                self.put(c, Cell::Ar(v, bulk));
                 Some(r)
             }
             _ if off == 0 => Some(c),
@@ -913,6 +1095,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if let Some(sn) = self.st_ty.get(&c).copied() {
             self.type_field(fc, sn, name);
         }
+        self.journal_cell(c);
         match &mut self.heap[c] {
             Cell::St(fs) => fs.push((name.to_string(), fc)),
             other => *other = Cell::St(vec![(name.to_string(), fc)]),
@@ -948,7 +1131,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     self.init_cell(e, &elem_ty, it)?;
                     cells.push(e);
                 }
-                self.heap[c] = Cell::Ar(cells, false);
+                self.put(c, Cell::Ar(cells, false));
                 // Elements after the list's are zero.
                 self.zero_fill(c, &elem_ty);
             } else if let Some(fields) = self.struct_fields(ty) {
@@ -999,7 +1182,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 None => {
                     if g.ty.indirection > 0 {
                         // Static storage: an array of zeros (a pointer's indexing is null's).
-                        self.maybe_array.insert(c);
+                        self.maybe_array.insert(c, ());
                         self.zero_fill(c, &g.ty.deref());
                     } else if !matches!(self.heap[c], Cell::St(_)) {
                         self.set(c, Val::I(0));
@@ -1078,7 +1261,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.depth += 1;
         let outer = std::mem::take(&mut self.scopes);
         self.saved_scopes.push(outer);
-        self.scopes.push(HashMap::new());
+        self.scopes.push(FastMap::default());
         self.charge_kind(f.span, BlockKind::Function);
         for (k, p) in f.params.iter().enumerate() {
             let c = self.alloc(Cell::V(Val::unknown("argument not passed")));
@@ -1101,7 +1284,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         continue;
                     }
                 }
-                self.heap[c] = Cell::V(convert(v.clone(), &p.ty));
+                self.put(c, Cell::V(convert(v.clone(), &p.ty)));
             }
             self.declare(&p.name, c);
         }
@@ -1157,7 +1340,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         match s {
             Stmt::Compound(v, _) => {
-                self.scopes.push(HashMap::new());
+                self.scopes.push(FastMap::default());
                 let r = self.stmts(v, sink);
                 self.pop_scope();
                 r
@@ -1203,7 +1386,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                                 self.set(c, convert(Val::I(0), &d.ty));
                             }
                             None => {
-                                self.maybe_array.insert(c);
+                                self.maybe_array.insert(c, ());
                                 self.zero_fill(c, &d.ty.deref());
                             }
                         }
@@ -1223,7 +1406,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     } else if d.ty.indirection > 0 {
                         // An array or a pointer (the IR does not say which): an array once it
                         // is read or indexed before anything is stored in it.
-                        self.maybe_array.insert(c);
+                        self.maybe_array.insert(c, ());
                     }
                     self.declare(&d.name, c);
                 }
@@ -1390,7 +1573,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         copy.sample = Some(Box::new(Sample {
             until_step: self.steps + SAMPLE_STEPS,
             until,
-            seen: HashMap::new(),
+            seen: CellMap::default(),
             arms: arms.clone(),
             enough: false,
             unknown: 0,
@@ -1526,10 +1709,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if matches!(&**base, CExpr::Ident(_) | CExpr::Field { .. }) {
                     if let Ok(Some(c)) = self.place(e, &mut NullSink) {
                         if matches!(self.heap[c], Cell::V(_)) {
-                            self.heap[c] = Cell::V(Val::unknown(format!(
+                            self.put(c, Cell::V(Val::unknown(format!(
                                 "{}: {why}",
                                 crate::frontend::analyze::cexpr_text(e)
-                            )));
+                            ))));
                         }
                     }
                 }
@@ -1554,7 +1737,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         for n in names {
             if let Some(c) = self.lookup(n) {
                 if matches!(self.heap[c], Cell::V(Val::I(_)) | Cell::V(Val::F(_))) {
-                    self.heap[c] = Cell::V(Val::unknown(format!("{n}: {why}")));
+                    self.put(c, Cell::V(Val::unknown(format!("{n}: {why}"))));
                 }
             }
         }
@@ -1568,7 +1751,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             .sh
             .block(self.file, sp.line_start, sp.col, BlockKind::Loop);
         let has_comm = lb.map(|b| self.sh.prog.has_comm(b)).unwrap_or(true);
-        self.scopes.push(HashMap::new());
+        self.scopes.push(FastMap::default());
         let r = (|| {
             if let Stmt::For {
                 init: Some(init), ..
@@ -1796,9 +1979,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let Cell::Ar(els, _) = &self.heap[t] else {
             return;
         };
-        for e in els.clone() {
+        for i in 0..els.len() {
+            let e = match &self.heap[t] {
+                Cell::Ar(els, _) if i < els.len() => els[i],
+                _ => break,
+            };
             match &self.heap[e] {
-                Cell::V(_) => self.heap[e] = Cell::V(Val::U(why.clone())),
+                // (One already unknown keeps its own reason.)
+                Cell::V(v) if !v.is_unknown() => self.put(e, Cell::V(Val::U(why.clone()))),
                 Cell::Ar(..) => self.poison_cells(e, why),
                 _ => {}
             }
@@ -1826,14 +2014,6 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         Ok(())
-    }
-
-    /// The element values of array cell `t` (non-scalar elements as unknown).
-    fn array_vals(&self, t: usize) -> Vec<Val> {
-        match &self.heap[t] {
-            Cell::Ar(els, _) => els.iter().map(|&e| cell_val(&self.heap[e])).collect(),
-            _ => Vec::new(),
-        }
     }
 
     /// In a prefix run, at the end of iteration `k` of its loop: stop at the cap or, past
@@ -1887,23 +2067,34 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         let now = Instant::now();
         let soft = PREFIX_S.min(left);
-        let mut copy = self.clone();
-        copy.prefix = Some(Box::new(Prefix {
+        // The run is made in place, undone afterwards from a journal of the heap's old
+        // content and a copy of everything else (cloning the heap of a program with large
+        // arrays cost more than the run itself).
+        let memory = self.take_memory();
+        let snap = self.clone();
+        self.give_memory(memory);
+        self.begin_undo();
+        self.journal = Some(Box::new(Journal {
+            len: self.heap.len(),
+            old: CellMap::default(),
+        }));
+        self.prefix = Some(Box::new(Prefix {
             stmt: s as *const Stmt as usize,
             depth: self.depth,
             cap: PREFIX_CAP,
             stopped: None,
             iter: 0,
-            writes: HashMap::new(),
+            writes: CellMap::default(),
             soft_step: self.steps + PREFIX_STEPS,
             until_step: self.steps + 2 * PREFIX_STEPS,
             until: (now + std::time::Duration::from_secs_f64(soft)).min(self.sh.deadline),
         }));
-        copy.pending.clear();
-        let r = copy.iterate(s, Some(lb), false, &mut NullSink);
-        self.prefix_spent += now.elapsed().as_secs_f64();
+        let mut outer = std::mem::take(&mut self.pending);
+        let r = self.iterate(s, Some(lb), false, &mut NullSink);
+        let spent = snap.prefix_spent + now.elapsed().as_secs_f64();
         let line = s.span().line_start;
-        let px = copy.prefix.take().expect("prefix state");
+        let px = self.prefix.take().expect("prefix state");
+        let journal = self.journal.take().expect("prefix journal");
         if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
             let how = match (&r, px.stopped) {
                 (Err(e), _) => format!(
@@ -1916,29 +2107,75 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 (Ok(_), Some(k)) => format!("stopped after {k} of {n} iterations"),
             };
             eprintln!(
-                "eval: prefix run of the loop at {}:{line} (rank {}): {how}, {} steps, {:.3} s",
+                "eval: prefix run of the loop at {}:{line} (rank {}): {how}, {} steps, {} cells changed, {:.3} s",
                 self.file,
                 self.rank,
-                copy.steps - self.steps,
+                self.steps - snap.steps,
+                journal.old.len(),
                 now.elapsed().as_secs_f64()
             );
         }
-        let flow = match r {
-            Ok(f) => f,
+        if let (Ok(_), None) = (&r, px.stopped) {
+            // The loop ran to its end: the state (and the charges) are the loop's.
+            self.commit_undo();
+            outer.append(&mut self.pending);
+            self.pending = outer;
+            self.prefix_spent = spent;
+            return r.map(Some);
+        }
+        // What the run left, read before it is undone: the old content of a cell is the
+        // journal's where it changed.
+        let stale: Vec<usize> = journal
+            .old
+            .iter()
+            .filter(|(c, o)| match (o, &self.heap[**c]) {
+                (Cell::V(a), Cell::V(b)) => a != b && !(a.is_unknown() && b.is_unknown()),
+                _ => false,
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        // Per target: the cells now (new elements beyond the old heap included), their
+        // values, and the old ones.
+        // Per target: its cells now (new ones beyond the old heap included) and the values of
+        // those the run may have changed (stored into, or new).
+        type After = (usize, Vec<(usize, usize, Val)>);
+        let after: Vec<Option<After>> = targets
+            .iter()
+            .map(|(t, _)| match &self.heap[*t] {
+                Cell::Ar(els, _) => {
+                    let cand = els
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &e)| e >= journal.len || journal.old.contains_key(&e))
+                        .map(|(i, &e)| (i, e, cell_val(&self.heap[e])))
+                        .collect();
+                    Some((els.len(), cand))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut pending = std::mem::take(&mut self.pending);
+        // Undo.
+        let mut old = journal.old;
+        for (c, cell) in old.drain() {
+            self.heap[c] = cell;
+        }
+        self.heap.truncate(journal.len);
+        self.undo();
+        let memory = self.take_memory();
+        *self = snap;
+        self.give_memory(memory);
+        self.prefix_spent = spent;
+        self.pending = outer;
+        match r {
             Err(e) if e.what.starts_with('\u{0}') => return Err(e),
             Err(_) => {
                 self.sh.prefix_failed.borrow_mut().insert(lb);
                 return Ok(None);
             }
-        };
-        let Some(k) = px.stopped else {
-            // The loop ran to its end: the copy's state (and its charges) are the loop's.
-            let mut pending = std::mem::take(&mut self.pending);
-            pending.append(&mut copy.pending);
-            copy.pending = pending;
-            *self = copy;
-            return Ok(Some(flow));
-        };
+            Ok(_) => {}
+        }
+        let k = px.stopped.expect("stopped");
         // Charges: the formula, else the prefix's scaled.
         match self.formula_charges(lb) {
             Some((out, arms, _)) => {
@@ -1946,11 +2183,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.pending.extend(out);
             }
             None => {
-                let mut it = std::mem::take(&mut copy.pending);
-                it.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                pending.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
                 let scale = n as f64 / k as f64;
                 self.pending
-                    .extend(merge(it).into_iter().map(|(b, x)| (b, x * scale)));
+                    .extend(merge(pending).into_iter().map(|(b, x)| (b, x * scale)));
             }
         }
         let here = format!("{}:{line}", self.file);
@@ -1958,68 +2194,46 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             .as_ref()
             .and_then(|sh| self.lookup(&sh.var))
             .and_then(|c| self.get(c).int().map(|v| (c, v)));
-        // Whatever else the prefix changed is unknown (before the arrays are merged: that
-        // allocates cells).
-        let mut handled: HashSet<usize> = HashSet::new();
-        for (t, _) in &targets {
-            handled.insert(*t);
-            if let Cell::Ar(els, _) = &copy.heap[*t] {
-                handled.extend(els.iter().copied());
-            }
-        }
-        let why: Rc<str> = Rc::from(
-            format!("changed by the loop at {here}, run for {k} of {n} iterations").as_str(),
-        );
-        for c in 0..self.heap.len().min(copy.heap.len()) {
-            if handled.contains(&c) {
-                continue;
-            }
-            if let (Cell::V(a), Cell::V(b)) = (&self.heap[c], &copy.heap[c]) {
-                if a != b && !(a.is_unknown() && b.is_unknown()) {
-                    self.heap[c] = Cell::V(Val::U(why.clone()));
-                }
-            }
-        }
-        for (t, name) in targets.iter() {
+        // Elements of the target arrays the prefix changed (or that were allocated for them:
+        // a free cell may be one the prefix changed).
+        let mut written = CellSet::default();
+        for ((t, name), after) in targets.iter().zip(after) {
             self.touched(*t);
-            let (Cell::Ar(_, bulk), Cell::Ar(old_els, _)) = (&copy.heap[*t], &self.heap[*t]) else {
+            let (Some((new_len, cand)), Cell::Ar(..)) = (after, &self.heap[*t]) else {
                 if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
-                    eprintln!(
-                        "eval: prefix of {here}: `{name}` is not an array here ({:?} / {:?})",
-                        std::mem::discriminant(&copy.heap[*t]),
-                        std::mem::discriminant(&self.heap[*t])
-                    );
+                    eprintln!("eval: prefix of {here}: `{name}` is not an array here");
                 }
                 continue;
             };
-            let (bulk, old_els) = (*bulk, old_els.clone());
-            let cur = copy.array_vals(*t);
+            // (The element list is taken out while it is rewritten; no journal is open.)
+            let Cell::Ar(mut els, bulk) =
+                std::mem::replace(&mut self.heap[*t], Cell::Ar(Vec::new(), false))
+            else {
+                unreachable!()
+            };
             let never = self
                 .fill
                 .get(t)
                 .cloned()
                 .unwrap_or_else(|| Val::unknown("never set"));
-            let old: Vec<Val> = (0..cur.len())
-                .map(|i| {
-                    old_els
+            // The elements changed: (index, cell in the run, old value, new value).
+            let changed: Vec<(usize, usize, Val, Val)> = cand
+                .into_iter()
+                .map(|(i, e, cur)| {
+                    let old = els
                         .get(i)
-                        .map(|&e| cell_val(&self.heap[e]))
-                        .unwrap_or_else(|| never.clone())
+                        .map(|&o| cell_val(&self.heap[o]))
+                        .unwrap_or_else(|| never.clone());
+                    (i, e, old, cur)
                 })
-                .collect();
-            let changed: Vec<bool> = (0..cur.len())
-                .map(|i| cur[i] != old[i] && !(cur[i].is_unknown() && old[i].is_unknown()))
+                .filter(|(_, _, old, cur)| old != cur && !(old.is_unknown() && cur.is_unknown()))
                 .collect();
             // Accumulation: of the stores into the array, few went to cells first stored in
             // the second half of the prefix (a histogram meets its cells again and again; a
             // loop filling an array meets new ones), and every change is numeric.
-            let new_els = match &copy.heap[*t] {
-                Cell::Ar(els, _) => els.clone(),
-                _ => Vec::new(),
-            };
             let (mut ch2, mut new2) = (0u64, 0u64);
-            for i in (0..cur.len()).filter(|&i| changed[i]) {
-                match px.writes.get(&new_els[i]) {
+            for (_, e, _, _) in &changed {
+                match px.writes.get(e) {
                     Some(&(first, stores)) => {
                         ch2 += stores;
                         if first * 2 >= k {
@@ -2034,19 +2248,40 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             let accumulates = ch2 > 0
                 && new2 * 10 <= ch2
-                && (0..cur.len())
-                    .filter(|&i| changed[i])
-                    .all(|i| cur[i].num().is_some() && old[i].num().is_some());
+                && changed
+                    .iter()
+                    .all(|(_, _, old, cur)| cur.num().is_some() && old.num().is_some());
             if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
-                let nch = changed.iter().filter(|c| **c).count();
-                eprintln!("eval: prefix of {here} (rank {}): `{name}` {} elements, {nch} changed ({ch2} stores, {new2} into cells first stored in the second half), {}", self.rank, cur.len(), if accumulates { "sums scaled" } else { "stores kept" });
+                eprintln!("eval: prefix of {here} (rank {}): `{name}` {} elements, {} changed ({ch2} stores, {new2} into cells first stored in the second half), {}", self.rank, new_len, changed.len(), if accumulates { "sums scaled" } else { "stores kept" });
             }
-            if accumulates {
-                let scale = n as f64 / k as f64;
-                let mut els = old_els.clone();
-                for i in 0..cur.len() {
-                    let v = match (&old[i], &cur[i]) {
-                        _ if !changed[i] => old[i].clone(),
+            let scale = n as f64 / k as f64;
+            let why: Rc<str> = Rc::from(
+                format!("{name}: stored by the loop at {here} after the {k} iterations run")
+                    .as_str(),
+            );
+            // Unchanged elements: as they were (a sum) or unknown (the rest of a fill).
+            let unchanged = if accumulates {
+                never.clone()
+            } else {
+                Val::U(why.clone())
+            };
+            if !accumulates {
+                for &e in &els {
+                    if matches!(&self.heap[e], Cell::V(o) if !o.is_unknown()) {
+                        self.put(e, Cell::V(Val::U(why.clone())));
+                    }
+                }
+            }
+            while els.len() < new_len {
+                let e = self.alloc(Cell::V(unchanged.clone()));
+                written.insert(e);
+                els.push(e);
+            }
+            for (i, _, old, cur) in changed {
+                let v = if !accumulates {
+                    cur
+                } else {
+                    match (&old, &cur) {
                         (Val::I(a), Val::I(b)) => {
                             Val::I(a + ((b - a) as f64 * scale).round() as i64)
                         }
@@ -2054,52 +2289,34 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                             let (a, b) = (a.num().unwrap_or(0.0), b.num().unwrap_or(0.0));
                             Val::F(a + (b - a) * scale)
                         }
-                    };
-                    match old_els.get(i) {
-                        Some(&e) => {
-                            if changed[i] {
-                                self.heap[e] = Cell::V(v);
-                            }
-                        }
-                        None => els.push(self.alloc(Cell::V(v))),
                     }
+                };
+                if matches!(self.heap[els[i]], Cell::V(_)) {
+                    written.insert(els[i]);
+                    self.put(els[i], Cell::V(v));
                 }
-                self.heap[*t] = Cell::Ar(els, bulk);
+            }
+            self.put(*t, Cell::Ar(els, bulk));
+            if accumulates {
                 let note = format!(
                     "`{name}`: sums over the first {k} of {n} iterations of the loop at {here}, scaled to all {n} (an estimate from the program's own data)"
                 );
                 if !self.assumed.contains(&note) {
                     self.assumed.push(note);
                 }
-                continue;
             }
-            let why: Rc<str> = Rc::from(
-                format!("{name}: stored by the loop at {here} after the {k} iterations run")
-                    .as_str(),
-            );
-            let mut els = Vec::with_capacity(cur.len());
-            for i in 0..cur.len() {
-                let v = if changed[i] {
-                    cur[i].clone()
-                } else {
-                    Val::U(why.clone())
-                };
-                match old_els.get(i) {
-                    Some(&e) => {
-                        if matches!(self.heap[e], Cell::V(_)) {
-                            self.heap[e] = Cell::V(v);
-                        }
-                        els.push(e);
-                    }
-                    None => els.push(self.alloc(Cell::V(v))),
-                }
-            }
-            self.heap[*t] = Cell::Ar(els, bulk);
+        }
+        // Whatever else the prefix changed is unknown.
+        let why: Rc<str> = Rc::from(
+            format!("changed by the loop at {here}, run for {k} of {n} iterations").as_str(),
+        );
+        for c in stale.into_iter().filter(|c| !written.contains(c)) {
+            self.heap[c] = Cell::V(Val::U(why.clone()));
         }
         // The loop variable ends at its bound.
         if let (Some((c, v)), Some(Step::Add(st))) = (var_start, shape.as_ref().map(|sh| &sh.step))
         {
-            self.heap[c] = Cell::V(Val::I(v + st * n as i64));
+            self.put(c, Cell::V(Val::I(v + st * n as i64)));
         }
         self.rng_skipped(s);
         Ok(Some(Flow::Normal))
@@ -2133,7 +2350,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         };
                         let target = match &self.heap[c] {
                             Cell::V(Val::P(t, _)) => *t,
-                            Cell::V(Val::U(_)) => return self.maybe_array.contains(&c),
+                            Cell::V(Val::U(_)) => return self.maybe_array.contains_key(&c),
                             _ => c,
                         };
                         return matches!(self.heap[target], Cell::Ar(_, false) | Cell::St(_));
@@ -2331,7 +2548,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 _ => Val::unknown(format!("{n}: computed by the loop at {}:{line}", self.file)),
             };
             if matches!(self.heap[c], Cell::V(_)) {
-                self.heap[c] = Cell::V(nv);
+                self.put(c, Cell::V(nv));
             }
         }
         // The loop variable: its value once the loop is done.
@@ -2449,7 +2666,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             // The loop variable: rest iterations after the start.
             if let Some(c) = self.lookup(&sh.var) {
                 if let (Some(v), Step::Add(st)) = (self.get(c).int(), &sh.step) {
-                    self.heap[c] = Cell::V(Val::I(v + st * (rest as i64 - 2)));
+                    self.put(c, Cell::V(Val::I(v + st * (rest as i64 - 2))));
                 }
             }
         }
@@ -2524,8 +2741,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// A declared array (or pointer) never set, used as one: an array from now on.
     fn as_array(&mut self, c: usize) {
-        if self.maybe_array.contains(&c) && matches!(self.heap[c], Cell::V(Val::U(_))) {
-            self.heap[c] = Cell::Ar(Vec::new(), false);
+        if self.maybe_array.contains_key(&c) && matches!(self.heap[c], Cell::V(Val::U(_))) {
+            self.put(c, Cell::Ar(Vec::new(), false));
         }
     }
 
@@ -2933,7 +3150,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     let Some(e) = self.elem(dc, doff + k as i64) else {
                         break;
                     };
-                    self.heap[e] = match v {
+                    let cell = match v {
                         Some(Cell::V(v)) => Cell::V(v),
                         Some(Cell::St(_)) | Some(Cell::Ar(..)) => {
                             // An aggregate element: a copy of it.
@@ -2943,13 +3160,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         }
                         None => Cell::V(Val::unknown("copied from bulk data")),
                     };
+                    self.put(e, cell);
                 }
             }
             _ => {
                 if let Cell::Ar(els, _) = self.heap[dc].clone() {
                     for el in els.into_iter().skip(doff.max(0) as usize) {
                         if matches!(self.heap[el], Cell::V(_)) {
-                            self.heap[el] = Cell::V(Val::unknown("written by memcpy"));
+                            self.put(el, Cell::V(Val::unknown("written by memcpy")));
                         }
                     }
                 }
@@ -2967,7 +3185,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             let Some(e) = self.elem(c, o + k as i64) else {
                 return;
             };
-            self.heap[e] = Cell::V(Val::I(b as i64));
+            self.put(e, Cell::V(Val::I(b as i64)));
         }
     }
 
@@ -3327,7 +3545,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     if let Cell::Ar(els, _) = self.heap[*c].clone() {
                         for el in els.into_iter().skip((*o).max(0) as usize) {
                             if matches!(self.heap[el], Cell::V(_)) {
-                                self.heap[el] = Cell::V(z.clone());
+                                self.put(el, Cell::V(z.clone()));
                             }
                         }
                     }
@@ -3355,7 +3573,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         self.touched(*c);
                         if let Some(e) = self.elem(*c, *o) {
                             if matches!(self.heap[e], Cell::V(_)) {
-                                self.heap[e] = Cell::V(Val::unknown(format!("written by {func}")));
+                                self.put(e, Cell::V(Val::unknown(format!("written by {func}"))));
                             }
                         }
                     }
@@ -3578,7 +3796,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         for (k, x) in vals.iter().enumerate() {
             if let Some(e) = self.elem(*c, o + k as i64) {
                 if matches!(self.heap[e], Cell::V(_)) {
-                    self.heap[e] = Cell::V(x.clone());
+                    self.put(e, Cell::V(x.clone()));
                 }
             }
         }
