@@ -1012,6 +1012,14 @@ fn eval_typed_keys_histogram_and_reduced_counts() {
     static_matches_run("tests/fixtures/corpus/typed_keys.c", 3, &[], &["150"]);
 }
 
+/// From the corpus (NAS IS): a sum over a range of buckets whose first ones are empty (a
+/// trend from the first iterations said it stays 0) sizes a loop and a message.
+#[test]
+fn eval_sums_over_array_elements_are_not_extrapolated() {
+    static_matches_run("tests/fixtures/corpus/bucket_sums.c", 2, &[], &[]);
+    static_matches_run("tests/fixtures/corpus/bucket_sums.c", 4, &[], &[]);
+}
+
 /// From the corpus (NAS IS): a message count from a histogram of 100,000 generated keys. The
 /// static path refuses and names --estimate-bulk; with it, the key and histogram loops run on
 /// their first iterations, the sums are scaled (noted) and the count is the run's within 2%.

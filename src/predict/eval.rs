@@ -233,6 +233,61 @@ struct Prefix {
     until: Instant,
 }
 
+/// How scalar `name` moved over the snapshots (oldest first): its last step and the constant
+/// growth of its steps (0 for a constant step), or None when the steps follow no such rule.
+fn scalar_trend(series: &[&[(String, Val)]], name: &str) -> Option<(f64, f64)> {
+    let xs: Vec<f64> = series
+        .iter()
+        .map(|s| s.iter().find(|(m, _)| m == name).and_then(|(_, v)| v.num()))
+        .collect::<Option<Vec<f64>>>()?;
+    if xs.len() < 2 {
+        return None;
+    }
+    let d: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+    let last = *d.last().expect("a step");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()));
+    if d.iter().all(|x| close(*x, last)) {
+        return Some((last, 0.0));
+    }
+    let dd: Vec<f64> = d.windows(2).map(|w| w[1] - w[0]).collect();
+    let g = *dd.last().expect("two steps");
+    if dd.len() >= 2 && dd.iter().all(|x| close(*x, g)) {
+        return Some((last, g));
+    }
+    None
+}
+
+/// The increments of integer elements (index, old, new) scaled by `scale` and rounded so that
+/// their total is the rounded scaled total (largest remainders get the units left over).
+fn scaled_counts(changed: &[(usize, usize, Val, Val)], scale: f64) -> HashMap<usize, i64> {
+    let mut parts: Vec<(usize, i64, f64)> = changed
+        .iter()
+        .filter_map(|(i, _, a, b)| match (a, b) {
+            (Val::I(a), Val::I(b)) => {
+                let x = (b - a) as f64 * scale;
+                Some((*i, x.floor() as i64, x - x.floor()))
+            }
+            _ => None,
+        })
+        .collect();
+    let total: f64 = changed
+        .iter()
+        .filter_map(|(_, _, a, b)| match (a, b) {
+            (Val::I(a), Val::I(b)) => Some((b - a) as f64),
+            _ => None,
+        })
+        .sum::<f64>()
+        * scale;
+    let floors: i64 = parts.iter().map(|p| p.1).sum();
+    let left = (total.round() as i64 - floors).max(0) as usize;
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by(|&x, &y| parts[y].2.total_cmp(&parts[x].2).then(x.cmp(&y)));
+    for &o in order.iter().take(left) {
+        parts[o].1 += 1;
+    }
+    parts.into_iter().map(|(i, v, _)| (i, v)).collect()
+}
+
 /// Hashes heap indices with one multiplication per word (the standard library's SipHash
 /// took a fifth of the evaluation's time on programs with large arrays).
 #[derive(Default, Clone, Copy)]
@@ -1790,7 +1845,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let Some((out, arms, total)) = self.formula_charges(b) else {
             return Ok(false);
         };
-        if total <= INTERPRET_BELOW || self.writes_small_state(s) {
+        if total <= INTERPRET_BELOW || self.writes_small_state(s) || self.short_reduction(s, total) {
             return Ok(false);
         }
         self.note_arms(arms);
@@ -1808,6 +1863,22 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.poison_arrays(s, &why);
         self.rng_skipped(s);
         Ok(true)
+    }
+
+    /// A loop without loops inside that sums array elements into a scalar known now, short
+    /// enough to run to its end: run, its sum stays exact (charged by formula, it is unknown).
+    fn short_reduction(&self, s: &Stmt, total: f64) -> bool {
+        let body = match s {
+            Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } => body,
+            _ => return false,
+        };
+        if total > EXACT_BELOW as f64 || has_loop(body) {
+            return false;
+        }
+        data_scalars(body).iter().any(|n| {
+            self.lookup(n)
+                .is_some_and(|c| matches!(&self.heap[c], Cell::V(v) if v.num().is_some()))
+        })
     }
 
     /// Data-dependent arms charged at their sampled or assumed rate go into the report.
@@ -2277,14 +2348,20 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 written.insert(e);
                 els.push(e);
             }
+            // Integer sums are scaled by largest remainders, so that their total scales
+            // exactly (a histogram of the first k keys becomes one of n keys: code that walks
+            // it until n are counted finds them all).
+            let int_scaled = if accumulates {
+                scaled_counts(&changed, scale)
+            } else {
+                HashMap::new()
+            };
             for (i, _, old, cur) in changed {
                 let v = if !accumulates {
                     cur
                 } else {
                     match (&old, &cur) {
-                        (Val::I(a), Val::I(b)) => {
-                            Val::I(a + ((b - a) as f64 * scale).round() as i64)
-                        }
+                        (Val::I(a), Val::I(_)) => Val::I(a + int_scaled[&i]),
                         (a, b) => {
                             let (a, b) = (a.num().unwrap_or(0.0), b.num().unwrap_or(0.0));
                             Val::F(a + (b - a) * scale)
@@ -2459,9 +2536,25 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     // A loop that stores into small arrays or structs runs to its end when
                     // that is short (its stores stay exact); extrapolated, they are unknown.
                     let writes = self.writes_small_state(body);
+                    let now = self.snapshot(&written);
+                    let series: Vec<&[(String, Val)]> = snaps
+                        .iter()
+                        .skip(snaps.len().saturating_sub(16))
+                        .map(|v| v.as_slice())
+                        .chain(std::iter::once(now.as_slice()))
+                        .collect();
+                    // Scalars that follow no trend (a sum over array elements) stay exact
+                    // when the loop is short enough to run to its end.
+                    let data = data_scalars(body);
+                    let irregular = shape.as_ref().is_some_and(|sh| {
+                        !self.irregular_scalars(&series, &sh.var).is_empty()
+                            || now
+                                .iter()
+                                .any(|(n, v)| data.contains(n) && v.num().is_some())
+                    });
                     let rest = self
                         .remaining(shape.as_ref())
-                        .filter(|r| !writes || *r > EXACT_BELOW);
+                        .filter(|r| !(writes || irregular) || *r > EXACT_BELOW);
                     if let Some(rest) = rest {
                         if self.extrapolate(&history, rest) {
                             self.want_prefix(lb, body);
@@ -2476,9 +2569,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                             }
                             self.rng_skipped(body);
                             let sh = shape.as_ref().unwrap();
-                            let now = self.snapshot(&written);
-                            let prev = snaps.back().cloned().unwrap_or_default();
-                            self.advance(&written, &prev, &now, rest, &sh.var, line);
+                            let series: Vec<Vec<(String, Val)>> =
+                                series.into_iter().map(|v| v.to_vec()).collect();
+                            let series: Vec<&[(String, Val)]> =
+                                series.iter().map(|v| v.as_slice()).collect();
+                            self.advance(&series, rest, &sh.var, line, &data);
                             return Ok(Flow::Normal);
                         }
                     }
@@ -2523,49 +2618,60 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     /// After `rest` more iterations charged analytically: the loop variable at its final value,
-    /// scalars that grew by the same step in the last iteration continue, the rest unknown.
+    /// scalars that moved regularly over the recorded iterations (`series`: snapshots, oldest
+    /// first, the last taken now) continue their trend (by the same step, or by steps that
+    /// grow by the same amount), the rest (and the scalars in `data`, computed from array
+    /// elements) are unknown.
     fn advance(
         &mut self,
-        _names: &HashSet<String>,
-        prev: &[(String, Val)],
-        now: &[(String, Val)],
+        series: &[&[(String, Val)]],
         rest: u64,
         var: &str,
         line: u32,
+        data: &HashSet<String>,
     ) {
-        for (n, v) in now {
+        let Some(now) = series.last() else { return };
+        for (n, v) in now.iter() {
+            if n == var {
+                continue;
+            }
             let Some(c) = self.lookup(n) else { continue };
-            let p = prev.iter().find(|(m, _)| m == n).map(|(_, v)| v.clone());
-            let nv = match (p.as_ref().and_then(|p| p.num()), v.num()) {
-                (Some(a), Some(b)) if n != var => {
-                    let d = b - a;
-                    match v {
-                        Val::I(i) => Val::I(i + (d as i64) * rest as i64),
-                        _ => Val::F(b + d * rest as f64),
+            let trend = if data.contains(n) {
+                None
+            } else {
+                scalar_trend(series, n)
+            };
+            let nv = match (v, trend) {
+                (Val::I(i), Some((d, dd))) => {
+                    let r = rest as f64;
+                    let x = *i as f64 + d * r + dd * r * (r + 1.0) / 2.0;
+                    if x.abs() < 9.0e15 {
+                        Val::I(x.round() as i64)
+                    } else {
+                        Val::unknown(format!("{n}: out of range after the loop at {}:{line}", self.file))
                     }
                 }
-                _ if n == var => continue,
+                (Val::F(f), Some((d, dd))) => {
+                    let r = rest as f64;
+                    Val::F(f + d * r + dd * r * (r + 1.0) / 2.0)
+                }
                 _ => Val::unknown(format!("{n}: computed by the loop at {}:{line}", self.file)),
             };
             if matches!(self.heap[c], Cell::V(_)) {
                 self.put(c, Cell::V(nv));
             }
         }
-        // The loop variable: its value once the loop is done.
-        if let Some(c) = self.lookup(var) {
-            if let Some(x) = self.get(c).int() {
-                // Stepping was linear; the prev/now snapshots do not hold the variable when the
-                // body does not write it, so step it here from the shape's remaining count.
-                let step = prev
-                    .iter()
-                    .chain(now)
-                    .find(|(m, _)| m == var)
-                    .map(|_| 0)
-                    .unwrap_or(0);
-                let _ = step;
-                let _ = x;
-            }
-        }
+    }
+
+    /// Scalars written by a loop that did not move regularly over the recorded iterations.
+    fn irregular_scalars(&self, series: &[&[(String, Val)]], var: &str) -> Vec<String> {
+        let Some(now) = series.last() else {
+            return Vec::new();
+        };
+        now.iter()
+            .filter(|(n, v)| n != var && v.num().is_some() && scalar_trend(series, n).is_none())
+            .map(|(n, _)| n.clone())
+            .collect()
     }
 
     /// Charges `rest` more iterations when the last 48 are regular (alike, or growing by the
@@ -2662,7 +2768,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.rng_skipped(body);
         let line = self.line;
         if let Some(sh) = shape {
-            self.advance(written, &snaps[1], &snaps[2], rest - 2, &sh.var, line);
+            let _ = written;
+            self.advance(&[&snaps[1], &snaps[2]], rest - 2, &sh.var, line, &HashSet::new());
             // The loop variable: rest iterations after the start.
             if let Some(c) = self.lookup(&sh.var) {
                 if let (Some(v), Step::Add(st)) = (self.get(c).int(), &sh.step) {
@@ -5336,6 +5443,167 @@ fn calls_rand(e: &CExpr) -> bool {
         CExpr::Field { base, .. } => calls_rand(base),
         CExpr::InitList(v) => v.iter().any(calls_rand),
         _ => false,
+    }
+}
+
+/// Whether the statement is or holds a loop.
+fn has_loop(s: &Stmt) -> bool {
+    match s {
+        Stmt::For { .. } | Stmt::While { .. } | Stmt::DoWhile { .. } => true,
+        Stmt::Compound(v, _) => v.iter().any(has_loop),
+        Stmt::If {
+            then, otherwise, ..
+        } => has_loop(then) || otherwise.as_deref().is_some_and(has_loop),
+        Stmt::Switch { body, .. } | Stmt::Label(body, _) => has_loop(body),
+        Stmt::Case { body, .. } => body.iter().any(has_loop),
+        _ => false,
+    }
+}
+
+/// Whether the expression reads an array element or a pointer's target.
+fn reads_elements(e: &CExpr) -> bool {
+    match e {
+        CExpr::Index { .. } | CExpr::Deref(_) => true,
+        CExpr::Call { args, .. } => args.iter().any(reads_elements),
+        CExpr::Assign { left, right, .. }
+        | CExpr::Binary { left, right, .. }
+        | CExpr::Comma(left, right) => reads_elements(left) || reads_elements(right),
+        CExpr::Update { arg, .. }
+        | CExpr::Unary { arg, .. }
+        | CExpr::AddrOf(arg)
+        | CExpr::Cast { value: arg, .. } => reads_elements(arg),
+        CExpr::Cond {
+            cond,
+            then,
+            otherwise,
+        } => reads_elements(cond) || reads_elements(then) || reads_elements(otherwise),
+        CExpr::Field { base, .. } => reads_elements(base),
+        CExpr::InitList(v) => v.iter().any(reads_elements),
+        _ => false,
+    }
+}
+
+/// Whether the expression names one of `names`.
+fn mentions_any(e: &CExpr, names: &HashSet<String>) -> bool {
+    let mut found = false;
+    expr_idents(e, &mut |n| found |= names.contains(n));
+    found
+}
+
+fn expr_idents(e: &CExpr, f: &mut dyn FnMut(&str)) {
+    match e {
+        CExpr::Ident(n) => f(n),
+        CExpr::Call { args, .. } => args.iter().for_each(|a| expr_idents(a, f)),
+        CExpr::Assign { left, right, .. }
+        | CExpr::Binary { left, right, .. }
+        | CExpr::Comma(left, right)
+        | CExpr::Index {
+            array: left,
+            index: right,
+        } => {
+            expr_idents(left, f);
+            expr_idents(right, f);
+        }
+        CExpr::Update { arg, .. }
+        | CExpr::Unary { arg, .. }
+        | CExpr::Deref(arg)
+        | CExpr::AddrOf(arg)
+        | CExpr::Cast { value: arg, .. } => expr_idents(arg, f),
+        CExpr::Cond {
+            cond,
+            then,
+            otherwise,
+        } => {
+            expr_idents(cond, f);
+            expr_idents(then, f);
+            expr_idents(otherwise, f);
+        }
+        CExpr::Field { base, .. } => expr_idents(base, f),
+        CExpr::InitList(v) => v.iter().for_each(|a| expr_idents(a, f)),
+        _ => {}
+    }
+}
+
+/// Assignments to plain names in an expression: (name, assigned expression).
+fn name_assigns<'e>(e: &'e CExpr, out: &mut Vec<(&'e str, &'e CExpr)>) {
+    match e {
+        CExpr::Assign { left, right, .. } => {
+            if let CExpr::Ident(n) = &**left {
+                out.push((n, right));
+            }
+            name_assigns(right, out);
+        }
+        CExpr::Comma(a, b) | CExpr::Binary { left: a, right: b, .. } => {
+            name_assigns(a, out);
+            name_assigns(b, out);
+        }
+        CExpr::Cond {
+            cond,
+            then,
+            otherwise,
+        } => {
+            name_assigns(cond, out);
+            name_assigns(then, out);
+            name_assigns(otherwise, out);
+        }
+        CExpr::Cast { value, .. } => name_assigns(value, out),
+        CExpr::Call { args, .. } => args.iter().for_each(|a| name_assigns(a, out)),
+        _ => {}
+    }
+}
+
+/// Declarations with initialisers in a statement and those inside it.
+fn stmt_decls<'e>(s: &'e Stmt, out: &mut Vec<(&'e str, &'e CExpr)>) {
+    match s {
+        Stmt::Compound(v, _) => v.iter().for_each(|x| stmt_decls(x, out)),
+        Stmt::Decl(ds, _) => {
+            for d in ds {
+                if let Some(i) = &d.init {
+                    out.push((&d.name, i));
+                }
+            }
+        }
+        Stmt::If {
+            then, otherwise, ..
+        } => {
+            stmt_decls(then, out);
+            if let Some(o) = otherwise {
+                stmt_decls(o, out);
+            }
+        }
+        Stmt::For { init, body, .. } => {
+            if let Some(i) = init {
+                stmt_decls(i, out);
+            }
+            stmt_decls(body, out);
+        }
+        Stmt::While { body, .. } | Stmt::DoWhile { body, .. } | Stmt::Switch { body, .. } => {
+            stmt_decls(body, out)
+        }
+        Stmt::Case { body, .. } => body.iter().for_each(|x| stmt_decls(x, out)),
+        Stmt::Label(b, _) => stmt_decls(b, out),
+        _ => {}
+    }
+}
+
+/// Scalars a loop body assigns from array elements or pointers' targets, directly or through
+/// other such scalars (`s += a[i]`, `x = *p; t += x`): their values follow the data, so no
+/// trend over some iterations tells where they end.
+fn data_scalars(body: &Stmt) -> HashSet<String> {
+    let mut assigns: Vec<(&str, &CExpr)> = Vec::new();
+    statement_exprs(body, &mut |e| name_assigns(e, &mut assigns));
+    stmt_decls(body, &mut assigns);
+    let mut data: HashSet<String> = HashSet::new();
+    loop {
+        let before = data.len();
+        for (n, rhs) in &assigns {
+            if !data.contains(*n) && (reads_elements(rhs) || mentions_any(rhs, &data)) {
+                data.insert(n.to_string());
+            }
+        }
+        if data.len() == before {
+            return data;
+        }
     }
 }
 

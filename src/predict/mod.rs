@@ -424,6 +424,8 @@ fn evaluate(
         let mut missed = false;
         let mut first_err: Option<Unresolved> = None;
         let mut scratch = vec![0.0; model.blocks.len()];
+        // Ranks with data-dependent branches: their bounds are evaluated once the passes settle.
+        let mut bounds_wanted = Vec::new();
         for r in 0..n {
             let env = rank_env(opts, r, n);
             let secs = block_seconds(model, &costs.nominal, &env);
@@ -486,9 +488,26 @@ fn evaluate(
                     let s = block_seconds(model, table, &env);
                     row[k + 1] = scratch.iter().zip(&s).map(|(n, t)| n * t).sum::<f64>() * factor;
                 }
-                compute.push(row);
-                continue;
+            } else {
+                bounds_wanted.push((compute.len(), r));
             }
+            compute.push(row);
+        }
+        // Another pass while a rank missed a value that this pass posted, or a value posted
+        // differs from the previous pass's (a rank used it before it settled).
+        let (posted, changed) = {
+            let mut mail = sh.mail.borrow_mut();
+            (mail.posted(), std::mem::take(&mut mail.changed))
+        };
+        if !last && ((missed && posted > posted_before) || (changed && pass > 0)) {
+            posted_before = posted;
+            continue;
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        for (i, r) in bounds_wanted {
+            let env = rank_env(opts, r, n);
             for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)]
                 .into_iter()
                 .enumerate()
@@ -508,9 +527,9 @@ fn evaluate(
                 // A bound that cannot be evaluated (its arms lead where the values are not
                 // known) leaves the interval at the estimate on that side, and says so.
                 match ended(it.run(&mut sink)) {
-                    Ok(()) => row[k + 1] = sink.compute_s,
+                    Ok(()) => compute[i][k + 1] = sink.compute_s,
                     Err(e) => {
-                        row[k + 1] = row[0];
+                        compute[i][k + 1] = compute[i][0];
                         assumptions.insert(format!(
                             "rank {r}: the interval does not cover its data-dependent branches all {} ({}:{}: {})",
                             if p == 0.0 { "untaken" } else { "taken" },
@@ -521,20 +540,6 @@ fn evaluate(
                     }
                 }
             }
-            compute.push(row);
-        }
-        // Another pass while a rank missed a value that this pass posted, or a value posted
-        // differs from the previous pass's (a rank used it before it settled).
-        let (posted, changed) = {
-            let mut mail = sh.mail.borrow_mut();
-            (mail.posted(), std::mem::take(&mut mail.changed))
-        };
-        if !last && ((missed && posted > posted_before) || (changed && pass > 0)) {
-            posted_before = posted;
-            continue;
-        }
-        if let Some(e) = first_err {
-            return Err(e);
         }
         result = Some(Skeletons {
             dir,
