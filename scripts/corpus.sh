@@ -269,7 +269,7 @@ run_program() {
   local mode extra
   for mode in static trace measured; do
     case $mode in
-      static) extra=(--static-only) ;;
+      static) extra=(--static-only --estimate-bulk) ;;
       trace) extra=(--trace "$dir/trace/") ;;
       measured) extra=(--trace "$dir/trace/" --measured) ;;
     esac

@@ -4043,9 +4043,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             return Some(None);
         };
         let me = self.my_rank(comm);
-        let mail = self.sh.mail.borrow();
-        let q = mail.p2p.get(&(comm, from, me)).cloned().unwrap_or_default();
-        drop(mail);
+        // (The queue is read in place: copying it for every receive was quadratic in the
+        // messages and their values.)
+        let sh = self.sh;
+        let mail = sh.mail.borrow();
+        let empty = Vec::new();
+        let q = mail.p2p.get(&(comm, from, me)).unwrap_or(&empty);
         let used = self.consumed.entry((comm, from, me)).or_default();
         for (k, (t, v)) in q.iter().enumerate() {
             if used.get(k).copied().unwrap_or(false) {
@@ -5422,26 +5425,37 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
 /// updates, initialisers, expression statements, returned values), nested statements included.
 /// Does the expression call rand() or random()?
 fn calls_rand(e: &CExpr) -> bool {
+    expr_any(e, &|x| {
+        matches!(x, CExpr::Call { func, .. } if func == "rand" || func == "random")
+    })
+}
+
+/// Whether `f` holds for the expression or one inside it.
+fn expr_any(e: &CExpr, f: &dyn Fn(&CExpr) -> bool) -> bool {
+    if f(e) {
+        return true;
+    }
     match e {
-        CExpr::Call { func, args, .. } => {
-            func == "rand" || func == "random" || args.iter().any(calls_rand)
-        }
+        CExpr::Call { args, .. } => args.iter().any(|a| expr_any(a, f)),
         CExpr::Assign { left, right, .. }
         | CExpr::Binary { left, right, .. }
-        | CExpr::Comma(left, right) => calls_rand(left) || calls_rand(right),
+        | CExpr::Comma(left, right)
+        | CExpr::Index {
+            array: left,
+            index: right,
+        } => expr_any(left, f) || expr_any(right, f),
         CExpr::Update { arg, .. }
         | CExpr::Unary { arg, .. }
         | CExpr::Deref(arg)
         | CExpr::AddrOf(arg)
-        | CExpr::Cast { value: arg, .. } => calls_rand(arg),
+        | CExpr::Cast { value: arg, .. } => expr_any(arg, f),
         CExpr::Cond {
             cond,
             then,
             otherwise,
-        } => calls_rand(cond) || calls_rand(then) || calls_rand(otherwise),
-        CExpr::Index { array, index } => calls_rand(array) || calls_rand(index),
-        CExpr::Field { base, .. } => calls_rand(base),
-        CExpr::InitList(v) => v.iter().any(calls_rand),
+        } => expr_any(cond, f) || expr_any(then, f) || expr_any(otherwise, f),
+        CExpr::Field { base, .. } => expr_any(base, f),
+        CExpr::InitList(v) => v.iter().any(|a| expr_any(a, f)),
         _ => false,
     }
 }
@@ -5462,66 +5476,12 @@ fn has_loop(s: &Stmt) -> bool {
 
 /// Whether the expression reads an array element or a pointer's target.
 fn reads_elements(e: &CExpr) -> bool {
-    match e {
-        CExpr::Index { .. } | CExpr::Deref(_) => true,
-        CExpr::Call { args, .. } => args.iter().any(reads_elements),
-        CExpr::Assign { left, right, .. }
-        | CExpr::Binary { left, right, .. }
-        | CExpr::Comma(left, right) => reads_elements(left) || reads_elements(right),
-        CExpr::Update { arg, .. }
-        | CExpr::Unary { arg, .. }
-        | CExpr::AddrOf(arg)
-        | CExpr::Cast { value: arg, .. } => reads_elements(arg),
-        CExpr::Cond {
-            cond,
-            then,
-            otherwise,
-        } => reads_elements(cond) || reads_elements(then) || reads_elements(otherwise),
-        CExpr::Field { base, .. } => reads_elements(base),
-        CExpr::InitList(v) => v.iter().any(reads_elements),
-        _ => false,
-    }
+    expr_any(e, &|x| matches!(x, CExpr::Index { .. } | CExpr::Deref(_)))
 }
 
 /// Whether the expression names one of `names`.
 fn mentions_any(e: &CExpr, names: &HashSet<String>) -> bool {
-    let mut found = false;
-    expr_idents(e, &mut |n| found |= names.contains(n));
-    found
-}
-
-fn expr_idents(e: &CExpr, f: &mut dyn FnMut(&str)) {
-    match e {
-        CExpr::Ident(n) => f(n),
-        CExpr::Call { args, .. } => args.iter().for_each(|a| expr_idents(a, f)),
-        CExpr::Assign { left, right, .. }
-        | CExpr::Binary { left, right, .. }
-        | CExpr::Comma(left, right)
-        | CExpr::Index {
-            array: left,
-            index: right,
-        } => {
-            expr_idents(left, f);
-            expr_idents(right, f);
-        }
-        CExpr::Update { arg, .. }
-        | CExpr::Unary { arg, .. }
-        | CExpr::Deref(arg)
-        | CExpr::AddrOf(arg)
-        | CExpr::Cast { value: arg, .. } => expr_idents(arg, f),
-        CExpr::Cond {
-            cond,
-            then,
-            otherwise,
-        } => {
-            expr_idents(cond, f);
-            expr_idents(then, f);
-            expr_idents(otherwise, f);
-        }
-        CExpr::Field { base, .. } => expr_idents(base, f),
-        CExpr::InitList(v) => v.iter().for_each(|a| expr_idents(a, f)),
-        _ => {}
-    }
+    expr_any(e, &|x| matches!(x, CExpr::Ident(n) if names.contains(n)))
 }
 
 /// Assignments to plain names in an expression: (name, assigned expression).
