@@ -2569,10 +2569,6 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                             }
                             self.rng_skipped(body);
                             let sh = shape.as_ref().unwrap();
-                            let series: Vec<Vec<(String, Val)>> =
-                                series.into_iter().map(|v| v.to_vec()).collect();
-                            let series: Vec<&[(String, Val)]> =
-                                series.iter().map(|v| v.as_slice()).collect();
                             self.advance(&series, rest, &sh.var, line, &data);
                             return Ok(Flow::Normal);
                         }
