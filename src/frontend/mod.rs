@@ -23,7 +23,7 @@ const C_EXTENSIONS: &[&str] = &["c", "h"];
 const CPP_EXTENSIONS: &[&str] = &["cc", "cpp", "cxx", "hpp", "hh", "hxx", "C"];
 
 /// Source files bigger than this are not parsed (a diagnostic says so).
-const MAX_FILE_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// The C and C++ files named by `inputs` (files, or directories searched recursively), sorted.
 pub fn collect_sources(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
@@ -189,5 +189,9 @@ pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
         macros.scan(&text);
         texts.push((name.clone(), p.clone(), text));
     }
-    texts.into_iter().map(|(name, p, text)| lower::lower_file_with(&name, &text, lang_of(&p).unwrap_or(lower::Lang::C), &macros)).collect()
+    // Headers found elsewhere (a test harness's `-I` directory) come first, so that a
+    // definition in the program's own files wins: their functions are evaluated where the
+    // program calls them.
+    let outside = selected.outside.iter().map(|(p, text)| (p.display().to_string(), p.clone(), text.clone()));
+    outside.chain(texts).map(|(name, p, text)| lower::lower_file_with(&name, &text, lang_of(&p).unwrap_or(lower::Lang::C), &macros)).collect()
 }

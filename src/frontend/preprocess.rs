@@ -28,6 +28,11 @@ pub struct Selected {
     /// (a header given with `-include`, or found through `-I` elsewhere), in the order the
     /// preprocessor saw them: their uses are analysed as expansions too.
     pub macros: String,
+    /// Headers outside the files and outside the system that the units include (a test
+    /// harness's header found through `-I`), each with its text as the build selects it, in
+    /// the order first seen: their functions are evaluated by the static path (they are not
+    /// instrumented, and not costed: their compute is not counted, their communication is).
+    pub outside: Vec<(PathBuf, String)>,
 }
 
 /// Runs the preprocessor on every translation unit of `files` and selects their conditional
@@ -40,6 +45,8 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
         .collect();
     // Lines that produced output, per file (canonical path), over every unit.
     let mut active: HashMap<PathBuf, BTreeSet<usize>> = HashMap::new();
+    // The same for headers outside the files and the system, in the order first seen.
+    let mut outside: Vec<(PathBuf, BTreeSet<usize>)> = Vec::new();
     // Units are preprocessed on every core (each is a compiler start-up and mpi.h: tens of ms).
     // Only conditional groups are selected: a unit need not be preprocessed when neither it nor
     // any analysed header has one.
@@ -47,7 +54,24 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
     let headers_have_groups = files.iter().filter(|f| !is_unit(f)).any(has_groups);
     // A header forced into every unit (`-include`) may define anything: every unit is read.
     let forced = spec.preprocessor_flags(None).iter().any(|a| a == "-include" || a.starts_with("-imacros"));
-    let units: Vec<&PathBuf> = files.iter().filter(|f| is_unit(f) && (forced || headers_have_groups || has_groups(f))).collect();
+    // A unit that includes a header found elsewhere (`-I`) is read too: that header's
+    // functions are evaluated.
+    let names: std::collections::HashSet<&std::ffi::OsStr> = files.iter().filter_map(|f| f.file_name()).collect();
+    let includes_outside = |f: &PathBuf| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().any(|l| {
+                let Some(rest) = l.trim_start().strip_prefix('#') else { return false };
+                let Some(q) = rest.trim_start().strip_prefix("include").map(str::trim_start) else { return false };
+                let Some(q) = q.strip_prefix('"') else { return false };
+                let name = q.split('"').next().unwrap_or("");
+                Path::new(name).file_name().is_some_and(|n| !names.contains(n))
+            })
+        })
+    };
+    let units: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| is_unit(f) && (forced || headers_have_groups || has_groups(f) || includes_outside(f)))
+        .collect();
     let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(units.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<(usize, Result<String, String>)> = std::thread::scope(|scope| {
@@ -77,7 +101,7 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
         match r {
             Ok(text) => {
                 let dir = unit.parent().unwrap_or(Path::new("."));
-                mark_active(&text, dir, &canon, &mut active, &mut seen);
+                mark_active(&text, dir, &canon, &mut active, &mut outside, &mut seen);
                 outside_macros(&text, dir, &canon, &mut defines, &mut out.macros);
             }
             Err(e) => out.problems.push((unit.clone(), e)),
@@ -96,6 +120,14 @@ pub fn select(files: &[PathBuf], spec: &BuildSpec) -> Selected {
         if let Some(t) = blank_unselected(&text, lines) {
             out.texts.insert((*f).clone(), t);
         }
+    }
+    for (h, lines) in outside {
+        let Ok(text) = std::fs::read_to_string(&h) else { continue };
+        if text.len() as u64 > super::MAX_FILE_BYTES {
+            continue;
+        }
+        let text = blank_unselected(&text, &lines).unwrap_or(text);
+        out.outside.push((h, text));
     }
     out
 }
@@ -120,44 +152,79 @@ fn preprocess(unit: &Path, spec: &BuildSpec) -> Result<String, String> {
     Ok(r.stdout)
 }
 
-/// Records, from preprocessor output, which lines of the user's files produced text.
+/// Where a line marker's file lies: among the analysed files, outside them and the system
+/// (found through `-I` or `-include`), or the system's (a marker flagged 3, `<built-in>`, or a
+/// path under /usr or /opt: the C library's and MPI's headers). Paths are canonical.
+#[derive(Clone)]
+enum Origin {
+    User(PathBuf),
+    Outside(PathBuf),
+    System,
+}
+
+fn origin(marker: &str, file: &str, cwd: &Path, canon: &HashMap<PathBuf, &PathBuf>) -> Origin {
+    if file.starts_with('<') {
+        return Origin::System;
+    }
+    let p = Path::new(file);
+    let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+    let c = std::fs::canonicalize(&p).unwrap_or(p);
+    if canon.contains_key(&c) {
+        return Origin::User(c);
+    }
+    let flagged = marker.rsplit('"').next().is_some_and(|flags| flags.split_whitespace().any(|f| f == "3"));
+    if flagged || c.starts_with("/usr") || c.starts_with("/opt") {
+        Origin::System
+    } else {
+        Origin::Outside(c)
+    }
+}
+
+/// Records, from preprocessor output, which lines of the user's files produced text (and of
+/// the headers outside them, in `outside`).
 fn mark_active(
     text: &str,
     cwd: &Path,
     canon: &HashMap<PathBuf, &PathBuf>,
     active: &mut HashMap<PathBuf, BTreeSet<usize>>,
+    outside: &mut Vec<(PathBuf, BTreeSet<usize>)>,
     seen: &mut std::collections::HashSet<PathBuf>,
 ) {
-    let mut cache: HashMap<String, Option<PathBuf>> = HashMap::new();
-    let mut cur: Option<PathBuf> = None;
+    let mut cache: HashMap<String, Origin> = HashMap::new();
+    let mut cur = Origin::System;
     let mut line = 0usize;
     for l in text.lines() {
         if let Some((n, file)) = line_marker(l) {
-            let key = cache.entry(file.to_string()).or_insert_with(|| {
-                let p = Path::new(file);
-                let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
-                let c = std::fs::canonicalize(&p).unwrap_or(p);
-                canon.contains_key(&c).then_some(c)
-            });
-            cur = key.clone();
-            if let Some(c) = &cur {
-                seen.insert(c.clone());
+            cur = cache.entry(file.to_string()).or_insert_with(|| origin(l, file, cwd, canon)).clone();
+            match &cur {
+                Origin::User(c) => {
+                    seen.insert(c.clone());
+                }
+                Origin::Outside(c) if !outside.iter().any(|(h, _)| h == c) => outside.push((c.clone(), BTreeSet::new())),
+                _ => {}
             }
             line = n;
             continue;
         }
-        if let Some(c) = &cur {
-            if !l.trim().is_empty() {
-                active.entry(c.clone()).or_default().insert(line);
+        if !l.trim().is_empty() {
+            match &cur {
+                Origin::User(c) => {
+                    active.entry(c.clone()).or_default().insert(line);
+                }
+                Origin::Outside(c) => {
+                    if let Some((_, lines)) = outside.iter_mut().rev().find(|(h, _)| h == c) {
+                        lines.insert(line);
+                    }
+                }
+                Origin::System => {}
             }
         }
         line += 1;
     }
 }
 
-/// Appends to `out` the function-like `#define` lines (`-dD` output) that come from files that
-/// are neither among the analysed ones nor the system's (a line marker flagged 3, or a path
-/// under /usr or /opt: the C library's and MPI's headers), each once.
+/// Appends to `out` the function-like `#define` lines (`-dD` output) that come from files
+/// outside the analysed ones and the system's (see [`Origin`]), each once.
 fn outside_macros(
     text: &str,
     cwd: &Path,
@@ -169,17 +236,9 @@ fn outside_macros(
     let mut cache: HashMap<String, bool> = HashMap::new();
     for l in text.lines() {
         if let Some((_, file)) = line_marker(l) {
-            let system = l.rsplit('"').next().is_some_and(|flags| flags.split_whitespace().any(|f| f == "3"));
-            keep = !system
-                && *cache.entry(file.to_string()).or_insert_with(|| {
-                    if file.starts_with('<') {
-                        return false;
-                    }
-                    let p = Path::new(file);
-                    let p = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
-                    let c = std::fs::canonicalize(&p).unwrap_or(p);
-                    !canon.contains_key(&c) && !c.starts_with("/usr") && !c.starts_with("/opt")
-                });
+            keep = *cache
+                .entry(file.to_string())
+                .or_insert_with(|| matches!(origin(l, file, cwd, canon), Origin::Outside(_)));
             continue;
         }
         if keep {

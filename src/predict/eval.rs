@@ -175,6 +175,12 @@ pub struct Shared<'p, 'a> {
     prog: &'p Program<'a>,
     funcs: FastMap<&'p str, &'p Function>,
     files: FastMap<*const Function, &'p str>,
+    /// Functions whose bodies communicate (MPI or P2PDC), directly or through calls: the
+    /// analysis knows this of the program's own functions, not of those from headers outside
+    /// it (a test harness's collective wrappers).
+    comm_funcs: FastSet<&'p str>,
+    /// Loops (by statement address) that call a function of `comm_funcs`.
+    loop_calls_comm: std::cell::RefCell<FastMap<usize, bool>>,
     /// Blocks by file, then (line, column, kind name).
     blocks: FastMap<String, FastMap<(u32, u32, &'static str), usize>>,
     block_memo: std::cell::RefCell<FastMap<(usize, usize, u32, u32, usize), Option<usize>>>,
@@ -318,6 +324,7 @@ impl std::hash::Hasher for CellHasher {
 type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<CellHasher>>;
 type CellMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<CellHasher>>;
 type CellSet = HashSet<usize, std::hash::BuildHasherDefault<CellHasher>>;
+type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<CellHasher>>;
 
 /// A map from cells that can log its changes and undo them (a prefix run's changes to the
 /// cells' types; copying the maps of a program with large arrays cost more than the run).
@@ -423,6 +430,8 @@ impl<'p, 'a> Shared<'p, 'a> {
             prog,
             funcs: FastMap::default(),
             files: FastMap::default(),
+            comm_funcs: FastSet::default(),
+            loop_calls_comm: Default::default(),
             blocks: FastMap::default(),
             block_memo: Default::default(),
             consts: HashMap::new(),
@@ -486,6 +495,28 @@ impl<'p, 'a> Shared<'p, 'a> {
                 s.globals.push((u.file.as_str(), g));
             }
         }
+        // Functions that communicate, to a fixed point over the calls between them.
+        let callees: FastMap<&str, Vec<&str>> = s
+            .funcs
+            .iter()
+            .map(|(n, f)| {
+                let mut out = Vec::new();
+                call_names(&f.body, &mut out);
+                (*n, out)
+            })
+            .collect();
+        let is_comm = |c: &str| crate::frontend::mpi::comm_signature(c).is_some() || c.starts_with("P2P");
+        loop {
+            let before = s.comm_funcs.len();
+            for (n, cs) in &callees {
+                if !s.comm_funcs.contains(n) && cs.iter().any(|c| is_comm(c) || s.comm_funcs.contains(c)) {
+                    s.comm_funcs.insert(n);
+                }
+            }
+            if s.comm_funcs.len() == before {
+                break;
+            }
+        }
         s.structs.entry("option").or_insert_with(|| {
             ["name", "has_arg", "flag", "val"]
                 .iter()
@@ -493,6 +524,19 @@ impl<'p, 'a> Shared<'p, 'a> {
                 .collect()
         });
         s
+    }
+
+    /// Whether loop `s` calls a function that communicates (see `comm_funcs`).
+    fn calls_comm(&self, s: &Stmt) -> bool {
+        let key = s as *const Stmt as usize;
+        if let Some(&b) = self.loop_calls_comm.borrow().get(&key) {
+            return b;
+        }
+        let mut names = Vec::new();
+        call_names(s, &mut names);
+        let b = names.iter().any(|n| self.comm_funcs.contains(n));
+        self.loop_calls_comm.borrow_mut().insert(key, b);
+        b
     }
 
     fn block(&self, file: &str, line: u32, col: u32, kind: BlockKind) -> Option<usize> {
@@ -1805,7 +1849,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let lb = self
             .sh
             .block(self.file, sp.line_start, sp.col, BlockKind::Loop);
-        let has_comm = lb.map(|b| self.sh.prog.has_comm(b)).unwrap_or(true);
+        let has_comm = lb.map(|b| self.sh.prog.has_comm(b)).unwrap_or(true) || self.sh.calls_comm(s);
         self.scopes.push(FastMap::default());
         let r = (|| {
             if let Stmt::For {
@@ -3928,6 +3972,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// Contributions of every member of `comm` to collective `key`: this rank's given, the
     /// others' from this pass or the previous one.
+    /// Every rank's contribution (`n` values from the send buffer, argument 0, or from the
+    /// receive buffer, argument 1, under MPI_IN_PLACE) to a reduction `what` on `comm`, in
+    /// rank order; None while a rank evaluated later has not contributed. A buffer whose
+    /// values are not known contributes unknowns (`out` of them at most, when in place).
+    fn reduced_parts(&mut self, what: &str, v: &[Val], comm: u32, n: i64, out: i64) -> Option<Vec<Vec<Val>>> {
+        let send = if is_in_place(v.first()) { v.get(1) } else { v.first() };
+        let mine = self
+            .read_buf(send, n)
+            .unwrap_or_else(|| vec![Val::unknown("reduction of bulk data"); n.max(out).clamp(0, SMALL_MESSAGE) as usize]);
+        let key = self.coll_key(what, comm);
+        self.contribute(&key, comm, Some(mine))
+    }
+
     fn contribute(
         &mut self,
         key: &str,
@@ -4524,7 +4581,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let key = self.coll_key("bcast", comm);
                 let me = self.my_rank(comm);
                 if me == root {
-                    let vals = self.read_buf(v.first(), n);
+                    // A long message carries its first SMALL_MESSAGE values (the rest is
+                    // unknown where it lands).
+                    let vals = self.read_buf(v.first(), n.min(SMALL_MESSAGE));
                     self.sh
                         .mail
                         .borrow_mut()
@@ -4542,6 +4601,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         .and_then(|m| m.get(&root).cloned());
                     match got {
                         Some(vals) if vals.len() as i64 == n => self.write_buf(v.first(), &vals),
+                        Some(vals) if n > SMALL_MESSAGE && vals.len() as i64 == SMALL_MESSAGE => {
+                            self.unknown_buf(v.first(), n, "broadcast bulk data past its first values");
+                            self.write_buf(v.first(), &vals);
+                        }
                         Some(_) => self.unknown_buf(v.first(), n, "broadcast bulk data"),
                         None => {
                             self.missed = true;
@@ -4606,38 +4669,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let comm = self.comm_id(v.get(if all { 5 } else { 6 }), call)?;
                 let n = count(self, 2)?;
                 let b = bytes(self, 2, 3)?;
-                let op = match v.get(4) {
-                    Some(Val::Name(n)) => n.to_string(),
-                    _ => String::new(),
-                };
-                let send = if matches!(v.first(), Some(Val::Name(n)) if &**n == "MPI_IN_PLACE") {
-                    v.get(1)
-                } else {
-                    v.first()
-                };
-                let mine = self.read_buf(send, n);
-                let key = self.coll_key("reduce", comm);
                 let root = if all {
                     None
                 } else {
                     Some(self.root(self.need_int(v.get(5), call, "root", a(5))?, comm, call)?)
                 };
-                let contrib = mine.unwrap_or_else(|| {
-                    vec![Val::unknown("reduction of bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]
-                });
-                let result = self.contribute(&key, comm, Some(contrib));
+                let result = self.reduced_parts("reduce", &v, comm, n, n);
                 let me = self.my_rank(comm);
                 if all || root == Some(me) {
                     match result {
                         Some(parts) => {
-                            let mut acc: Vec<Val> = parts.first().cloned().unwrap_or_default();
-                            for p in &parts[1..] {
-                                for (k, x) in p.iter().enumerate() {
-                                    if let Some(a) = acc.get_mut(k) {
-                                        *a = reduce_op(&op, a.clone(), x.clone());
-                                    }
-                                }
-                            }
+                            let acc = reduce_all(&op_name(v.get(4)), &parts);
                             self.write_buf(v.get(1), &acc);
                         }
                         None => self.unknown_buf(v.get(1), n, "reduced over ranks evaluated later"),
@@ -4655,10 +4697,20 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "MPI_Gather" | "MPI_Allgather" => {
                 let all = name == "MPI_Allgather";
                 let comm = self.comm_id(v.get(if all { 6 } else { 7 }), call)?;
-                let n = count(self, 1)?;
-                let b = bytes(self, 1, 2)?;
+                // MPI_IN_PLACE: the send count and type are ignored; this rank's part is in
+                // place in the receive buffer.
+                let in_place = is_in_place(v.first());
+                let (ck, dk) = if in_place { (4, 5) } else { (1, 2) };
+                let n = count(self, ck)?;
+                let b = bytes(self, ck, dk)?;
                 let key = self.coll_key("gather", comm);
-                let mine = self.read_buf(v.first(), n).unwrap_or_else(|| {
+                let send = if in_place {
+                    let me = self.my_rank(comm) as i64;
+                    v.get(3).map(|p| offset(p, me * n))
+                } else {
+                    v.first().cloned()
+                };
+                let mine = self.read_buf(send.as_ref(), n).unwrap_or_else(|| {
                     vec![Val::unknown("gathered bulk data"); n.clamp(0, SMALL_MESSAGE) as usize]
                 });
                 let result = self.contribute(&key, comm, Some(mine));
@@ -4691,11 +4743,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             "MPI_Alltoall" => {
                 let comm = self.comm_id(v.get(6), call)?;
-                let b = bytes(self, 1, 2)?;
-                let n = count(self, 1)?;
+                let in_place = is_in_place(v.first());
+                let (ck, dk) = if in_place { (4, 5) } else { (1, 2) };
+                let b = bytes(self, ck, dk)?;
+                let n = count(self, ck)?;
                 let size = self.comm_size(comm) as i64;
                 let key = self.coll_key("alltoall", comm);
-                let mine = self.read_buf(v.first(), n * size).unwrap_or_else(|| {
+                let send = if in_place { v.get(3) } else { v.first() };
+                let mine = self.read_buf(send, n * size).unwrap_or_else(|| {
                     vec![
                         Val::unknown("exchanged bulk data");
                         (n * size).clamp(0, SMALL_MESSAGE) as usize
@@ -4725,20 +4780,41 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let comm = self.comm_id(v.get(5), call)?;
                 let b = bytes(self, 2, 3)?;
                 let n = count(self, 2)?;
-                self.unknown_buf(v.get(1), n, "scan");
+                // The prefix over lower ranks (this one included for Scan); Exscan leaves rank
+                // 0's buffer as it was.
+                let me = self.my_rank(comm) as usize;
+                let upto = if name == "MPI_Scan" { me + 1 } else { me };
+                match self.reduced_parts("scan", &v, comm, n, n) {
+                    Some(parts) if upto > 0 => {
+                        let acc = reduce_all(&op_name(v.get(4)), &parts[..upto.min(parts.len())]);
+                        self.write_buf(v.get(1), &acc);
+                    }
+                    Some(_) => {}
+                    None => self.unknown_buf(v.get(1), n, "scanned over ranks evaluated later"),
+                }
                 sink.action(TraceAction::Scan { bytes: b, comm })?;
             }
             "MPI_Reduce_scatter_block" => {
                 let comm = self.comm_id(v.get(5), call)?;
                 let b = bytes(self, 2, 3)?;
                 let n = count(self, 2)?;
-                self.unknown_buf(v.get(1), n, "reduce-scatter");
+                let size = self.comm_size(comm) as i64;
+                let me = self.my_rank(comm) as usize;
+                match self.reduced_parts("reduce_scatter", &v, comm, n * size, n) {
+                    Some(parts) => {
+                        let acc = reduce_all(&op_name(v.get(4)), &parts);
+                        let lo = (me as i64 * n).min(acc.len() as i64) as usize;
+                        let hi = ((me as i64 + 1) * n).min(acc.len() as i64) as usize;
+                        self.write_buf(v.get(1), &acc[lo..hi]);
+                    }
+                    None => self.unknown_buf(v.get(1), n, "reduced over ranks evaluated later"),
+                }
                 sink.action(TraceAction::ReduceScatter {
-                    counts: vec![b; self.comm_size(comm) as usize],
+                    counts: vec![b; size as usize],
                     comm,
                 })?;
             }
-            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" => {
+            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" | "MPI_Reduce_scatter" => {
                 return self.v_collective(name, args, &v, sink);
             }
             "P2Psend" => {
@@ -4827,6 +4903,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let comm_k = match name {
             "MPI_Gatherv" | "MPI_Scatterv" => 8,
             "MPI_Allgatherv" => 7,
+            "MPI_Reduce_scatter" => 5,
             _ => 8,
         };
         let comm = self.comm_id(v.get(comm_k), call)?;
@@ -4859,6 +4936,27 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 counts: list(self, 4, 6)?,
                 comm,
             },
+            "MPI_Reduce_scatter" => {
+                let counts = list(self, 2, 3)?;
+                // This rank's share of the reduction over all ranks' whole buffers.
+                let each: Vec<i64> = self
+                    .read_buf(v.get(2), size)
+                    .map(|c| c.iter().map(|x| x.int().unwrap_or(0).max(0) as i64).collect())
+                    .unwrap_or_default();
+                let me = self.my_rank(comm) as usize;
+                let lo: i64 = each.iter().take(me).sum();
+                let mine = each.get(me).copied().unwrap_or(0);
+                match self.reduced_parts("reduce_scatter", v, comm, each.iter().sum(), mine) {
+                    Some(parts) => {
+                        let acc = reduce_all(&op_name(v.get(4)), &parts);
+                        let lo = (lo as usize).min(acc.len());
+                        let hi = (lo + mine as usize).min(acc.len());
+                        self.write_buf(v.get(1), &acc[lo..hi]);
+                    }
+                    None => self.unknown_buf(v.get(1), mine, "reduced over ranks evaluated later"),
+                }
+                TraceAction::ReduceScatter { counts, comm }
+            }
             "MPI_Gatherv" => {
                 let root = self.need_int(v.get(7), call, "root", args.get(7))?;
                 let root = self.root(root, comm, call)?;
@@ -5062,6 +5160,40 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
             },
         },
     }
+}
+
+/// Whether a buffer argument is MPI_IN_PLACE.
+fn is_in_place(v: Option<&Val>) -> bool {
+    matches!(v, Some(Val::Name(x)) if &**x == "MPI_IN_PLACE")
+}
+
+/// A pointer `k` elements further (other values as they are).
+fn offset(p: &Val, k: i64) -> Val {
+    match p {
+        Val::P(c, o) => Val::P(*c, o + k),
+        other => other.clone(),
+    }
+}
+
+/// The operation's name (`MPI_SUM`), empty when not a name.
+fn op_name(v: Option<&Val>) -> String {
+    match v {
+        Some(Val::Name(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The element-wise reduction of `parts` (in rank order) by `op`.
+fn reduce_all(op: &str, parts: &[Vec<Val>]) -> Vec<Val> {
+    let mut acc: Vec<Val> = parts.first().cloned().unwrap_or_default();
+    for p in parts.iter().skip(1) {
+        for (k, x) in p.iter().enumerate() {
+            if let Some(a) = acc.get_mut(k) {
+                *a = reduce_op(op, a.clone(), x.clone());
+            }
+        }
+    }
+    acc
 }
 
 fn reduce_op(op: &str, a: Val, b: Val) -> Val {
@@ -5454,6 +5586,38 @@ fn expr_any(e: &CExpr, f: &dyn Fn(&CExpr) -> bool) -> bool {
         CExpr::InitList(v) => v.iter().any(|a| expr_any(a, f)),
         _ => false,
     }
+}
+
+/// The names of the functions `s` calls, in order, repeats included.
+fn call_names<'e>(s: &'e Stmt, out: &mut Vec<&'e str>) {
+    fn walk<'e>(e: &'e CExpr, out: &mut Vec<&'e str>) {
+        if let CExpr::Call { func, .. } = e {
+            out.push(func.as_str());
+        }
+        match e {
+            CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().for_each(|a| walk(a, out)),
+            CExpr::Assign { left, right, .. }
+            | CExpr::Binary { left, right, .. }
+            | CExpr::Comma(left, right)
+            | CExpr::Index { array: left, index: right } => {
+                walk(left, out);
+                walk(right, out);
+            }
+            CExpr::Update { arg, .. }
+            | CExpr::Unary { arg, .. }
+            | CExpr::Deref(arg)
+            | CExpr::AddrOf(arg)
+            | CExpr::Cast { value: arg, .. }
+            | CExpr::Field { base: arg, .. } => walk(arg, out),
+            CExpr::Cond { cond, then, otherwise } => {
+                walk(cond, out);
+                walk(then, out);
+                walk(otherwise, out);
+            }
+            _ => {}
+        }
+    }
+    statement_exprs(s, &mut |e| walk(e, out));
 }
 
 /// Whether the statement is or holds a loop.
