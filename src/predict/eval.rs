@@ -4026,6 +4026,24 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         Some(all)
     }
 
+    /// A v-collective's counts (bytes per member) as its root gives them: every member writes
+    /// the list in its trace, as the traced run does. The root passes `counts`; another member
+    /// gets the root's, or (the root evaluated later) `mine` for every member until a later
+    /// pass has the root's.
+    fn roots_counts(&mut self, comm: u32, root: u32, counts: Option<&Counts>, mine: u64) -> Counts {
+        let key = self.coll_key("vcounts", comm);
+        let size = self.comm_size(comm) as usize;
+        let given = counts.map(|c| c.iter().map(|&b| Val::I(b as i64)).collect());
+        let stand_in = vec![Val::I(mine as i64); size];
+        let parts = self.contribute(&key, comm, Some(given.unwrap_or(stand_in)));
+        let from_root = parts.and_then(|p| p.get(root as usize).cloned()).unwrap_or_default();
+        let list: Option<Counts> = from_root.iter().map(|x| x.int().map(|b| b.max(0) as u64)).collect();
+        match list {
+            Some(l) if l.len() == size => l,
+            _ => vec![mine; size],
+        }
+    }
+
     fn new_comm(&mut self, parent: u32, members: Vec<u32>, sink: &mut dyn Sink) -> R<Val> {
         let seq = {
             let s = self.comm_seq.entry(parent).or_insert(0);
@@ -4926,10 +4944,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 me.err(format!("{call}: counts `{t}` are not known before running (v-collectives need their counts{why})"))
             })
         };
+        let count_bytes = |me: &mut Self, k: usize, dk: usize| -> R<u64> {
+            let n = me.need_int(v.get(k), call, "count", args.get(k))?;
+            Ok(n.max(0) as u64 * me.dt_bytes(v.get(dk), call, args.get(dk))?)
+        };
         let a = match name {
             "MPI_Alltoallv" => {
-                let send = list(self, 1, 3)?;
+                // In place: the receive counts and type stand for the send ones.
                 let recv = list(self, 5, 7)?;
+                let send = if is_in_place(v.first()) { recv.clone() } else { list(self, 1, 3)? };
                 TraceAction::Alltoallv { send, recv, comm }
             }
             "MPI_Allgatherv" => TraceAction::Allgatherv {
@@ -4963,8 +4986,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let counts = if self.my_rank(comm) == root {
                     list(self, 4, 6)?
                 } else {
-                    Counts::from(vec![])
+                    let mine = count_bytes(self, 1, 2)?;
+                    self.roots_counts(comm, root, None, mine)
                 };
+                if self.my_rank(comm) == root {
+                    self.roots_counts(comm, root, Some(&counts), 0);
+                }
                 TraceAction::Gatherv { counts, root, comm }
             }
             _ => {
@@ -4973,11 +5000,30 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let counts = if self.my_rank(comm) == root {
                     list(self, 1, 3)?
                 } else {
-                    Counts::from(vec![])
+                    let mine = count_bytes(self, 5, 6)?;
+                    self.roots_counts(comm, root, None, mine)
                 };
+                if self.my_rank(comm) == root {
+                    self.roots_counts(comm, root, Some(&counts), 0);
+                }
                 TraceAction::Scatterv { counts, root, comm }
             }
         };
+        // What lands in the receive buffer is not computed here: its elements become unknown
+        // (they must not keep what they held before).
+        let recv = match name {
+            "MPI_Alltoallv" | "MPI_Scatterv" => v.get(4),
+            "MPI_Reduce_scatter" => None,
+            _ => v.get(3),
+        };
+        if let Some(Val::P(c, _)) = recv {
+            let receives = name != "MPI_Gatherv" || matches!(&a, TraceAction::Gatherv { root, .. } if *root == self.my_rank(comm));
+            if receives {
+                self.touched(*c);
+                let why: Rc<str> = Rc::from(format!("received by {name} at {}:{}", self.file, self.line));
+                self.poison_cells(*c, &why);
+            }
+        }
         sink.action(a)?;
         Ok(Val::I(0))
     }
