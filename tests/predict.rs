@@ -995,6 +995,14 @@ fn eval_long_broadcast_carries_its_first_values() {
     static_matches_run("tests/fixtures/corpus/long_bcast_check.c", 2, &[], &[]);
 }
 
+/// From the corpus (the MPICH test harness, comm_group_half, commcreate1): communicators from
+/// groups and from a merged intercommunicator; values and messages are the run's.
+#[test]
+fn eval_groups_and_merged_intercommunicators() {
+    static_matches_run("tests/fixtures/corpus/groups_intercomm.c", 2, &[], &[]);
+    static_matches_run("tests/fixtures/corpus/groups_intercomm.c", 4, &[], &[]);
+}
+
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
 /// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
 #[test]

@@ -32,6 +32,15 @@ pub const MAX_PASSES: usize = 32;
 const SMALL_ARRAY: i64 = 1 << 16;
 /// Scalars a message may carry as values.
 const SMALL_MESSAGE: i64 = 4096;
+/// Ids of MPI groups (local to a rank) start here, above every communicator's;
+/// MPI_GROUP_EMPTY is the first.
+const GROUP_BASE: u32 = 1 << 30;
+const GROUP_EMPTY: u32 = GROUP_BASE;
+/// Marks the parent of communicators made by MPI_Comm_create_group in the keys that name
+/// communicators: apart from the parent's own sequence.
+const CREATE_GROUP_BIT: u32 = 1 << 29;
+/// OpenMPI's MPI_UNDEFINED.
+const MPI_UNDEFINED: i64 = -32766;
 /// A loop without communication whose formula gives more executions than this is charged by
 /// the formula; shorter ones are interpreted (their scalars then stay exact).
 const INTERPRET_BELOW: f64 = 256.0;
@@ -155,6 +164,8 @@ pub struct Mail {
     coll: HashMap<String, BTreeMap<u32, Vec<Val>>>,
     /// Communicator ids: (parent, sequence, members) -> id.
     comm_ids: HashMap<(u32, u32, Vec<u32>), u32>,
+    /// Intercommunicator ids by the call that made them and both groups.
+    named_ids: HashMap<String, u32>,
     next_comm: u32,
     /// A value posted in this pass differs from the previous pass's (or is new): values
     /// taken from the previous pass may be stale, another pass is due.
@@ -631,7 +642,12 @@ pub struct Interp<'s, 'p, 'a> {
     steps: u64,
     /// A value from a rank that has not run yet in this pass was needed.
     pub missed: bool,
+    /// Communicators and groups: id -> members (world ranks, in their order). Groups are this
+    /// rank's own (ids from GROUP_BASE); an intercommunicator's members are its local group.
     comms: HashMap<u32, Vec<u32>>,
+    /// Intercommunicators: id -> the remote group (world ranks).
+    remote: HashMap<u32, Vec<u32>>,
+    next_group: u32,
     comm_seq: HashMap<u32, u32>,
     coll_seq: HashMap<(String, u32), u32>,
     consumed: HashMap<(u32, u32, u32), Vec<bool>>,
@@ -738,6 +754,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     ) -> Self {
         let mut comms = HashMap::new();
         comms.insert(COMM_WORLD, (0..size).collect());
+        comms.insert(GROUP_EMPTY, Vec::new());
         Interp {
             sh,
             rank,
@@ -757,6 +774,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             steps: 0,
             missed: false,
             comms,
+            remote: HashMap::new(),
+            next_group: GROUP_BASE + 1,
             comm_seq: HashMap::new(),
             coll_seq: HashMap::new(),
             consumed: HashMap::new(),
@@ -2897,6 +2916,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn array_base(&mut self, array: &CExpr, sink: &mut dyn Sink) -> R<Option<(usize, i64)>> {
         if let Some(c) = self.place(array, sink)? {
             self.as_array(c);
+            // A row of an array of arrays (`r[0]` of `r[0][1]`) never set: an array from now on
+            // (were it a pointer never set, indexing through it would be undefined).
+            if matches!(array, CExpr::Index { .. }) && matches!(self.heap[c], Cell::V(Val::U(_))) {
+                self.put(c, Cell::Ar(Vec::new(), false));
+            }
             return Ok(Some(match &self.heap[c] {
                 Cell::V(Val::P(t, o)) => (*t, *o),
                 _ => (c, 0),
@@ -2935,7 +2959,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         match n {
             "MPI_COMM_WORLD" => return Val::Comm(COMM_WORLD),
             "MPI_COMM_SELF" => return Val::Comm(u32::MAX),
-            "MPI_COMM_NULL" => return Val::I(-1),
+            "MPI_COMM_NULL" | "MPI_GROUP_NULL" => return Val::I(-1),
+            "MPI_GROUP_EMPTY" => return Val::Comm(GROUP_EMPTY),
             "optind" => {
                 let c = self.alloc(Cell::V(Val::I(1)));
                 self.globals.insert("optind".into(), c);
@@ -3926,15 +3951,38 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if count > SMALL_MESSAGE || count < 0 {
             return None;
         }
+        // Elements in memory order: an array of arrays (`int r[2][3]`) gives its rows' elements.
         let mut out = Vec::new();
-        for k in 0..count {
+        let mut k = 0;
+        while (out.len() as i64) < count {
             let e = self.elem(*c, o + k)?;
-            out.push(match &self.heap[e] {
-                Cell::V(v) => v.clone(),
-                _ => return None,
-            });
+            self.leaves(e, count as usize, &mut out)?;
+            k += 1;
         }
         Some(out)
+    }
+
+    /// Appends the values of cell `e` (an array's in order, nested ones flattened) to `out`
+    /// until it holds `max`; None where a cell holds no value.
+    fn leaves(&mut self, e: usize, max: usize, out: &mut Vec<Val>) -> Option<()> {
+        match &self.heap[e] {
+            Cell::V(v) => {
+                out.push(v.clone());
+                Some(())
+            }
+            Cell::Ar(els, _) => {
+                let n = els.len();
+                for j in 0..n {
+                    if out.len() >= max {
+                        break;
+                    }
+                    let x = self.elem(e, j as i64)?;
+                    self.leaves(x, max, out)?;
+                }
+                Some(())
+            }
+            _ => None,
+        }
     }
 
     fn write_buf(&mut self, v: Option<&Val>, vals: &[Val]) {
@@ -4024,6 +4072,28 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         drop(mail);
         self.missed |= missed;
         Some(all)
+    }
+
+    /// A new group of this rank's with `members` (world ranks, in order).
+    fn new_group(&mut self, members: Vec<u32>) -> Val {
+        if members.is_empty() {
+            return Val::Comm(GROUP_EMPTY);
+        }
+        let id = self.next_group;
+        self.next_group += 1;
+        self.comms.insert(id, members);
+        Val::Comm(id)
+    }
+
+    /// A group's members (world ranks, in order).
+    fn group(&self, v: Option<&Val>, what: &str) -> R<Vec<u32>> {
+        match v {
+            Some(Val::Comm(id)) if *id >= GROUP_BASE && *id != u32::MAX => {
+                Ok(self.comms.get(id).cloned().unwrap_or_default())
+            }
+            Some(other) => Err(self.err(format!("{what}: group not known before running ({})", other.why()))),
+            None => Err(self.err(format!("{what}: group missing"))),
+        }
     }
 
     /// A v-collective's counts (bytes per member) as its root gives them: every member writes
@@ -4147,6 +4217,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             | "MPI_Type_commit"
             | "MPI_Type_free"
             | "MPI_Comm_free"
+            | "MPI_Group_free"
             | "MPI_Get_processor_name"
             | "MPI_Comm_set_errhandler"
             | "MPI_Errhandler_set"
@@ -4189,6 +4260,237 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let c = self.comm_id(v.first(), call)?;
                 let n = self.comm_size(c);
                 self.write_ptr(v.get(1), Val::I(n as i64));
+                return Ok(Val::I(0));
+            }
+            // A collective on an intercommunicator: the traced run does not record it either.
+            _ if !matches!(name, "MPI_Cart_create" | "MPI_Cart_shift" | "MPI_Cart_coords" | "MPI_Cart_rank" | "MPI_Comm_split" | "MPI_Dims_create")
+                && crate::frontend::mpi::comm_signature(name)
+                .and_then(|sig| sig.comm)
+                .and_then(|k| match v.get(k) {
+                    Some(Val::Comm(c)) => Some(*c),
+                    _ => None,
+                })
+                .is_some_and(|c| self.remote.contains_key(&c)) =>
+            {
+                let sig = crate::frontend::mpi::comm_signature(name);
+                if sig.is_some_and(|s| s.peer.is_some()) {
+                    return Err(self.err(format!(
+                        "{call} on an intercommunicator is not modelled statically"
+                    )));
+                }
+                for x in v.iter().skip(1) {
+                    if let Val::P(c, _) = x {
+                        let why: Rc<str> = Rc::from(format!("{call} on an intercommunicator"));
+                        self.poison_cells(*c, &why);
+                    }
+                }
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_group" | "MPI_Comm_remote_group" => {
+                let c = self.comm_id(v.first(), call)?;
+                let members = if name == "MPI_Comm_group" {
+                    self.comms[&c].clone()
+                } else {
+                    self.remote.get(&c).cloned().unwrap_or_default()
+                };
+                let g = self.new_group(members);
+                self.write_ptr(v.get(1), g);
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_test_inter" => {
+                let c = self.comm_id(v.first(), call)?;
+                let inter = self.remote.contains_key(&c);
+                self.write_ptr(v.get(1), Val::I(i64::from(inter)));
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_remote_size" => {
+                let c = self.comm_id(v.first(), call)?;
+                let n = self.remote.get(&c).map_or(0, Vec::len);
+                self.write_ptr(v.get(1), Val::I(n as i64));
+                return Ok(Val::I(0));
+            }
+            "MPI_Group_size" | "MPI_Group_rank" => {
+                let g = self.group(v.first(), call)?;
+                let r = if name == "MPI_Group_size" {
+                    g.len() as i64
+                } else {
+                    g.iter().position(|&r| r == self.rank).map_or(MPI_UNDEFINED, |p| p as i64)
+                };
+                self.write_ptr(v.get(1), Val::I(r));
+                return Ok(Val::I(0));
+            }
+            "MPI_Group_incl" | "MPI_Group_excl" | "MPI_Group_range_incl" | "MPI_Group_range_excl" => {
+                let g = self.group(v.first(), call)?;
+                let n = self.need_int(v.get(1), call, "count", a(1))?;
+                let ranged = name.contains("range");
+                let list = self.read_buf(v.get(2), if ranged { 3 * n } else { n });
+                let list: Option<Vec<i64>> = list.and_then(|l| l.iter().map(Val::int).collect());
+                let Some(list) = list else {
+                    return Err(self.err(format!("{call}: ranks not known before running")));
+                };
+                // Positions in `g`, in the order given.
+                let mut picked: Vec<i64> = Vec::new();
+                if ranged {
+                    for t in list.chunks(3) {
+                        let (first, last, stride) = (t[0], t[1], t[2]);
+                        if stride == 0 {
+                            return Err(self.err(format!("{call}: a range with stride 0")));
+                        }
+                        let mut r = first;
+                        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+                            picked.push(r);
+                            r += stride;
+                        }
+                    }
+                } else {
+                    picked = list;
+                }
+                if let Some(bad) = picked.iter().find(|&&r| r < 0 || r as usize >= g.len()) {
+                    return Err(self.err(format!("{call}: rank {bad} is not in a group of {}", g.len())));
+                }
+                let members: Vec<u32> = if name.ends_with("incl") {
+                    picked.iter().map(|&r| g[r as usize]).collect()
+                } else {
+                    g.iter().enumerate().filter(|(k, _)| !picked.contains(&(*k as i64))).map(|(_, &r)| r).collect()
+                };
+                let ng = self.new_group(members);
+                self.write_ptr(v.get(3), ng);
+                return Ok(Val::I(0));
+            }
+            "MPI_Group_union" | "MPI_Group_intersection" | "MPI_Group_difference" => {
+                let g1 = self.group(v.first(), call)?;
+                let g2 = self.group(v.get(1), call)?;
+                let members: Vec<u32> = match name {
+                    "MPI_Group_union" => g1.iter().copied().chain(g2.iter().copied().filter(|r| !g1.contains(r))).collect(),
+                    "MPI_Group_intersection" => g1.iter().copied().filter(|r| g2.contains(r)).collect(),
+                    _ => g1.iter().copied().filter(|r| !g2.contains(r)).collect(),
+                };
+                let ng = self.new_group(members);
+                self.write_ptr(v.get(2), ng);
+                return Ok(Val::I(0));
+            }
+            "MPI_Group_translate_ranks" => {
+                let g1 = self.group(v.first(), call)?;
+                let n = self.need_int(v.get(1), call, "count", a(1))?;
+                let g2 = self.group(v.get(3), call)?;
+                let ranks: Option<Vec<i64>> = self.read_buf(v.get(2), n).and_then(|l| l.iter().map(Val::int).collect());
+                let Some(ranks) = ranks else {
+                    return Err(self.err(format!("{call}: ranks not known before running")));
+                };
+                let out: Vec<Val> = ranks
+                    .iter()
+                    .map(|&r| {
+                        let w = usize::try_from(r).ok().and_then(|r| g1.get(r));
+                        Val::I(w.and_then(|w| g2.iter().position(|x| x == w)).map_or(MPI_UNDEFINED, |p| p as i64))
+                    })
+                    .collect();
+                self.write_buf(v.get(4), &out);
+                return Ok(Val::I(0));
+            }
+            "MPI_Comm_create" | "MPI_Comm_create_group" => {
+                let c = self.comm_id(v.first(), call)?;
+                let g = self.group(v.get(1), call)?;
+                let out = if name == "MPI_Comm_create" { v.get(2) } else { v.get(3) };
+                // MPI_Comm_create is collective over the parent (every member counts it, in the
+                // group or not); only the group's members call MPI_Comm_create_group, whose ids
+                // are kept apart from the parent's sequence (its members alone agree on it).
+                let parent = if name == "MPI_Comm_create" { c } else { c | CREATE_GROUP_BIT };
+                if g.contains(&self.rank) {
+                    let nc = self.new_comm(parent, g, sink)?;
+                    self.write_ptr(out, nc);
+                } else {
+                    *self.comm_seq.entry(parent).or_insert(0) += 1;
+                    self.write_ptr(out, Val::I(-1));
+                }
+                return Ok(Val::I(0));
+            }
+            "MPI_Intercomm_create" => {
+                let local = self.comm_id(v.first(), call)?;
+                let peer = self.comm_id(v.get(2), call)?;
+                let leader = self.need_int(v.get(3), call, "remote leader", a(3))?;
+                let tag = self.need_int(v.get(4), call, "tag", a(4))?;
+                let members = self.comms[&local].clone();
+                // Each side posts its group under its peer rank; the remote leader's is the
+                // remote group.
+                let key = self.coll_key(&format!("intercomm{tag}"), peer);
+                let me = self.my_rank(peer);
+                let peers = self.comms[&peer].clone();
+                let remote = {
+                    let mut mail = self.sh.mail.borrow_mut();
+                    let entry = mail.coll.entry(key.clone()).or_default();
+                    let mine: Vec<Val> = members.iter().map(|&r| Val::I(r as i64)).collect();
+                    let changed = entry.get(&me) != Some(&mine);
+                    entry.insert(me, mine);
+                    let remote = usize::try_from(leader).ok().filter(|&l| l < peers.len()).and_then(|l| entry.get(&(l as u32)).cloned());
+                    mail.changed |= changed;
+                    remote
+                };
+                let Some(remote) = remote else {
+                    self.missed = true;
+                    self.write_ptr(v.get(5), Val::unknown("intercommunicator whose remote group has not run yet"));
+                    return Ok(Val::I(0));
+                };
+                let remote: Vec<u32> = remote.iter().filter_map(|x| x.int()).map(|r| r as u32).collect();
+                // Both sides name it alike: by the peer, the call and the union of the groups.
+                let mut both: Vec<u32> = members.iter().chain(remote.iter()).copied().collect();
+                both.sort_unstable();
+                let id = {
+                    let mut mail = self.sh.mail.borrow_mut();
+                    let name = format!("{key}/{both:?}");
+                    match mail.named_ids.get(&name) {
+                        Some(id) => *id,
+                        None => {
+                            let id = mail.next_comm;
+                            mail.next_comm += 1;
+                            mail.named_ids.insert(name, id);
+                            id
+                        }
+                    }
+                };
+                self.comms.insert(id, members);
+                self.remote.insert(id, remote);
+                self.write_ptr(v.get(5), Val::Comm(id));
+                return Ok(Val::I(0));
+            }
+            "MPI_Intercomm_merge" => {
+                let c = self.comm_id(v.first(), call)?;
+                let Some(remote) = self.remote.get(&c).cloned() else {
+                    return Err(self.err(format!("{call}: not an intercommunicator")));
+                };
+                let high = self.need_int(v.get(1), call, "high", a(1))? != 0;
+                let local = self.comms[&c].clone();
+                // Each member posts its `high` under its world rank; the remote side's is read
+                // from its first member.
+                let key = self.coll_key("merge", c);
+                let theirs = {
+                    let mut mail = self.sh.mail.borrow_mut();
+                    let entry = mail.coll.entry(key).or_default();
+                    let mine = vec![Val::I(i64::from(high))];
+                    let changed = entry.get(&self.rank) != Some(&mine);
+                    entry.insert(self.rank, mine);
+                    let theirs = remote.first().and_then(|r| entry.get(r)).and_then(|x| x.first()).and_then(Val::int);
+                    mail.changed |= changed;
+                    theirs
+                };
+                let Some(theirs) = theirs else {
+                    self.missed = true;
+                    self.write_ptr(v.get(2), Val::unknown("merged with a group that has not run yet"));
+                    return Ok(Val::I(0));
+                };
+                // The group that gave `high` false comes first; on a tie, the one holding the
+                // lower world rank.
+                let local_first = match (high, theirs != 0) {
+                    (false, true) => true,
+                    (true, false) => false,
+                    _ => local.iter().min() < remote.iter().min(),
+                };
+                let members: Vec<u32> = if local_first {
+                    local.iter().chain(remote.iter()).copied().collect()
+                } else {
+                    remote.iter().chain(local.iter()).copied().collect()
+                };
+                let nc = self.new_comm(c, members, sink)?;
+                self.write_ptr(v.get(2), nc);
                 return Ok(Val::I(0));
             }
             "MPI_Comm_dup" => {
