@@ -516,11 +516,10 @@ impl<'p, 'a> Shared<'p, 'a> {
                 (*n, out)
             })
             .collect();
-        let is_comm = |c: &str| crate::frontend::mpi::comm_signature(c).is_some() || c.starts_with("P2P");
         loop {
             let before = s.comm_funcs.len();
             for (n, cs) in &callees {
-                if !s.comm_funcs.contains(n) && cs.iter().any(|c| is_comm(c) || s.comm_funcs.contains(c)) {
+                if !s.comm_funcs.contains(n) && cs.iter().any(|c| emits_actions(c) || s.comm_funcs.contains(c)) {
                     s.comm_funcs.insert(n);
                 }
             }
@@ -545,7 +544,7 @@ impl<'p, 'a> Shared<'p, 'a> {
         }
         let mut names = Vec::new();
         call_names(s, &mut names);
-        let b = names.iter().any(|n| self.comm_funcs.contains(n));
+        let b = names.iter().any(|n| self.comm_funcs.contains(n) || emits_actions(n));
         self.loop_calls_comm.borrow_mut().insert(key, b);
         b
     }
@@ -2580,7 +2579,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             k += 1;
             if !has_comm {
-                let mut it: Vec<(usize, f64)> = self.pending[start..].to_vec();
+                let Some(it) = self.pending.get(start..) else {
+                    // Compute was flushed: something in the body wrote a trace action.
+                    return Err(self.err(
+                        "a loop taken for one without communication communicated (a routine the analysis does not know as communication); predict from a trace (--trace-ranks K)".to_string(),
+                    ));
+                };
+                let mut it: Vec<(usize, f64)> = it.to_vec();
                 it.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
                 let merged = merge(it);
                 history.push_back(merged);
@@ -5934,6 +5939,25 @@ fn expr_any(e: &CExpr, f: &dyn Fn(&CExpr) -> bool) -> bool {
         CExpr::InitList(v) => v.iter().any(|a| expr_any(a, f)),
         _ => false,
     }
+}
+
+/// Whether a call to `name` may write trace actions: communication (MPI or P2PDC), and the
+/// communicator constructors (a new communicator is declared in the trace).
+fn emits_actions(name: &str) -> bool {
+    crate::frontend::mpi::comm_signature(name).is_some()
+        || name.starts_with("P2P")
+        || matches!(
+            name,
+            "MPI_Comm_dup"
+                | "MPI_Comm_create"
+                | "MPI_Comm_create_group"
+                | "MPI_Comm_split_type"
+                | "MPI_Intercomm_merge"
+                | "MPI_Cart_sub"
+                | "MPI_Graph_create"
+                | "MPI_Dist_graph_create"
+                | "MPI_Dist_graph_create_adjacent"
+        )
 }
 
 /// The names of the functions `s` calls, in order, repeats included.
