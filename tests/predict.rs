@@ -1003,6 +1003,13 @@ fn eval_groups_and_merged_intercommunicators() {
     static_matches_run("tests/fixtures/corpus/groups_intercomm.c", 4, &[], &[]);
 }
 
+/// From the corpus (SimGrid's vecblklen and opsum): derived datatypes, the complex types and
+/// OpenMPI's pair-type sizes; sizes and message bytes are the run's.
+#[test]
+fn eval_derived_datatypes_and_pair_type_sizes() {
+    static_matches_run("tests/fixtures/corpus/derived_types.c", 2, &[], &[]);
+}
+
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
 /// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
 #[test]

@@ -70,9 +70,15 @@ pub fn datatype_size(name: &str) -> Option<i128> {
         "MPI_INT" | "MPI_UNSIGNED" | "MPI_FLOAT" | "MPI_INT32_T" | "MPI_UINT32_T" => 4,
         "MPI_LONG" | "MPI_UNSIGNED_LONG" | "MPI_LONG_LONG" | "MPI_LONG_LONG_INT" | "MPI_UNSIGNED_LONG_LONG"
         | "MPI_DOUBLE" | "MPI_INT64_T" | "MPI_UINT64_T" | "MPI_AINT" | "MPI_OFFSET" => 8,
-        "MPI_2INT" | "MPI_FLOAT_INT" => 8,
-        "MPI_DOUBLE_INT" | "MPI_LONG_INT" => 16,
-        "MPI_LONG_DOUBLE" | "MPI_C_DOUBLE_COMPLEX" | "MPI_2DOUBLE_PRECISION" => 16,
+        // Pair types: the sum of their members' sizes (what MPI_Type_size gives, padding left
+        // out), as OpenMPI reports them.
+        "MPI_2INT" | "MPI_FLOAT_INT" | "MPI_C_COMPLEX" | "MPI_C_FLOAT_COMPLEX" | "MPI_COMPLEX" | "MPI_2REAL"
+        | "MPI_2INTEGER" => 8,
+        "MPI_SHORT_INT" => 6,
+        "MPI_DOUBLE_INT" | "MPI_LONG_INT" => 12,
+        "MPI_LONG_DOUBLE" | "MPI_C_DOUBLE_COMPLEX" | "MPI_DOUBLE_COMPLEX" | "MPI_2DOUBLE_PRECISION" => 16,
+        "MPI_LONG_DOUBLE_INT" => 20,
+        "MPI_C_LONG_DOUBLE_COMPLEX" => 32,
         _ => return None,
     })
 }

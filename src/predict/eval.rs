@@ -2966,6 +2966,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "MPI_COMM_SELF" => return Val::Comm(u32::MAX),
             "MPI_COMM_NULL" | "MPI_GROUP_NULL" => return Val::I(-1),
             "MPI_GROUP_EMPTY" => return Val::Comm(GROUP_EMPTY),
+            // No data: comparisons with it are decided; a message typed with it is empty.
+            "MPI_DATATYPE_NULL" => return Val::Dt(0),
             "optind" => {
                 let c = self.alloc(Cell::V(Val::I(1)));
                 self.globals.insert("optind".into(), c);
@@ -3201,6 +3203,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     fn static_type(&self, e: &CExpr) -> Option<CType> {
         match e {
+            // `sizeof(name)` of a typedef (the parser cannot tell it from a variable).
+            CExpr::Ident(n) if self.sh.typedefs.contains_key(n.as_str()) => {
+                Some(CType::new(Base::Named(n.clone())))
+            }
             CExpr::Ident(_) => None,
             CExpr::Cast { ty, .. } => Some(ty.clone()),
             _ => None,
@@ -3208,30 +3214,44 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn type_size(&self, t: &CType) -> i64 {
+        self.layout(t, 0).0
+    }
+
+    /// Size and alignment of a type as the x86-64 ABI lays it out (a struct's fields in order,
+    /// each at its alignment, the whole rounded up to the largest); array fields, whose lengths
+    /// the analysis does not keep, count as pointers.
+    fn layout(&self, t: &CType, depth: u32) -> (i64, i64) {
         if t.indirection > 0 {
-            return 8;
+            return (8, 8);
         }
+        let scalar = |n: i64| (n, n);
         match &t.base {
-            Base::Int => 4,
-            Base::Float => 4,
-            Base::Double => 8,
+            Base::Int | Base::Float => scalar(4),
+            Base::Double => scalar(8),
             Base::Named(n) => match n.as_str() {
-                "char" => 1,
-                "short" => 2,
-                "long" | "size_t" | "int64_t" | "uint64_t" | "MPI_Aint" => 8,
+                "char" | "int8_t" | "uint8_t" | "bool" | "_Bool" => scalar(1),
+                "short" | "int16_t" | "uint16_t" => scalar(2),
+                "int32_t" | "uint32_t" | "unsigned" => scalar(4),
+                "long" | "size_t" | "ssize_t" | "int64_t" | "uint64_t" | "MPI_Aint" | "MPI_Offset" => scalar(8),
+                "long double" => (16, 16),
                 _ => match self.sh.typedefs.get(n.as_str()) {
-                    Some(t) => self.type_size(t),
-                    None => 8,
+                    Some(t) if depth < 16 => self.layout(t, depth + 1),
+                    _ => scalar(8),
                 },
             },
-            Base::Struct(n) => {
-                8 * self
-                    .sh
-                    .structs
-                    .get(n.as_str())
-                    .map_or(1, |f| f.len().max(1)) as i64
-            }
-            _ => 8,
+            Base::Struct(n) => match self.sh.field_types.get(n.as_str()).zip(self.sh.structs.get(n.as_str())) {
+                Some((types, order)) if depth < 16 && !order.is_empty() => {
+                    let (mut size, mut align) = (0i64, 1i64);
+                    for f in order {
+                        let (fs, fa) = types.get(f.as_str()).map_or((8, 8), |ft| self.layout(ft, depth + 1));
+                        size = (size + fa - 1) / fa * fa + fs;
+                        align = align.max(fa);
+                    }
+                    ((size + align - 1) / align * align, align)
+                }
+                _ => scalar(8),
+            },
+            _ => scalar(8),
         }
     }
 
@@ -4554,6 +4574,49 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.write_ptr(v.get(4), Val::Dt((n * bl).max(0) as u64 * b));
                 return Ok(Val::I(0));
             }
+            // A datatype is known by its size (the bytes of data it moves, as MPI_Type_size
+            // says); a new lower bound or extent does not change it.
+            "MPI_Type_create_resized" | "MPI_Type_dup" => {
+                let b = self.dt_bytes(v.first(), call, a(0))?;
+                let out = if name == "MPI_Type_dup" { v.get(1) } else { v.get(3) };
+                self.write_ptr(out, Val::Dt(b));
+                return Ok(Val::I(0));
+            }
+            "MPI_Type_indexed" | "MPI_Type_create_hindexed" | "MPI_Type_hindexed" | "MPI_Type_create_indexed_block"
+            | "MPI_Type_create_hindexed_block" => {
+                let n = self.need_int(v.first(), call, "count", a(0))?;
+                let b = self.dt_bytes(v.get(3), call, a(3))?;
+                let elements: i64 = if name.ends_with("_block") {
+                    n * self.need_int(v.get(1), call, "block length", a(1))?
+                } else {
+                    let lens: Option<Vec<i64>> = self.read_buf(v.get(1), n).and_then(|l| l.iter().map(Val::int).collect());
+                    lens.ok_or_else(|| self.err(format!("{call}: block lengths not known before running")))?.iter().sum()
+                };
+                self.write_ptr(v.get(4), Val::Dt(elements.max(0) as u64 * b));
+                return Ok(Val::I(0));
+            }
+            "MPI_Type_create_struct" | "MPI_Type_struct" => {
+                let n = self.need_int(v.first(), call, "count", a(0))?;
+                let lens: Option<Vec<i64>> = self.read_buf(v.get(1), n).and_then(|l| l.iter().map(Val::int).collect());
+                let types = self.read_buf(v.get(3), n);
+                let (Some(lens), Some(types)) = (lens, types) else {
+                    return Err(self.err(format!("{call}: block lengths or types not known before running")));
+                };
+                let mut total = 0u64;
+                for (l, t) in lens.iter().zip(&types) {
+                    total += (*l).max(0) as u64 * self.dt_bytes(Some(t), call, a(3))?;
+                }
+                self.write_ptr(v.get(4), Val::Dt(total));
+                return Ok(Val::I(0));
+            }
+            "MPI_Type_create_subarray" => {
+                let n = self.need_int(v.first(), call, "number of dimensions", a(0))?;
+                let sub: Option<Vec<i64>> = self.read_buf(v.get(2), n).and_then(|l| l.iter().map(Val::int).collect());
+                let sub = sub.ok_or_else(|| self.err(format!("{call}: subsizes not known before running")))?;
+                let b = self.dt_bytes(v.get(5), call, a(5))?;
+                self.write_ptr(v.get(6), Val::Dt(sub.iter().product::<i64>().max(0) as u64 * b));
+                return Ok(Val::I(0));
+            }
             "MPI_Type_size" => {
                 let b = self.dt_bytes(v.first(), call, a(0))?;
                 self.write_ptr(v.get(1), Val::I(b as i64));
@@ -5446,6 +5509,10 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
         // A communicator is never MPI_COMM_NULL (-1 here).
         ("==" | "!=", Val::Comm(_), Val::I(-1)) | ("==" | "!=", Val::I(-1), Val::Comm(_)) => {
             return Val::I((op == "!=") as i64)
+        }
+        // Datatypes are known by their sizes: only MPI_DATATYPE_NULL (no data) tells apart.
+        ("==" | "!=", Val::Dt(x), Val::Dt(y)) if *x == 0 || *y == 0 => {
+            return Val::I(((x == y) == (op == "==")) as i64)
         }
         ("==" | "!=", Val::S(x, o1), Val::S(y, o2)) => {
             return Val::I(((Rc::ptr_eq(x, y) && o1 == o2) == (op == "==")) as i64)
