@@ -1010,6 +1010,13 @@ fn eval_derived_datatypes_and_pair_type_sizes() {
     static_matches_run("tests/fixtures/corpus/derived_types.c", 2, &[], &[]);
 }
 
+/// From the corpus (MPICH's transp_datatype): sizeof of arrays and of their rows (static, local,
+/// variable-length) sizes messages; values and messages are the run's.
+#[test]
+fn eval_sizeof_of_declared_arrays() {
+    static_matches_run("tests/fixtures/corpus/sizeof_arrays.c", 2, &[], &[]);
+}
+
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
 /// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
 #[test]

@@ -135,6 +135,12 @@ pub struct VarDecl {
     pub span: Span,
     /// Declared `static` (inside a function: one variable for every call, initialised once).
     pub is_static: bool,
+    /// An array's dimensions as declared, outermost first (`double a[n][m]`: n, m); empty for
+    /// a scalar, a pointer, an array of pointers or one whose size is left out.
+    pub dims: Vec<CExpr>,
+    /// The width of an integer base type other than int (char 1, short 2, long 8), which
+    /// `Base::Int` does not tell: for sizeof of arrays.
+    pub int_bytes: Option<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -105,6 +105,7 @@ pub const F_ARGUMENT: &str = "argument";
 pub const F_ARGUMENTS: &str = "arguments";
 pub const F_FUNCTION: &str = "function";
 pub const F_INDEX: &str = "index";
+pub const F_SIZE: &str = "size";
 pub const F_INDICES: &str = "indices";
 pub const F_FIELD: &str = "field";
 pub const F_DIRECTIVE: &str = "directive";

@@ -784,6 +784,36 @@ impl<'a> Lower<'a> {
         (None, ty)
     }
 
+    /// The declared dimensions of an array of scalars or structs (outermost first); empty when a
+    /// pointer is involved or a dimension is left out.
+    fn array_dims(&mut self, d: Node<'a>, depth: usize) -> Vec<CExpr> {
+        let mut dims = Vec::new();
+        let mut cur = d;
+        for _ in 0..64 {
+            match cur.kind() {
+                k::INIT_DECLARATOR => match cur.child_by_field_name(k::F_DECLARATOR) {
+                    Some(inner) => cur = inner,
+                    None => return Vec::new(),
+                },
+                k::ARRAY_DECLARATOR => {
+                    let Some(size) = cur.child_by_field_name(k::F_SIZE) else { return Vec::new() };
+                    dims.push(self.expr(size, depth + 1));
+                    match cur.child_by_field_name(k::F_DECLARATOR) {
+                        Some(inner) => cur = inner,
+                        None => return Vec::new(),
+                    }
+                }
+                k::IDENTIFIER | k::FIELD_IDENTIFIER => {
+                    // The outermost declarator holds the last dimension.
+                    dims.reverse();
+                    return dims;
+                }
+                _ => return Vec::new(),
+            }
+        }
+        Vec::new()
+    }
+
     fn is_const(&self, decl: Node<'a>) -> bool {
         let mut c = decl.walk();
         let r = decl
@@ -797,6 +827,20 @@ impl<'a> Lower<'a> {
             return Vec::new();
         };
         let base = self.base_type(t);
+        let int_bytes = if matches!(base, Base::Int) && matches!(t.kind(), k::PRIMITIVE_TYPE | k::SIZED_TYPE_SPECIFIER) {
+            let text = self.text(t);
+            if text.contains("char") {
+                Some(1)
+            } else if text.contains("short") {
+                Some(2)
+            } else if text.contains("long") {
+                Some(8)
+            } else {
+                None
+            }
+        } else {
+            None
+        };
         let is_const = self.is_const(n);
         let mut c = n.walk();
         let is_static = n
@@ -818,12 +862,15 @@ impl<'a> Lower<'a> {
                 None
             };
             if let Some(name) = name {
+                let dims = self.array_dims(d, depth);
                 out.push(VarDecl {
                     name,
                     ty,
                     init,
                     span: span(d),
                     is_static,
+                    dims,
+                    int_bytes,
                 });
             }
         }
@@ -878,6 +925,8 @@ impl<'a> Lower<'a> {
                             init: None,
                             span: span(p),
                             is_static: false,
+                            dims: Vec::new(),
+                            int_bytes: None,
                         });
                     }
                 }

@@ -644,6 +644,8 @@ pub struct Interp<'s, 'p, 'a> {
     /// Communicators and groups: id -> members (world ranks, in their order). Groups are this
     /// rank's own (ids from GROUP_BASE); an intercommunicator's members are its local group.
     comms: HashMap<u32, Vec<u32>>,
+    /// Arrays declared with their dimensions: cell -> (dimensions, element bytes), for sizeof.
+    decl_dims: CellMap<(Vec<i64>, i64)>,
     /// Intercommunicators: id -> the remote group (world ranks).
     remote: HashMap<u32, Vec<u32>>,
     next_group: u32,
@@ -774,6 +776,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             missed: false,
             comms,
             remote: HashMap::new(),
+            decl_dims: CellMap::default(),
             next_group: GROUP_BASE + 1,
             comm_seq: HashMap::new(),
             coll_seq: HashMap::new(),
@@ -1293,6 +1296,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.file = file;
             self.line = g.span.line_start;
             let c = self.new_cell_for(&g.ty);
+            self.note_dims(c, g);
             self.globals.insert(g.name.clone(), c);
             match &g.init {
                 Some(init) => self.init_cell(c, &g.ty, init)?,
@@ -1492,6 +1496,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                             continue;
                         }
                         let c = self.new_cell_for(&d.ty);
+                        self.note_dims(c, d);
                         self.statics.insert(key, c);
                         self.static_cells.insert(c);
                         match &d.init {
@@ -1511,6 +1516,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         continue;
                     }
                     let c = self.new_cell_for(&d.ty);
+                    self.note_dims(c, d);
                     if let Some(init) = &d.init {
                         // Initialisers may call MPI or user functions.
                         if let CExpr::InitList(_) = init {
@@ -3182,6 +3188,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
             CExpr::Sizeof { ty, value } => {
+                if let Some(b) = value.as_deref().and_then(|v| self.array_sizeof(v)) {
+                    return Ok(Val::I(b));
+                }
                 let t = match (ty, value) {
                     (Some(t), _) => Some(t.clone()),
                     (None, Some(v)) => self.static_type(v),
@@ -3199,6 +3208,47 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             CExpr::InitList(_) => Val::unknown("initialiser list"),
             CExpr::Unknown(t) => Val::unknown(format!("`{t}` is not modelled")),
         })
+    }
+
+    /// Records (or forgets, for a cell reused by another variable) an array's declared
+    /// dimensions, evaluated now.
+    fn note_dims(&mut self, c: usize, d: &VarDecl) {
+        if d.dims.is_empty() {
+            if !self.decl_dims.is_empty() {
+                self.decl_dims.remove(&c);
+            }
+            return;
+        }
+        let mut dims = Vec::with_capacity(d.dims.len());
+        for e in &d.dims {
+            match self.eval(e).ok().and_then(|v| v.int()) {
+                Some(n) if n >= 0 => dims.push(n),
+                _ => {
+                    self.decl_dims.remove(&c);
+                    return;
+                }
+            }
+        }
+        let elem = CType { indirection: d.ty.indirection.saturating_sub(dims.len() as u32), ..d.ty.clone() };
+        let b = match d.int_bytes {
+            Some(w) if elem.indirection == 0 => i64::from(w),
+            _ => self.type_size(&elem),
+        };
+        self.decl_dims.insert(c, (dims, b));
+    }
+
+    /// `sizeof a` and `sizeof a[i]...` of an array declared with its dimensions.
+    fn array_sizeof(&self, e: &CExpr) -> Option<i64> {
+        let mut levels = 0;
+        let mut cur = e;
+        while let CExpr::Index { array, .. } = cur {
+            levels += 1;
+            cur = array;
+        }
+        let CExpr::Ident(n) = cur else { return None };
+        let c = self.lookup(n)?;
+        let (dims, b) = self.decl_dims.get(&c)?;
+        (levels <= dims.len()).then(|| dims[levels..].iter().product::<i64>() * b)
     }
 
     fn static_type(&self, e: &CExpr) -> Option<CType> {
