@@ -844,16 +844,20 @@ static void ln_tag(line_t *l, const char *key, int tag)
     }
 }
 
-static void send_event(double t, const char *op, int dest, unsigned long long bytes, int tag,
+/* `send TO BYTES [tag=T] [comm=C] [buffered=1]`; buffered: an MPI_Bsend, whose sender goes on
+ * once the message is in the attached buffer. */
+static void send_event(double t, int buffered, int dest, unsigned long long bytes, int tag,
                        MPI_Comm comm)
 {
     line_t l = {0};
-    ln_str(&l, op);
+    ln_str(&l, "send");
     ln_peer(&l, dest);
     ln_str(&l, " ");
     ln_u64(&l, bytes);
     ln_tag(&l, "tag", tag);
     ln_comm(&l, comm);
+    if (buffered)
+        ln_str(&l, " buffered=1");
     event(t, &l);
 }
 
@@ -880,20 +884,20 @@ static void recv_event(double t, int source, unsigned long long bytes, int tag, 
     event(t, &l);
 }
 
-#define SEND_WRAPPER(NAME)                                                                     \
+#define SEND_WRAPPER(NAME, BUFFERED)                                                           \
     int NAME(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)   \
     {                                                                                          \
         double t = enter();                                                                    \
         int rc = P##NAME(buf, count, type, dest, tag, comm);                                   \
         if (rt_on && dest != MPI_PROC_NULL)                                                    \
-            send_event(t, "send", dest, type_bytes(count, type), tag, comm);                   \
+            send_event(t, BUFFERED, dest, type_bytes(count, type), tag, comm);                 \
         return rc;                                                                             \
     }
 
-SEND_WRAPPER(MPI_Send)
-SEND_WRAPPER(MPI_Ssend)
-SEND_WRAPPER(MPI_Rsend)
-SEND_WRAPPER(MPI_Bsend)
+SEND_WRAPPER(MPI_Send, 0)
+SEND_WRAPPER(MPI_Ssend, 0)
+SEND_WRAPPER(MPI_Rsend, 0)
+SEND_WRAPPER(MPI_Bsend, 1)
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
              MPI_Status *status)
@@ -1083,7 +1087,7 @@ static void sendrecv_event(double t, int dest, unsigned long long sbytes, int st
         return;
     }
     if (source == MPI_PROC_NULL) {
-        send_event(t, "send", dest, sbytes, stag, comm);
+        send_event(t, 0, dest, sbytes, stag, comm);
         return;
     }
     line_t l = {0};

@@ -69,6 +69,10 @@ pub enum TraceAction {
         bytes: u64,
         tag: i32,
         comm: u32,
+        /// MPI_Bsend: the message is copied to the attached buffer and the sender goes on,
+        /// whatever its size.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        buffered: bool,
     },
     /// `bytes` is the receive buffer size (informational: the message size is the sender's).
     Recv {

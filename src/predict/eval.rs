@@ -4847,6 +4847,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                                 bytes: b,
                                 tag: tag as i32,
                                 comm,
+                                buffered: name == "MPI_Bsend",
                             })?,
                             Some(req) => sink.action(TraceAction::Isend {
                                 req,
@@ -4985,6 +4986,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         bytes: sb,
                         tag: stag as i32,
                         comm,
+                        buffered: false,
                     })?,
                     (None, Some(from)) => sink.action(TraceAction::Recv {
                         from,

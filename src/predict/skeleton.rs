@@ -688,7 +688,13 @@ impl<'p, 'a> Rank<'p, 'a> {
                 if let Some(Peer::Rank(to)) = to {
                     let bytes = self.bytes(site, i)?;
                     let tag = self.arg(site, 4).unwrap_or(0.0) as i32;
-                    sink.action(TraceAction::Send { to, bytes, tag, comm: self.comm_of(site, i, Some(5))? })?;
+                    sink.action(TraceAction::Send {
+                        to,
+                        bytes,
+                        tag,
+                        comm: self.comm_of(site, i, Some(5))?,
+                        buffered: site.call == "MPI_Bsend",
+                    })?;
                 }
             }
             "MPI_Recv" => {
@@ -742,7 +748,7 @@ impl<'p, 'a> Rank<'p, 'a> {
                 match (to, from) {
                     (None, None) => {}
                     (Some(Peer::Rank(to)), None) => {
-                        sink.action(TraceAction::Send { to, bytes: self.bytes(site, i)?, tag: stag, comm })?
+                        sink.action(TraceAction::Send { to, bytes: self.bytes(site, i)?, tag: stag, comm, buffered: false })?
                     }
                     (None, Some(from)) => {
                         sink.action(TraceAction::Recv { from, bytes: self.bytes(site, i).ok(), tag: rtag, comm })?

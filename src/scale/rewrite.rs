@@ -863,7 +863,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                                 recv_tag: *recv_tag,
                                 comm: *comm,
                             }),
-                            (Some(tp), None) => Some(TraceAction::Send { to: tp, bytes: *send_bytes, tag: *send_tag, comm: *comm }),
+                            (Some(tp), None) => Some(TraceAction::Send { to: tp, bytes: *send_bytes, tag: *send_tag, comm: *comm, buffered: false }),
                             (None, Some(fp)) => Some(TraceAction::Recv {
                                 from: Peer::Rank(fp),
                                 bytes: *recv_bytes,
@@ -1124,7 +1124,7 @@ fn fuse(x: &Tok, y: &Tok) -> Option<Tok> {
         (TraceAction::Recv { .. }, TraceAction::Send { .. }) => (ay, ty.clone()?, ax, fx.clone()?),
         _ => return None,
     };
-    let (TraceAction::Send { to, bytes, tag, comm }, TraceAction::Recv { from, bytes: rb, tag: rt, comm: rc }) = (send, recv) else { return None };
+    let (TraceAction::Send { to, bytes, tag, comm, buffered: false }, TraceAction::Recv { from, bytes: rb, tag: rt, comm: rc }) = (send, recv) else { return None };
     if comm != rc || Tag::Value(*tag) != *rt || sdir.iter().zip(&rdir).any(|(s, r)| *s != -*r) {
         return None;
     }

@@ -260,6 +260,8 @@ pub(crate) struct Rank {
     wait_s: f64,
     messages_sent: u64,
     bytes_sent: u64,
+    /// The send being posted is an MPI_Bsend: buffered whatever its size.
+    force_buffered: bool,
 }
 
 /// Why an actor stopped early (the message goes to the shared error list).
@@ -315,7 +317,9 @@ impl Rank {
         let wire = bytes.max(1);
         // Messages to a rank that receives from this one asynchronously are buffered whatever
         // their size: its runtime polls for them (P2PDC's drain), which completes the send.
-        let buffered = bytes < self.opts.eager_threshold || self.world.borrow().async_pairs.contains(&(to, self.me));
+        let buffered = self.force_buffered
+            || bytes < self.opts.eager_threshold
+            || self.world.borrow().async_pairs.contains(&(to, self.me));
         let comm = if buffered {
             let c = link.mbox.put_bare_async(wire);
             self.eager.push((Rc::clone(&link), c));
@@ -648,10 +652,13 @@ impl Rank {
                 bytes,
                 tag,
                 comm,
+                buffered,
             } => {
                 let c = self.comm(*comm)?;
                 let to = Self::dest(&c, *to)?;
+                self.force_buffered = *buffered;
                 self.send(to, *bytes, *tag, p2p_ctx(*comm));
+                self.force_buffered = false;
             }
             A::Recv {
                 from, tag, comm, ..
@@ -1056,6 +1063,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             wait_s: 0.0,
             messages_sent: 0,
             bytes_sent: 0,
+            force_buffered: false,
         });
         let host_name = host.name();
         eng.spawn(&format!("rank-{r}"), host, move || {

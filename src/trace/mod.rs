@@ -229,8 +229,13 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
             TraceAction::CommDef { id, ranks }
         }
         "send" => {
-            w.check(2, 2, P2P, "send TO BYTES [tag=T] [comm=C]")?;
-            TraceAction::Send { to: num(p[0], "destination")?, bytes: num(p[1], "bytes")?, tag: w.tag("tag")?, comm: w.comm()? }
+            w.check(2, 2, &["tag", "comm", "buffered"], "send TO BYTES [tag=T] [comm=C] [buffered=1]")?;
+            let buffered = match w.opt("buffered") {
+                None | Some("0") => false,
+                Some("1") => true,
+                Some(b) => return Err(format!("send: buffered={b:?} (expected 0 or 1)")),
+            };
+            TraceAction::Send { to: num(p[0], "destination")?, bytes: num(p[1], "bytes")?, tag: w.tag("tag")?, comm: w.comm()?, buffered }
         }
         "recv" => {
             w.check(1, 2, P2P, "recv FROM|any [BYTES] [tag=T|any] [comm=C]")?;
@@ -487,7 +492,8 @@ pub fn format_action(a: &TraceAction) -> String {
             bytes,
             tag: t,
             comm: c,
-        } => format!("send {to} {bytes}{}{}", tag("tag", *t), comm(*c)),
+            buffered,
+        } => format!("send {to} {bytes}{}{}{}", tag("tag", *t), comm(*c), if *buffered { " buffered=1" } else { "" }),
         TraceAction::Recv {
             from,
             bytes,

@@ -103,6 +103,7 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
                 bytes,
                 tag,
                 comm,
+                ..
             } => {
                 world(*comm)?;
                 writeln!(out, "{r} send {to} {tag} {bytes}")?;
