@@ -69,6 +69,7 @@ fn send(to: u32, bytes: u64) -> A {
         bytes,
         tag: 0,
         comm: 0,
+        buffered: false,
     }
 }
 fn recv(from: u32, bytes: u64) -> A {
@@ -220,6 +221,7 @@ fn matching_by_tag_in_posting_order_and_any_source() {
         bytes: 100,
         tag,
         comm: 0,
+        buffered: false,
     };
     let rv = |tag| A::Recv {
         from: Peer::Rank(0),
@@ -248,6 +250,7 @@ fn matching_by_tag_in_posting_order_and_any_source() {
                 bytes: 10,
                 tag: w as i32,
                 comm: 0,
+                buffered: false,
             },
         ]);
     }

@@ -51,7 +51,7 @@ fn graphs_give_their_topology_and_dimensions() {
     // A master and five workers, the master receiving from any source.
     let mut star = vec![vec![Item::Loop(5, vec![Item::Act(TraceAction::Recv { from: Peer::Any, bytes: Some(8), tag: Tag::Value(1), comm: 0 })])]];
     for _ in 1..6 {
-        star.push(vec![Item::Act(TraceAction::Send { to: 0, bytes: 8, tag: 1, comm: 0 })]);
+        star.push(vec![Item::Act(TraceAction::Send { to: 0, bytes: 8, tag: 1, comm: 0, buffered: false })]);
     }
     assert_eq!(from_graph(&Graph::from_traces(&star)).topology, Some(Topology::MasterWorker { root: 0 }));
     // Collectives only.

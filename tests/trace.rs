@@ -183,6 +183,7 @@ fn send(to: u32, bytes: u64, tag: i32, comm: u32) -> TraceAction {
         bytes,
         tag,
         comm,
+        buffered: false,
     }
 }
 

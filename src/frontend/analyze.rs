@@ -823,7 +823,7 @@ impl<'a> Analyzer<'a> {
             if let Base::Named(n) = &t.base {
                 if let Some(td) = self.globals.typedefs.get(n) {
                     let ind = t.indirection;
-                    t = CType { base: td.base.clone(), indirection: td.indirection + ind, is_const: t.is_const };
+                    t = CType { base: td.base.clone(), indirection: td.indirection + ind, is_const: t.is_const, width: td.width };
                     continue;
                 }
                 t.base = match n.as_str() {
@@ -852,7 +852,7 @@ impl<'a> Analyzer<'a> {
             CExpr::Ident(n) => self.var_type(n),
             CExpr::Int(_) => CType::int(),
             CExpr::Float { single, .. } => CType::new(if *single { Base::Float } else { Base::Double }),
-            CExpr::Str(_) => CType { base: Base::Int, indirection: 1, is_const: true },
+            CExpr::Str(_) => CType { base: Base::Int, indirection: 1, is_const: true, width: 1 },
             CExpr::Binary { op, left, right } => {
                 let lt = self.expr_ops(left, ops, false);
                 let rt = self.expr_ops(right, ops, false);
@@ -1046,7 +1046,7 @@ impl<'a> Analyzer<'a> {
                     self.diag(args[2].line_hint(), format!("{func} size {} not known before running; counted as one byte", cexpr_text(&args[2])));
                 }
                 add_op(ops, class, n);
-                return CType { base: Base::Void, indirection: 1, is_const: false };
+                return CType { base: Base::Void, indirection: 1, is_const: false, width: 0 };
             }
             _ => {}
         }
@@ -1060,7 +1060,7 @@ impl<'a> Analyzer<'a> {
         }
         match func {
             "MPI_Wtime" | "atof" | "strtod" | "drand48" | "erand48" => CType::double(),
-            "malloc" | "calloc" | "realloc" => CType { base: Base::Void, indirection: 1, is_const: false },
+            "malloc" | "calloc" | "realloc" => CType { base: Base::Void, indirection: 1, is_const: false, width: 0 },
             _ => CType::int(),
         }
     }
@@ -1452,6 +1452,7 @@ fn type_size(t: &CType) -> i128 {
     match &t.base {
         Base::Double => 8,
         Base::Float => 4,
+        Base::Int if t.width > 0 => i128::from(t.width),
         Base::Int => 4,
         _ => 8,
     }

@@ -77,11 +77,13 @@ pub struct CType {
     /// Pointers plus array dimensions: a subscript or dereference removes one level.
     pub indirection: u32,
     pub is_const: bool,
+    /// Bytes of an integer base other than int (char 1, short 2, long 8); 0: the base's own.
+    pub width: u8,
 }
 
 impl CType {
     pub fn new(base: Base) -> CType {
-        CType { base, indirection: 0, is_const: false }
+        CType { base, indirection: 0, is_const: false, width: 0 }
     }
     pub fn int() -> CType {
         CType::new(Base::Int)
@@ -93,7 +95,7 @@ impl CType {
         CType::new(Base::Unknown)
     }
     pub fn deref(&self) -> CType {
-        CType { base: self.base.clone(), indirection: self.indirection.saturating_sub(1), is_const: false }
+        CType { base: self.base.clone(), indirection: self.indirection.saturating_sub(1), is_const: false, width: self.width }
     }
     pub fn is_scalar_fp(&self) -> bool {
         self.indirection == 0 && matches!(self.base, Base::Float | Base::Double)
@@ -138,9 +140,6 @@ pub struct VarDecl {
     /// An array's dimensions as declared, outermost first (`double a[n][m]`: n, m); empty for
     /// a scalar, a pointer, an array of pointers or one whose size is left out.
     pub dims: Vec<CExpr>,
-    /// The width of an integer base type other than int (char 1, short 2, long 8), which
-    /// `Base::Int` does not tell: for sizeof of arrays.
-    pub int_bytes: Option<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

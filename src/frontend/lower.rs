@@ -644,8 +644,9 @@ impl<'a> Lower<'a> {
                 self.base_type(tnode)
             }
         };
+        let width = self.type_of(tnode).width;
         for d in decls {
-            let (name, ty) = self.declarator(d, CType::new(base.clone()));
+            let (name, ty) = self.declarator(d, CType { width, ..CType::new(base.clone()) });
             if let Some(name) = name {
                 self.unit.typedefs.push((name, ty));
             }
@@ -700,17 +701,37 @@ impl<'a> Lower<'a> {
             let Some(ft) = f.child_by_field_name(k::F_TYPE) else {
                 continue;
             };
-            let base = self.base_type(ft);
+            let base = self.type_of(ft);
             let mut c = f.walk();
             let ds: Vec<Node> = f.children_by_field_name(k::F_DECLARATOR, &mut c).collect();
             for d in ds {
-                let (fname, ty) = self.declarator(d, CType::new(base.clone()));
+                let (fname, ty) = self.declarator(d, base.clone());
                 if let Some(fname) = fname {
                     fields.push((fname, ty));
                 }
             }
         }
         self.unit.structs.push((name, fields));
+    }
+
+    /// The type a type node names, before declarators: its base and, for char, short and long,
+    /// its width.
+    fn type_of(&self, t: Node<'a>) -> CType {
+        let base = self.base_type(t);
+        let mut ty = CType::new(base);
+        if matches!(ty.base, Base::Int) && matches!(t.kind(), k::PRIMITIVE_TYPE | k::SIZED_TYPE_SPECIFIER) {
+            let text = self.text(t);
+            ty.width = if text.contains("char") {
+                1
+            } else if text.contains("short") {
+                2
+            } else if text.contains("long") {
+                8
+            } else {
+                0
+            };
+        }
+        ty
     }
 
     fn base_type(&self, t: Node<'a>) -> Base {
@@ -826,21 +847,7 @@ impl<'a> Lower<'a> {
         let Some(t) = n.child_by_field_name(k::F_TYPE) else {
             return Vec::new();
         };
-        let base = self.base_type(t);
-        let int_bytes = if matches!(base, Base::Int) && matches!(t.kind(), k::PRIMITIVE_TYPE | k::SIZED_TYPE_SPECIFIER) {
-            let text = self.text(t);
-            if text.contains("char") {
-                Some(1)
-            } else if text.contains("short") {
-                Some(2)
-            } else if text.contains("long") {
-                Some(8)
-            } else {
-                None
-            }
-        } else {
-            None
-        };
+        let base_ty = self.type_of(t);
         let is_const = self.is_const(n);
         let mut c = n.walk();
         let is_static = n
@@ -853,7 +860,7 @@ impl<'a> Lower<'a> {
             if d.kind() == k::FUNCTION_DECLARATOR {
                 continue; // a prototype
             }
-            let (name, mut ty) = self.declarator(d, CType::new(base.clone()));
+            let (name, mut ty) = self.declarator(d, base_ty.clone());
             ty.is_const = is_const;
             let init = if d.kind() == k::INIT_DECLARATOR {
                 d.child_by_field_name(k::F_VALUE)
@@ -870,7 +877,6 @@ impl<'a> Lower<'a> {
                     span: span(d),
                     is_static,
                     dims,
-                    int_bytes,
                 });
             }
         }
@@ -879,9 +885,9 @@ impl<'a> Lower<'a> {
 
     fn function(&mut self, n: Node<'a>) -> Option<Function> {
         let t = n.child_by_field_name(k::F_TYPE);
-        let base = t.map(|t| self.base_type(t)).unwrap_or(Base::Int);
+        let base = t.map(|t| self.type_of(t)).unwrap_or_else(CType::int);
         let d = n.child_by_field_name(k::F_DECLARATOR)?;
-        let (name, ret) = self.declarator(d, CType::new(base));
+        let (name, ret) = self.declarator(d, base);
         let name = name?;
         // Find the function_declarator for the parameters.
         let mut fd = d;
@@ -915,9 +921,9 @@ impl<'a> Lower<'a> {
                 let Some(pt) = p.child_by_field_name(k::F_TYPE) else {
                     continue;
                 };
-                let base = self.base_type(pt);
+                let base = self.type_of(pt);
                 if let Some(pd) = p.child_by_field_name(k::F_DECLARATOR) {
-                    let (pname, ty) = self.declarator(pd, CType::new(base));
+                    let (pname, ty) = self.declarator(pd, base);
                     if let Some(pname) = pname {
                         params.push(VarDecl {
                             name: pname,
@@ -926,7 +932,6 @@ impl<'a> Lower<'a> {
                             span: span(p),
                             is_static: false,
                             dims: Vec::new(),
-                            int_bytes: None,
                         });
                     }
                 }
@@ -1408,11 +1413,10 @@ impl<'a> Lower<'a> {
     }
 
     fn type_descriptor(&self, t: Node<'a>) -> CType {
-        let base = t
+        let ty = t
             .child_by_field_name(k::F_TYPE)
-            .map(|b| self.base_type(b))
-            .unwrap_or(Base::Unknown);
-        let ty = CType::new(base);
+            .map(|b| self.type_of(b))
+            .unwrap_or_else(CType::unknown);
         match t.child_by_field_name(k::F_DECLARATOR) {
             Some(d) => self.declarator(d, ty).1,
             None => ty,

@@ -3230,10 +3230,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         let elem = CType { indirection: d.ty.indirection.saturating_sub(dims.len() as u32), ..d.ty.clone() };
-        let b = match d.int_bytes {
-            Some(w) if elem.indirection == 0 => i64::from(w),
-            _ => self.type_size(&elem),
-        };
+        let b = self.type_size(&elem);
         self.decl_dims.insert(c, (dims, b));
     }
 
@@ -3276,6 +3273,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         let scalar = |n: i64| (n, n);
         match &t.base {
+            Base::Int if t.width > 0 => scalar(i64::from(t.width)),
             Base::Int | Base::Float => scalar(4),
             Base::Double => scalar(8),
             Base::Named(n) => match n.as_str() {
