@@ -1034,6 +1034,14 @@ fn buffered_sends_do_not_wait_for_their_receives() {
     assert!(p["predicted_s"].as_f64().unwrap() > 0.0);
 }
 
+/// From the corpus (MPICH's distgraph1, graphcr): graph and distributed-graph communicators,
+/// their neighbours and kinds; values and messages are the run's.
+#[test]
+fn eval_graph_topologies() {
+    static_matches_run("tests/fixtures/corpus/graph_topologies.c", 2, &[], &[]);
+    static_matches_run("tests/fixtures/corpus/graph_topologies.c", 4, &[], &[]);
+}
+
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
 /// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
 #[test]

@@ -646,6 +646,10 @@ pub struct Interp<'s, 'p, 'a> {
     comms: HashMap<u32, Vec<u32>>,
     /// Arrays declared with their dimensions: cell -> (dimensions, element bytes), for sizeof.
     decl_dims: CellMap<(Vec<i64>, i64)>,
+    /// Graph topologies: communicator -> (MPI_GRAPH or MPI_DIST_GRAPH, this rank's in- and
+    /// out-neighbours (ranks of the communicator), weighted); a graph's whole `index` and
+    /// `edges` under MPI_GRAPH.
+    topo: HashMap<u32, Topo>,
     /// Intercommunicators: id -> the remote group (world ranks).
     remote: HashMap<u32, Vec<u32>>,
     next_group: u32,
@@ -776,6 +780,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             missed: false,
             comms,
             remote: HashMap::new(),
+            topo: HashMap::new(),
             decl_dims: CellMap::default(),
             next_group: GROUP_BASE + 1,
             comm_seq: HashMap::new(),
@@ -4035,6 +4040,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         Some(out)
     }
 
+    /// `n` integers from a buffer (none when `n` is 0, whatever the pointer); None when one is
+    /// not known.
+    fn read_ints(&mut self, v: Option<&Val>, n: i64) -> Option<Vec<i64>> {
+        if n <= 0 {
+            return Some(Vec::new());
+        }
+        self.read_buf(v, n).and_then(|l| l.iter().map(Val::int).collect())
+    }
+
     /// Appends the values of cell `e` (an array's in order, nested ones flattened) to `out`
     /// until it holds `max`; None where a cell holds no value.
     fn leaves(&mut self, e: usize, max: usize, out: &mut Vec<Val>) -> Option<()> {
@@ -4188,12 +4202,18 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn new_comm(&mut self, parent: u32, members: Vec<u32>, sink: &mut dyn Sink) -> R<Val> {
+        self.make_comm(parent, members, false, sink)
+    }
+
+    /// A new communicator; `distinct`: its own id even with its parent's members (one that
+    /// carries a topology of its own), else the parent stands for it.
+    fn make_comm(&mut self, parent: u32, members: Vec<u32>, distinct: bool, sink: &mut dyn Sink) -> R<Val> {
         let seq = {
             let s = self.comm_seq.entry(parent).or_insert(0);
             *s += 1;
             *s
         };
-        if self.comms.get(&parent) == Some(&members) {
+        if !distinct && self.comms.get(&parent) == Some(&members) {
             return Ok(Val::Comm(parent));
         }
         let id = {
@@ -4474,6 +4494,152 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 } else {
                     *self.comm_seq.entry(parent).or_insert(0) += 1;
                     self.write_ptr(out, Val::I(-1));
+                }
+                return Ok(Val::I(0));
+            }
+            "MPI_Dist_graph_create_adjacent" => {
+                let c = self.comm_id(v.first(), call)?;
+                let ints = |me: &mut Self, k: usize, n: i64, what: &str| -> R<Vec<i64>> {
+                    me.read_ints(v.get(k), n).ok_or_else(|| me.err(format!("{call}: {what} not known before running")))
+                };
+                let indeg = self.need_int(v.get(1), call, "in-degree", a(1))?;
+                let outdeg = self.need_int(v.get(4), call, "out-degree", a(4))?;
+                let sources = ints(self, 2, indeg, "sources")?;
+                let dests = ints(self, 5, outdeg, "destinations")?;
+                let weighted = !matches!(v.get(3), Some(Val::Name(n)) if &**n == "MPI_UNWEIGHTED");
+                let members = self.comms[&c].clone();
+                let nc = self.make_comm(c, members, true, sink)?;
+                if let Val::Comm(id) = nc {
+                    self.topo.insert(id, Topo { kind: MPI_DIST_GRAPH, sources, dests, weighted, index: Vec::new(), edges: Vec::new() });
+                }
+                self.write_ptr(v.get(9), nc);
+                return Ok(Val::I(0));
+            }
+            "MPI_Dist_graph_create" => {
+                let c = self.comm_id(v.first(), call)?;
+                let n = self.need_int(v.get(1), call, "number of sources", a(1))?;
+                let srcs = self.read_ints(v.get(2), n);
+                let degs = self.read_ints(v.get(3), n);
+                let (Some(srcs), Some(degs)) = (srcs, degs) else {
+                    return Err(self.err(format!("{call}: sources or degrees not known before running")));
+                };
+                let total: i64 = degs.iter().sum();
+                let dsts = self.read_ints(v.get(4), total);
+                let Some(dsts) = dsts else {
+                    return Err(self.err(format!("{call}: destinations not known before running")));
+                };
+                // Every rank gives some edges; each learns its own neighbours from all of them.
+                let mut mine = Vec::new();
+                let mut k = 0;
+                for (s, d) in srcs.iter().zip(&degs) {
+                    for _ in 0..*d {
+                        mine.extend([Val::I(*s), Val::I(dsts[k])]);
+                        k += 1;
+                    }
+                }
+                let key = self.coll_key("dist_graph", c);
+                let Some(all) = self.contribute(&key, c, Some(mine)) else {
+                    self.write_ptr(v.get(8), Val::unknown("graph from ranks evaluated later"));
+                    return Ok(Val::I(0));
+                };
+                let me = self.my_rank(c) as i64;
+                let (mut sources, mut dests) = (Vec::new(), Vec::new());
+                for part in &all {
+                    for e in part.chunks(2) {
+                        let (Some(s), Some(d)) = (e[0].int(), e.get(1).and_then(Val::int)) else { continue };
+                        if d == me {
+                            sources.push(s);
+                        }
+                        if s == me {
+                            dests.push(d);
+                        }
+                    }
+                }
+                let weighted = !matches!(v.get(5), Some(Val::Name(n)) if &**n == "MPI_UNWEIGHTED")
+                    && !matches!(v.get(5), Some(Val::I(0)));
+                let members = self.comms[&c].clone();
+                let nc = self.make_comm(c, members, true, sink)?;
+                if let Val::Comm(id) = nc {
+                    self.topo.insert(id, Topo { kind: MPI_DIST_GRAPH, sources, dests, weighted, index: Vec::new(), edges: Vec::new() });
+                }
+                self.write_ptr(v.get(8), nc);
+                return Ok(Val::I(0));
+            }
+            "MPI_Graph_create" => {
+                let c = self.comm_id(v.first(), call)?;
+                let nnodes = self.need_int(v.get(1), call, "number of nodes", a(1))?;
+                let index = self.read_ints(v.get(2), nnodes);
+                let Some(index) = index else {
+                    return Err(self.err(format!("{call}: index not known before running")));
+                };
+                let nedges = index.last().copied().unwrap_or(0);
+                let edges = self.read_ints(v.get(3), nedges);
+                let Some(edges) = edges else {
+                    return Err(self.err(format!("{call}: edges not known before running")));
+                };
+                let members: Vec<u32> = self.comms[&c].iter().take(nnodes.max(0) as usize).copied().collect();
+                if members.contains(&self.rank) {
+                    let nc = self.make_comm(c, members, true, sink)?;
+                    if let Val::Comm(id) = nc {
+                        self.topo.insert(id, Topo { kind: MPI_GRAPH, sources: Vec::new(), dests: Vec::new(), weighted: false, index, edges });
+                    }
+                    self.write_ptr(v.get(5), nc);
+                } else {
+                    *self.comm_seq.entry(c).or_insert(0) += 1;
+                    self.write_ptr(v.get(5), Val::I(-1));
+                }
+                return Ok(Val::I(0));
+            }
+            "MPI_Topo_test" => {
+                let c = self.comm_id(v.first(), call)?;
+                let kind = self.topo.get(&c).map(|t| Val::I(t.kind));
+                self.write_ptr(v.get(1), kind.unwrap_or_else(|| Val::unknown("topology of a communicator without a graph")));
+                return Ok(Val::I(0));
+            }
+            "MPI_Dist_graph_neighbors_count" | "MPI_Dist_graph_neighbors" | "MPI_Graph_neighbors_count"
+            | "MPI_Graph_neighbors" | "MPI_Graphdims_get" | "MPI_Graph_get" => {
+                let c = self.comm_id(v.first(), call)?;
+                let Some(t) = self.topo.get(&c).cloned() else {
+                    return Err(self.err(format!("{call}: the communicator has no graph the evaluation knows")));
+                };
+                let list = |l: &[i64]| l.iter().map(|&x| Val::I(x)).collect::<Vec<Val>>();
+                // A graph node's neighbours: edges[index[r-1]..index[r]].
+                let of = |r: i64| -> Vec<i64> {
+                    let lo = if r > 0 { t.index.get(r as usize - 1).copied().unwrap_or(0) } else { 0 };
+                    let hi = t.index.get(r.max(0) as usize).copied().unwrap_or(lo);
+                    t.edges.get(lo.max(0) as usize..hi.max(lo).max(0) as usize).map(<[i64]>::to_vec).unwrap_or_default()
+                };
+                match name {
+                    "MPI_Dist_graph_neighbors_count" => {
+                        self.write_ptr(v.get(1), Val::I(t.sources.len() as i64));
+                        self.write_ptr(v.get(2), Val::I(t.dests.len() as i64));
+                        self.write_ptr(v.get(3), Val::I(i64::from(t.weighted)));
+                    }
+                    "MPI_Dist_graph_neighbors" => {
+                        self.write_buf(v.get(2), &list(&t.sources));
+                        self.write_buf(v.get(5), &list(&t.dests));
+                        // Weights are not followed.
+                        for k in [3, 6] {
+                            let n = if k == 3 { t.sources.len() } else { t.dests.len() };
+                            self.unknown_buf(v.get(k), n as i64, "graph weights");
+                        }
+                    }
+                    "MPI_Graph_neighbors_count" => {
+                        let r = self.need_int(v.get(1), call, "rank", a(1))?;
+                        self.write_ptr(v.get(2), Val::I(of(r).len() as i64));
+                    }
+                    "MPI_Graph_neighbors" => {
+                        let r = self.need_int(v.get(1), call, "rank", a(1))?;
+                        self.write_buf(v.get(3), &list(&of(r)));
+                    }
+                    "MPI_Graphdims_get" => {
+                        self.write_ptr(v.get(1), Val::I(t.index.len() as i64));
+                        self.write_ptr(v.get(2), Val::I(t.edges.len() as i64));
+                    }
+                    _ => {
+                        self.write_buf(v.get(3), &list(&t.index));
+                        self.write_buf(v.get(4), &list(&t.edges));
+                    }
                 }
                 return Ok(Val::I(0));
             }
@@ -5631,6 +5797,21 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
         },
     }
 }
+
+/// A communicator's graph topology (see `Interp::topo`).
+#[derive(Clone, Debug)]
+struct Topo {
+    kind: i64,
+    sources: Vec<i64>,
+    dests: Vec<i64>,
+    weighted: bool,
+    index: Vec<i64>,
+    edges: Vec<i64>,
+}
+
+/// OpenMPI's topology kinds (MPI_Topo_test).
+const MPI_GRAPH: i64 = 2;
+const MPI_DIST_GRAPH: i64 = 3;
 
 /// Whether a buffer argument is MPI_IN_PLACE.
 fn is_in_place(v: Option<&Val>) -> bool {
