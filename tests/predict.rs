@@ -1042,6 +1042,13 @@ fn eval_graph_topologies() {
     static_matches_run("tests/fixtures/corpus/graph_topologies.c", 4, &[], &[]);
 }
 
+/// From the corpus (MPICH's anyall): MPI_Waitany completes the first active request and says
+/// which; MPI_Waitsome the rest; loops bounded by the index follow the run.
+#[test]
+fn eval_waitany_gives_the_first_active_request() {
+    static_matches_run("tests/fixtures/corpus/waitany_order.c", 2, &[], &[]);
+}
+
 /// From the corpus (the MPICH test harness): communicators handed out through a pointer,
 /// compared with MPI_COMM_NULL, agreed on with an MPI_LAND Allreduce: the run's rounds.
 #[test]

@@ -5088,7 +5088,46 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     sink.action(TraceAction::Wait { req })?;
                 }
             }
-            "MPI_Waitall" | "MPI_Waitsome" | "MPI_Waitany" => {
+            // Waitany: the first active request in array order (messages of one sender arrive
+            // in order; which of several senders' comes first only a run can say, and the
+            // statements that depend on it run as often either way); Waitsome: all active ones.
+            "MPI_Waitany" | "MPI_Waitsome" => {
+                let n = self.need_int(v.first(), call, "count", a(0))?;
+                let Some(Val::P(c, o)) = v.get(1).cloned() else {
+                    return Err(self.err(format!("{call}: requests not known before running")));
+                };
+                let mut active: Vec<(i64, usize, u64)> = Vec::new();
+                for k in 0..n.max(0) {
+                    let Some(e) = self.elem(c, o + k) else { continue };
+                    if let Some(&(_, req)) = self.reqs.iter().find(|(key, _)| *key == e) {
+                        active.push((k, e, req));
+                    }
+                }
+                if name == "MPI_Waitany" {
+                    active.truncate(1);
+                }
+                let done: Vec<u64> = active.iter().map(|x| x.2).collect();
+                self.reqs.retain(|(_, r)| !done.contains(r));
+                for (_, e, _) in &active {
+                    self.put(*e, Cell::V(Val::Name(Rc::from("MPI_REQUEST_NULL"))));
+                }
+                if name == "MPI_Waitany" {
+                    let idx = active.first().map_or(MPI_UNDEFINED, |x| x.0);
+                    self.write_ptr(v.get(2), Val::I(idx));
+                    if let Some(&req) = done.first() {
+                        sink.action(TraceAction::Wait { req })?;
+                    }
+                } else {
+                    let count = if active.is_empty() { MPI_UNDEFINED } else { active.len() as i64 };
+                    self.write_ptr(v.get(2), Val::I(count));
+                    let idx: Vec<Val> = active.iter().map(|x| Val::I(x.0)).collect();
+                    self.write_buf(v.get(3), &idx);
+                    if !done.is_empty() {
+                        sink.action(TraceAction::Waitall { reqs: done })?;
+                    }
+                }
+            }
+            "MPI_Waitall" => {
                 if !self.reqs.is_empty() {
                     self.reqs.clear();
                     sink.action(TraceAction::Waitall { reqs: Vec::new() })?;
