@@ -4643,6 +4643,34 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 return Ok(Val::I(0));
             }
+            // Packing moves no message: the position advances by the data's size (OpenMPI's
+            // native packing adds nothing); the packed or unpacked bytes are not followed.
+            "MPI_Pack_size" => {
+                let n = self.need_int(v.first(), call, "count", a(0))?;
+                let b = self.dt_bytes(v.get(1), call, a(1))?;
+                self.write_ptr(v.get(3), Val::I(n.max(0) * b as i64));
+                return Ok(Val::I(0));
+            }
+            "MPI_Pack" | "MPI_Unpack" => {
+                let (nk, tk, pk, out) = if name == "MPI_Pack" { (1, 2, 5, 3) } else { (4, 5, 2, 3) };
+                let n = self.need_int(v.get(nk), call, "count", a(nk))?;
+                let b = self.dt_bytes(v.get(tk), call, a(tk))?;
+                let pos = match v.get(pk) {
+                    Some(Val::P(c, o)) => self.elem(*c, *o).map(|e| self.get(e)),
+                    _ => None,
+                };
+                let next = match pos.as_ref().and_then(Val::int) {
+                    Some(p) => Val::I(p + n.max(0) * b as i64),
+                    None => Val::unknown(format!("{call} position")),
+                };
+                self.write_ptr(v.get(pk), next);
+                if let Some(Val::P(c, _)) = v.get(out) {
+                    let why: Rc<str> = Rc::from(format!("written by {call} at {}:{}", self.file, self.line));
+                    self.touched(*c);
+                    self.poison_cells(*c, &why);
+                }
+                return Ok(Val::I(0));
+            }
             "MPI_Intercomm_create" => {
                 let local = self.comm_id(v.first(), call)?;
                 let peer = self.comm_id(v.get(2), call)?;
