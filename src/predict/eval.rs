@@ -4416,8 +4416,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let g = self.group(v.first(), call)?;
                 let n = self.need_int(v.get(1), call, "count", a(1))?;
                 let ranged = name.contains("range");
-                let list = self.read_buf(v.get(2), if ranged { 3 * n } else { n });
-                let list: Option<Vec<i64>> = list.and_then(|l| l.iter().map(Val::int).collect());
+                let list = self.read_ints(v.get(2), if ranged { 3 * n } else { n });
                 let Some(list) = list else {
                     return Err(self.err(format!("{call}: ranks not known before running")));
                 };
@@ -4466,7 +4465,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let g1 = self.group(v.first(), call)?;
                 let n = self.need_int(v.get(1), call, "count", a(1))?;
                 let g2 = self.group(v.get(3), call)?;
-                let ranks: Option<Vec<i64>> = self.read_buf(v.get(2), n).and_then(|l| l.iter().map(Val::int).collect());
+                let ranks = self.read_ints(v.get(2), n);
                 let Some(ranks) = ranks else {
                     return Err(self.err(format!("{call}: ranks not known before running")));
                 };
@@ -4831,7 +4830,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let elements: i64 = if name.ends_with("_block") {
                     n * self.need_int(v.get(1), call, "block length", a(1))?
                 } else {
-                    let lens: Option<Vec<i64>> = self.read_buf(v.get(1), n).and_then(|l| l.iter().map(Val::int).collect());
+                    let lens = self.read_ints(v.get(1), n);
                     lens.ok_or_else(|| self.err(format!("{call}: block lengths not known before running")))?.iter().sum()
                 };
                 self.write_ptr(v.get(4), Val::Dt(elements.max(0) as u64 * b));
@@ -4839,7 +4838,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             "MPI_Type_create_struct" | "MPI_Type_struct" => {
                 let n = self.need_int(v.first(), call, "count", a(0))?;
-                let lens: Option<Vec<i64>> = self.read_buf(v.get(1), n).and_then(|l| l.iter().map(Val::int).collect());
+                let lens = self.read_ints(v.get(1), n);
                 let types = self.read_buf(v.get(3), n);
                 let (Some(lens), Some(types)) = (lens, types) else {
                     return Err(self.err(format!("{call}: block lengths or types not known before running")));
@@ -4853,7 +4852,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             "MPI_Type_create_subarray" => {
                 let n = self.need_int(v.first(), call, "number of dimensions", a(0))?;
-                let sub: Option<Vec<i64>> = self.read_buf(v.get(2), n).and_then(|l| l.iter().map(Val::int).collect());
+                let sub = self.read_ints(v.get(2), n);
                 let sub = sub.ok_or_else(|| self.err(format!("{call}: subsizes not known before running")))?;
                 let b = self.dt_bytes(v.get(5), call, a(5))?;
                 self.write_ptr(v.get(6), Val::Dt(sub.iter().product::<i64>().max(0) as u64 * b));
