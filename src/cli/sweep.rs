@@ -33,7 +33,7 @@ pub struct Args {
     /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
     #[arg(long, value_name = "FILE")]
     machine: Option<PathBuf>,
-    /// Op costs: fitted (the NNLS fit on the calibration kernels, compiled loops in context; the
+    /// Op costs: fitted (the bounded fit on the calibration kernels, compiled loops in context; the
     /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
     #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
     costs: String,

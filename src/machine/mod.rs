@@ -21,7 +21,7 @@ use crate::model::machine::{
 };
 pub use crate::model::machine::{MachineTable, Variant};
 use crate::model::ops::OpClass;
-use measure::{key, JobKey, Results};
+use measure::{key, JobKey};
 
 /// Ops per iteration of the class kernels (MTC_UNROLL in microbench/mtc_common.h).
 pub const UNROLL: f64 = 16.0;
@@ -61,7 +61,7 @@ impl Default for Options {
 /// Reads a machine table for the estimator: schema and version checked, every class present
 /// and positive (a table made with --classes is refused here; `read_artifact` still reads it).
 pub fn load_table(path: &Path) -> Result<MachineTable> {
-    let t: MachineTable = crate::model::read_artifact(path)?;
+    let mut t: MachineTable = crate::model::read_artifact(path)?;
     let missing: Vec<&str> = OpClass::ALL
         .iter()
         .filter(|c| !t.classes.contains_key(c))
@@ -87,6 +87,7 @@ pub fn load_table(path: &Path) -> Result<MachineTable> {
             c
         );
     }
+    refit(&mut t);
     Ok(t)
 }
 
@@ -339,7 +340,8 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     }
 
     let fit = if full {
-        Some(fit_table(&decls, &results, &table_classes))
+        let measured: Vec<_> = decls.iter().map(|d| results.measure(&key(&d.name, 0), d.bodies, None)).collect();
+        Some(fit_table(&decls, measured, &table_classes))
     } else {
         None
     };
@@ -371,16 +373,25 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     })
 }
 
+/// Fits the table again from its own kernel measurements, so that a table cached before the
+/// fit's bounds changed is costed as a new one would be.
+fn refit(t: &mut MachineTable) {
+    let Some(f) = &t.fit else { return };
+    let decls: Vec<fit::CalDecl> = f
+        .kernels
+        .iter()
+        .map(|k| fit::CalDecl { name: k.name.clone(), bodies: 1.0, counts: k.counts.clone() })
+        .collect();
+    let measured = f.kernels.iter().map(|k| k.measured).collect();
+    t.fit = Some(fit_table(&decls, measured, &t.classes));
+}
+
 fn fit_table(
     decls: &[fit::CalDecl],
-    results: &Results,
+    measured: Vec<crate::model::machine::Measure>,
     classes: &BTreeMap<OpClass, ClassCost>,
 ) -> FitResult {
     let raw = |c: OpClass| classes.get(&c).map_or(0.0, |v| v.throughput.ns_per_op);
-    let measured: Vec<_> = decls
-        .iter()
-        .map(|d| results.measure(&key(&d.name, 0), d.bodies, None))
-        .collect();
     let times: Vec<f64> = measured.iter().map(|m| m.ns_per_op).collect();
     let fitted = fit::fit(decls, &times, raw, FIT_LAMBDA);
     let cost = |c: OpClass| fitted.get(&c).copied().unwrap_or_else(|| raw(c));
@@ -403,7 +414,7 @@ fn fit_table(
         .collect();
     FitResult {
         method: format!(
-            "NNLS (Lawson-Hanson) on fitted/raw ratios, relative error per kernel, pull towards raw throughput \
+            "bounded least squares on fitted/raw ratios (0.5 to 2), relative error per kernel, pull towards raw throughput \
              costs with weight lambda; counts declared by hand in mtc_calib.c ({} kernels)",
             decls.len()
         ),
