@@ -269,8 +269,9 @@ my $head = "# Accuracy\n\n" .
   "timings are taken under that load.\n" .
   "- Real runs: `mpicast validate` builds each example with mpicc -O2 and runs it per rank count ($ENV{ACC_RUNS} runs) " .
   "with `mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none` " .
-  "(4 ranks on $ENV{ACC_CORES} cores are oversubscribed); the time compared is the median of the program\x27s own " .
-  "`elapsed_s=` (its main loop, MPI_Wtime), the min beside it.\n" .
+  "(4 ranks on $ENV{ACC_CORES} cores are oversubscribed); the time compared is the median of the run\x27s span " .
+  "(MPI_Init\x27s return to MPI_Finalize\x27s call on the slowest rank, from a preloaded PMPI library: what a prediction " .
+  "covers; mpirun\x27s start-up is not in it), the min beside it.\n" .
   "- Predictions (`mpicast predict`, one per mode): static (skeleton execution, no run), trace counts " .
   "(`--trace-ranks N`: block counts of an instrumented run, costed by the machine table), block benchmarking " .
   "(`--trace-ranks N --measured`: measured burst times), scaled (`--trace-ranks K -n N`, K the smallest rank " .

@@ -70,8 +70,15 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
         let median = m["median_s"].as_f64().unwrap();
         assert!(median > 0.0 && m["min_s"].as_f64().unwrap() > 0.0, "n={n}: {m}");
         assert_eq!(m["runs_s"].as_array().unwrap().len(), 1);
-        // pi_dartboard prints its own main-loop time.
-        assert_eq!(m["source"], "elapsed_s");
+        // Compared by the span (MPI_Init to MPI_Finalize, from the preloaded library); the
+        // program's own main-loop time and the start-up (wall - span) beside it.
+        assert_eq!(m["source"], "span");
+        let span = m["span_s"][0].as_f64().unwrap();
+        let wall = m["wall_s"][0].as_f64().unwrap();
+        let elapsed = m["elapsed_s"][0].as_f64().unwrap();
+        assert_eq!(median, span);
+        assert!(span < wall && elapsed <= span * 1.001 + 1e-4, "n={n}: span {span}, wall {wall}, elapsed_s {elapsed}");
+        assert!((m["startup_s"][0].as_f64().unwrap() - (wall - span)).abs() < 1e-9, "{m}");
         let preds = p["predictions"].as_array().unwrap();
         assert_eq!(preds.len(), 2);
         for (r, mode) in preds.iter().zip(["static", "trace"]) {

@@ -1,7 +1,10 @@
 //! `mpicast validate SRC -n 1,2,4`: real runs against predictions in every mode.
 //!
-//! Builds the program with mpicc -O2, runs it under mpirun `--runs` times per rank count (the
-//! program's own `elapsed_s=` line when it prints one, else mpirun's wall clock), predicts it in
+//! Builds the program with mpicc -O2, runs it under mpirun `--runs` times per rank count, timing
+//! each run three ways: its span (MPI_Init's return to MPI_Finalize's call on the slowest rank,
+//! from a preloaded PMPI library, `mpi::span`: what a prediction covers), the program's own
+//! `elapsed_s=` line when it prints one, and mpirun's wall clock (start-up = wall - span). The
+//! one compared is `--compare` (the span by default, else what the run gave), predicts it in
 //! each mode by running this executable's own `mpicast predict ... --json -` (so a prediction is
 //! exactly what a user would get, and a mode that cannot run is only "n/a"), and prints the
 //! measured median and min beside each mode's prediction and error.
@@ -15,7 +18,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::model::prediction::Prediction;
 use crate::mpi::build::BuildSpec;
-use crate::mpi::launch::Launch;
+use crate::mpi::launch::LaunchSpec;
+use crate::mpi::span::SpanDir;
 use crate::mpi::run::{describe, run_captured, Echo};
 use crate::model::validation::{
     Measured, ModeResult, ModeSummary, Validation, ValidationHost, ValidationPoint,
@@ -76,9 +80,37 @@ pub struct Args {
     /// Exit with status 1 when a prediction's error is over PCT percent.
     #[arg(long, value_name = "PCT")]
     max_error: Option<f64>,
+    /// What the predictions are compared with: span (MPI_Init to MPI_Finalize, what a
+    /// prediction covers), elapsed (the program's own `elapsed_s=` line) or wall (mpirun's wall
+    /// clock). When a run does not give it: span, then elapsed, then wall.
+    #[arg(long, default_value = "span", value_parser = ["span", "elapsed", "wall"], value_name = "WHAT")]
+    compare: String,
     /// Program arguments, exactly as the program would get them.
     #[arg(last = true)]
     program_args: Vec<String>,
+}
+
+/// One real run's times.
+struct RunTimes {
+    /// The slowest rank's MPI_Init-to-MPI_Finalize span, when every rank wrote one.
+    span: Option<f64>,
+    /// The program's own last `elapsed_s=`.
+    elapsed: Option<f64>,
+    /// The launcher's wall clock.
+    wall: f64,
+}
+
+impl RunTimes {
+    /// The time compared and its name, as `--compare` asks and the run allows.
+    fn pick(&self, want: &str) -> (f64, &'static str) {
+        match (want, self.span, self.elapsed) {
+            ("wall", _, _) => (self.wall, "wall"),
+            ("elapsed", _, Some(e)) => (e, "elapsed_s"),
+            (_, Some(s), _) => (s, "span"),
+            (_, None, Some(e)) => (e, "elapsed_s"),
+            _ => (self.wall, "wall"),
+        }
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -142,6 +174,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let host_info = crate::machine::sysinfo::host_info();
     let load_before = loadavg();
     let exe_path = crate::sim::child::mpicast_exe()?;
+    let spans = match crate::mpi::span::shim("mpicc").and_then(|s| crate::mpi::span::SpanDir::new(&s)) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("validate: no span measurement (runs are compared by their own times): {}", super::one_line(&e));
+            None
+        }
+    };
     let mut platform_shown = args.platform.as_ref().map(|p| p.display().to_string());
     let mut machine_shown = args.machine.as_ref().map(|p| p.display().to_string());
     // The default platform is checked once (after the first prediction names it): one host
@@ -154,26 +193,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut failures: Vec<String> = Vec::new();
     for &n in &ranks {
         // Real runs.
-        let mut times = Vec::new();
-        let mut walls = Vec::new();
-        let mut source = "elapsed_s";
+        let mut runs: Vec<RunTimes> = Vec::new();
         let mut failure = None;
         for r in 0..args.runs {
-            match launch.command(n, &exe, &program_args, &[]).and_then(|l| run_program(&l, args.timeout)) {
-                Ok((t, wall, from_program)) => {
-                    if !from_program {
-                        source = "wall";
-                    }
+            match run_program(&launch, n, &exe, &program_args, spans.as_ref(), args.timeout) {
+                Ok(t) => {
+                    let (v, what) = t.pick(&args.compare);
                     eprintln!(
-                        "validate: {name} n={n} run {}/{}: {} ({}; mpirun {})",
+                        "validate: {name} n={n} run {}/{}: {} ({what}; mpirun {}{})",
                         r + 1,
                         args.runs,
-                        fmt_s(t),
-                        if from_program { "elapsed_s=" } else { "wall clock" },
-                        fmt_s(wall)
+                        fmt_s(v),
+                        fmt_s(t.wall),
+                        t.span.map(|s| format!(", start-up {}", fmt_s(t.wall - s))).unwrap_or_default()
                     );
-                    times.push(t);
-                    walls.push(wall);
+                    runs.push(t);
                 }
                 Err(e) => {
                     let msg = super::one_line(&e);
@@ -183,20 +217,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 }
             }
         }
-        let measured = if failure.is_none() {
-            // A program that printed elapsed_s= in some runs only: compare wall clocks throughout.
-            let t = if source == "wall" { walls.clone() } else { times.clone() };
-            Some(Measured {
-                median_s: median(&t),
-                min_s: t.iter().copied().fold(f64::INFINITY, f64::min),
-                max_s: t.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                runs_s: t,
-                source: source.to_string(),
-                wall_s: walls,
-            })
-        } else {
-            None
-        };
+        let measured = if failure.is_none() { Some(measured_of(&runs, &args.compare)) } else { None };
         if let Some(f) = &failure {
             failures.push(format!("n={n}: {f}"));
         }
@@ -412,9 +433,43 @@ fn last_line(s: &str) -> &str {
     s.lines().rev().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("---")).unwrap_or("no output")
 }
 
-/// One real run: (time, wall clock, whether the time is the program's own elapsed_s=).
-fn run_program(l: &Launch, timeout_s: f64) -> Result<(f64, f64, bool)> {
-    let f = l.run(&[], Echo::Keep, Some(timeout_s))?;
+/// The runs of one rank count as compared: every run is compared by the same measure (the
+/// first of `want`, span, elapsed, wall that all of them gave).
+fn measured_of(runs: &[RunTimes], want: &str) -> Measured {
+    let order: &[&str] = match want {
+        "wall" => &["wall"],
+        "elapsed" => &["elapsed_s", "span", "wall"],
+        _ => &["span", "elapsed_s", "wall"],
+    };
+    let get = |r: &RunTimes, what: &str| match what {
+        "span" => r.span,
+        "elapsed_s" => r.elapsed,
+        _ => Some(r.wall),
+    };
+    let source = order.iter().copied().find(|w| runs.iter().all(|r| get(r, w).is_some())).unwrap_or("wall");
+    let t: Vec<f64> = runs.iter().filter_map(|r| get(r, source)).collect();
+    let all = |what: &str| -> Vec<f64> {
+        if runs.iter().all(|r| get(r, what).is_some()) { runs.iter().filter_map(|r| get(r, what)).collect() } else { Vec::new() }
+    };
+    let span_s = all("span");
+    Measured {
+        median_s: median(&t),
+        min_s: t.iter().copied().fold(f64::INFINITY, f64::min),
+        max_s: t.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        runs_s: t,
+        source: source.to_string(),
+        wall_s: runs.iter().map(|r| r.wall).collect(),
+        startup_s: if span_s.is_empty() { Vec::new() } else { runs.iter().zip(&span_s).map(|(r, s)| r.wall - s).collect() },
+        span_s,
+        elapsed_s: all("elapsed_s"),
+    }
+}
+
+/// One real run, with the span library preloaded when there is one.
+fn run_program(launch: &LaunchSpec, n: u32, exe: &Path, args: &[String], spans: Option<&SpanDir>, timeout_s: f64) -> Result<RunTimes> {
+    let vars = spans.map(SpanDir::vars).unwrap_or_default();
+    let (l, env) = launch.command_with_vars(n, exe, args, &vars)?;
+    let f = l.run(&env, Echo::Keep, Some(timeout_s))?;
     let shown = l.shown().join(" ");
     if f.timed_out {
         bail!("`{shown}` stopped after the {timeout_s} s time limit");
@@ -422,9 +477,10 @@ fn run_program(l: &Launch, timeout_s: f64) -> Result<(f64, f64, bool)> {
     if !f.status.success() {
         bail!("`{shown}` failed ({}): {}", describe(&f.status), last_line(&f.tail));
     }
-    Ok(match elapsed_from(&f.stdout) {
-        Some(t) => (t, f.wall_s, true),
-        None => (f.wall_s, f.wall_s, false),
+    Ok(RunTimes {
+        span: spans.and_then(|d| d.take(n)).map(|s| s.max_s()),
+        elapsed: elapsed_from(&f.stdout),
+        wall: f.wall_s,
     })
 }
 
@@ -639,7 +695,7 @@ pub fn render(v: &Validation, name: &str, notes: &[String]) -> String {
         v.host.load_after[2]
     );
     let src = v.points.iter().filter_map(|p| p.measured.as_ref()).map(|m| m.source.as_str()).next().unwrap_or("elapsed_s");
-    let _ = write!(o, "{:>5}  {:>21}", "ranks", format!("measured ({})", if src == "wall" { "wall" } else { "elapsed_s" }));
+    let _ = write!(o, "{:>5}  {:>21}", "ranks", format!("measured ({src})"));
     for m in &v.modes {
         let _ = write!(o, "  {:>18}", label(m));
     }

@@ -76,10 +76,20 @@ pub struct Measured {
     pub max_s: f64,
     /// Every run's time, in the order they ran.
     pub runs_s: Vec<f64>,
+    /// What `runs_s` holds: "span" (MPI_Init's return to MPI_Finalize's call, slowest rank),
     /// "elapsed_s" (the program's own `elapsed_s=` line) or "wall" (mpirun's wall clock).
     pub source: String,
     /// mpirun's wall clock of each run (start-up included).
     pub wall_s: Vec<f64>,
+    /// Each run's span, when every run gave one (empty otherwise).
+    #[serde(default)]
+    pub span_s: Vec<f64>,
+    /// Each run's start-up and shut-down: wall - span (empty without spans).
+    #[serde(default)]
+    pub startup_s: Vec<f64>,
+    /// Each run's own `elapsed_s=`, when every run printed one (empty otherwise).
+    #[serde(default)]
+    pub elapsed_s: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

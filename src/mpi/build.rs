@@ -575,3 +575,56 @@ mod tests {
         assert_eq!(mpi_guard_macros(&[f]), ["DO_MPI", "HAVE_MPI"]);
     }
 }
+
+/// mpicast's own cache of built tools: `$MPICAST_CACHE_DIR`, else `$XDG_CACHE_HOME/mpicast`, else
+/// `~/.cache/mpicast`.
+pub fn tool_cache() -> PathBuf {
+    if let Some(d) = std::env::var_os("MPICAST_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("mpicast");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache").join("mpicast");
+    }
+    std::env::temp_dir().join("mpicast-cache")
+}
+
+/// Builds one of mpicast's own MPI sources (the ping-pong, the span library) with `mpicc` into
+/// `tool_cache()/KIND/<hash of source, compiler and its -showme>/OUTPUT`, unless it is there
+/// already. Locked, and written by rename: concurrent mpicast processes build it once.
+pub fn build_cached(mpicc: &str, kind: &str, file: &str, source: &str, flags: &[&str], libs: &[&str], output: &str) -> Result<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let showme = Command::new(mpicc).arg("-showme").output().ok().map(|o| o.stdout).unwrap_or_default();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    source.hash(&mut h);
+    flags.hash(&mut h);
+    mpicc.hash(&mut h);
+    showme.hash(&mut h);
+    let dir = tool_cache().join(kind).join(format!("{:016x}", h.finish()));
+    let out = dir.join(output);
+    if out.is_file() {
+        return Ok(out);
+    }
+    let _lock = crate::model::CacheLock::acquire(&dir, "build")?;
+    if out.is_file() {
+        return Ok(out);
+    }
+    let src = dir.join(file);
+    std::fs::write(&src, source).with_context(|| format!("{}: cannot write", src.display()))?;
+    let tmp = dir.join(format!("{output}.tmp{}", std::process::id()));
+    let res = Command::new(mpicc)
+        .args(flags)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .args(libs)
+        .output()
+        .with_context(|| format!("cannot run {mpicc} (install openmpi-bin and libopenmpi-dev, or pass --mpicc)"))?;
+    if !res.status.success() {
+        bail!("{mpicc} failed to build {file}: {}", String::from_utf8_lossy(&res.stderr).trim());
+    }
+    std::fs::rename(&tmp, &out).with_context(|| format!("{}: cannot write", out.display()))?;
+    Ok(out)
+}

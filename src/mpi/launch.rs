@@ -144,6 +144,21 @@ impl LaunchSpec {
     }
 }
 
+impl LaunchSpec {
+    /// [`LaunchSpec::command`] with variables meant for the ranks alone (LD_PRELOAD, say): given
+    /// to OpenMPI's mpirun as `-x NAME=VALUE`, so the launcher itself runs without them; other
+    /// launchers get them in their environment (returned, for [`Launch::run`]).
+    pub fn command_with_vars(&self, ranks: u32, exe: &Path, args: &[String], vars: &[(String, String)]) -> Result<(Launch, Vec<(String, String)>)> {
+        if self.launcher.is_none() && is_open_mpi() {
+            let exports: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let refs: Vec<&str> = exports.iter().map(String::as_str).collect();
+            Ok((self.command(ranks, exe, args, &refs)?, Vec::new()))
+        } else {
+            Ok((self.command(ranks, exe, args, &[])?, vars.to_vec()))
+        }
+    }
+}
+
 impl Launch {
     /// Runs the command with `env` set, its output sent as `echo` says.
     pub fn run(&self, env: &[(String, String)], echo: Echo, timeout_s: Option<f64>) -> Result<Captured> {

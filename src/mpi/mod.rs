@@ -1,7 +1,8 @@
 //! What every stage that builds or runs a user's MPI program shares: the build model (`build`),
 //! the one launcher (`launch`: every mpirun/srun command line), and running a child with a time
-//! limit (`run`).
+//! limit (`run`), and the span of a real run between MPI_Init and MPI_Finalize (`span`).
 
 pub mod build;
 pub mod launch;
 pub mod run;
+pub mod span;

@@ -54,60 +54,10 @@ pub fn default_sizes(max: u64) -> Vec<u64> {
     v
 }
 
-fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("MPICAST_CACHE_DIR") {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(d).join("mpicast");
-    }
-    if let Some(h) = std::env::var_os("HOME") {
-        return PathBuf::from(h).join(".cache").join("mpicast");
-    }
-    std::env::temp_dir().join("mpicast-cache")
-}
-
 /// Compiles the ping-pong with `mpicc` unless an executable built from the same source and
 /// compiler is cached.
 pub fn build(mpicc: &str) -> Result<PathBuf> {
-    use std::hash::{Hash, Hasher};
-    let showme = Command::new(mpicc)
-        .arg("-showme")
-        .output()
-        .ok()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    PINGPONG_C.hash(&mut h);
-    mpicc.hash(&mut h);
-    showme.hash(&mut h);
-    let dir = cache_dir().join("ctc").join(format!("{:016x}", h.finish()));
-    let exe = dir.join("pingpong");
-    if exe.is_file() {
-        return Ok(exe);
-    }
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("{}: cannot create directory", dir.display()))?;
-    let src = dir.join("pingpong.c");
-    std::fs::write(&src, PINGPONG_C).with_context(|| format!("{}: cannot write", src.display()))?;
-    let tmp = dir.join(format!("pingpong.tmp{}", std::process::id()));
-    let out = Command::new(mpicc)
-        .args(["-O2", "-o"])
-        .arg(&tmp)
-        .arg(&src)
-        .arg("-lm")
-        .output()
-        .with_context(|| {
-            format!("cannot run {mpicc} (install openmpi-bin and libopenmpi-dev, or pass --mpicc)")
-        })?;
-    if !out.status.success() {
-        bail!(
-            "{mpicc} failed to build the ping-pong: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    std::fs::rename(&tmp, &exe).with_context(|| format!("{}: cannot write", exe.display()))?;
-    Ok(exe)
+    crate::mpi::build::build_cached(mpicc, "ctc", "pingpong.c", PINGPONG_C, &["-O2"], &["-lm"], "pingpong")
 }
 
 fn join(v: &[u64]) -> String {

@@ -1,0 +1,90 @@
+//! The span of a real run: what each rank spends between MPI_Init's return and MPI_Finalize's
+//! call, as instrument/mpicast_span.c (preloaded into the run) writes it. A prediction covers
+//! that span; the launcher's wall clock adds its start-up, which is measured as the difference.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// instrument/mpicast_span.c, built by [`shim`].
+pub const SPAN_C: &str = include_str!("../../instrument/mpicast_span.c");
+
+/// The span library built with `mpicc` (cached).
+pub fn shim(mpicc: &str) -> Result<PathBuf> {
+    super::build::build_cached(mpicc, "span", "mpicast_span.c", SPAN_C, &["-O2", "-shared", "-fPIC"], &[], "libmpicast_span.so")
+}
+
+/// The spans of one run, one per rank that reached MPI_Finalize.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spans {
+    /// (world rank, seconds from MPI_Init's return to MPI_Finalize's call).
+    pub ranks: Vec<(u32, f64)>,
+}
+
+impl Spans {
+    /// The job's span: its slowest rank's.
+    pub fn max_s(&self) -> f64 {
+        self.ranks.iter().map(|r| r.1).fold(0.0, f64::max)
+    }
+}
+
+/// A directory the preloaded library writes a run's spans into, and the variables that say so.
+pub struct SpanDir {
+    dir: tempfile::TempDir,
+    shim: PathBuf,
+}
+
+impl SpanDir {
+    pub fn new(shim: &Path) -> Result<SpanDir> {
+        let dir = tempfile::Builder::new().prefix("mpicast-span").tempdir().context("cannot create a temporary directory")?;
+        Ok(SpanDir { dir, shim: shim.to_path_buf() })
+    }
+
+    /// LD_PRELOAD and MPICAST_SPAN_DIR for the ranks (not for the launcher itself).
+    pub fn vars(&self) -> Vec<(String, String)> {
+        vec![
+            ("LD_PRELOAD".into(), self.shim.display().to_string()),
+            ("MPICAST_SPAN_DIR".into(), self.dir.path().display().to_string()),
+        ]
+    }
+
+    /// Reads what the last run wrote and clears the directory for the next one. `None` when no
+    /// rank wrote (a program that never calls MPI_Init, a statically linked MPI) or when fewer
+    /// than `ranks` did.
+    pub fn take(&self, ranks: u32) -> Option<Spans> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(self.dir.path()).ok()?.flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let _ = std::fs::remove_file(e.path());
+            if let Some(r) = parse_line(&text) {
+                out.push(r);
+            }
+        }
+        out.sort_by_key(|r| r.0);
+        (out.len() as u32 >= ranks && ranks > 0).then_some(Spans { ranks: out })
+    }
+}
+
+/// `rank R init_s T0 finalize_s T1` -> (R, T1 - T0).
+fn parse_line(text: &str) -> Option<(u32, f64)> {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    match w.as_slice() {
+        ["rank", r, "init_s", t0, "finalize_s", t1] => {
+            let (t0, t1) = (t0.parse::<f64>().ok()?, t1.parse::<f64>().ok()?);
+            (t1 >= t0).then_some((r.parse().ok()?, t1 - t0))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_line_parses_and_a_torn_one_does_not() {
+        assert_eq!(parse_line("rank 3 init_s 10.5 finalize_s 12.75\n"), Some((3, 2.25)));
+        assert_eq!(parse_line("rank 3 init_s 10.5 final"), None);
+        assert_eq!(parse_line("rank 3 init_s 10.5 finalize_s 9.0\n"), None);
+    }
+}
