@@ -14,7 +14,7 @@
  * the call itself (traces/FORMAT.md). Environment:
  *     MPICAST_TRACE_DIR    where rank-R.trace.part is written (renamed to rank-R.trace at
  *                          MPI_Finalize); unset: the program runs untraced
- *     MPICAST_TIME_BLOCKS  1: also measure each burst (CLOCK_MONOTONIC), `time=S`
+ *     MPICAST_TIME_BLOCKS  1: also measure each burst (the thread's CPU time), `time=S`
  *     MPICAST_WINDOW       loop-folding window in lines (default 64, at most 256)
  */
 #ifndef MPICAST_RT_H

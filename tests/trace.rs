@@ -651,6 +651,28 @@ fn time_blocks_traces_replay_directly() {
     assert!(text.contains("makespan"), "{text}");
 }
 
+/// Bursts are timed on the thread's CPU time: 200 ms asleep costs (almost) nothing, 200 ms of
+/// spinning about 200 ms; the counters' measured cost per increment is in the meta.
+#[test]
+fn time_blocks_charge_cpu_time_not_waiting() {
+    let s = Scratch::new();
+    let t = trace_ok(&s, &fixture("sleep_burst.c"), 1, &["--time-blocks"], &[]);
+    let times: Vec<f64> = actions(&t.dir, 0)
+        .into_iter()
+        .filter_map(|a| match a {
+            TraceAction::Compute { compute: Compute::TimedBlocks { seconds, .. } } => Some(seconds),
+            _ => None,
+        })
+        .collect();
+    // Before the first barrier, between the first two (asleep), between the last two (spinning),
+    // before MPI_Finalize.
+    assert_eq!(times.len(), 4, "{times:?}\n{}", t.context());
+    assert!(times[1] < 0.02, "the 200 ms asleep was charged {} s", times[1]);
+    assert!(times[2] > 0.1 && times[2] < 0.3, "200 ms of spinning was charged {} s", times[2]);
+    let meta = t.meta();
+    assert!(meta.rank_traces.iter().all(|r| r.counter_ns.is_some_and(|c| (0.0..5.0).contains(&c))), "{:?}", meta.rank_traces);
+}
+
 #[test]
 fn the_users_tree_is_never_written() {
     let s = Scratch::new();

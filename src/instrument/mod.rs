@@ -791,6 +791,7 @@ fn trace_in(
             } else {
                 None
             },
+            counter_ns: if opts.time_blocks { stats.get("counter_ns").and_then(|v| v.parse().ok()) } else { None },
         });
     }
     let complete = rank_traces.iter().all(|t| t.complete);

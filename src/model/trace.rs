@@ -412,4 +412,8 @@ pub struct RankTrace {
     /// Estimated cost of the clock reads of `--time-blocks`, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_overhead_s: Option<f64>,
+    /// What one block-counter increment adds to a busy loop on the traced host, ns, as the
+    /// runtime measured it (`--time-blocks`); `predict --measured` takes it off each burst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter_ns: Option<f64>,
 }

@@ -791,6 +791,14 @@ pub fn predict_trace_scaled(
     let out = crate::trace::scratch_dir("mpicast-costed", ranks)
         .context("cannot create a temporary directory")?;
     let factor = opts.what_if.compute_factor();
+    // What one counter increment cost the traced run (measured by its runtime), taken off each
+    // measured burst: the median over the ranks, seconds.
+    let counter_s = {
+        let mut v: Vec<f64> =
+            meta.iter().flat_map(|m| m.rank_traces.iter().filter_map(|t| t.counter_ns)).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0) * 1e-9
+    };
     let nb = model.blocks.len();
     let mut execs = vec![0.0; nb];
     let mut compute = Vec::with_capacity(ranks as usize);
@@ -839,9 +847,11 @@ pub fn predict_trace_scaled(
                 } => {
                     let modelled = cost(&blocks, &mut execs, &mut row)?;
                     if measured {
-                        // Block benchmarking: the time measured on the traced host, scaled by
-                        // the what-if factor; the table's spread does not apply.
-                        let m = seconds * factor;
+                        // Block benchmarking: the time measured on the traced host less what
+                        // its counters cost (at most half of it), scaled by the what-if factor;
+                        // the table's spread does not apply.
+                        let increments: u64 = blocks.iter().map(|b| b.1).sum();
+                        let m = (seconds - (counter_s * increments as f64).min(0.5 * seconds)) * factor;
                         for x in row.iter_mut() {
                             *x += m - modelled;
                         }
