@@ -15,8 +15,9 @@
  * duration (`time=S`, the thread's CPU time: a rank that waits for a core, as ranks do when
  * there are more of them than cores, is not charged the wait; the simulation shares the cores
  * itself); folding ignores the durations and writes each folded line's mean. The counters
- * cost time of their own: at start-up the runtime measures what one increment adds to a loop
- * (`counter_ns` in rank-R.stats), and the estimator takes it off each burst.
+ * cost time of their own: rank-R.stats gives the rank's span (MPI_Init's return to
+ * MPI_Finalize's call) and its number of counter increments, which `mpicast trace` compares
+ * with the span of a plain run to find what one increment cost.
  *
  * Request ids are the smallest id not in use by an outstanding request, so that every
  * iteration of a loop uses the same ids and folds. Communicators created by Comm_split,
@@ -62,7 +63,7 @@ static char part_path[4096], final_path[4096], stats_path[4096];
 static unsigned long long *last_counts;
 static double t_exit; /* when the previous event's MPI call returned */
 static unsigned long long n_events, n_bursts, n_clock_reads, n_lines, n_write_errors;
-static double clock_ns, counter_ns;
+static double clock_ns, t_span0;
 
 /* The thread's CPU time: what a burst costs, whoever else wanted the core meanwhile. */
 static double now(void)
@@ -73,34 +74,12 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* What one `__mpicast_bc[I]++` adds to a loop whose body keeps the core's integer units busy:
- * eight independent one-cycle adds per iteration, with and without an increment of a counter
- * in memory (a compiler barrier keeps the increment a load and a store, as in a loop that calls
- * a function), best of 5, in ns per increment; at least 0. A loop bound by latency hides the
- * increment; one the counter keeps from being vectorised costs more than this. */
-static unsigned long long cal_counter[2];
-static double increment_cost_ns(void)
+/* Monotonic seconds, for the rank's span (MPI_Init's return to MPI_Finalize's call). */
+static double wall_now(void)
 {
-    enum { N = 200000 };
-    double best[2] = {1e30, 1e30};
-    for (int rep = 0; rep < 5; rep++) {
-        for (int with = 0; with < 2; with++) {
-            unsigned long long a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
-            double t0 = now();
-            for (int i = 0; i < N; i++) {
-                a += 1, b += 3, c += 5, d += 7, e += 9, f += 11, g += 13, h += 15;
-                if (with)
-                    cal_counter[0]++;
-                __asm__ __volatile__("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e), "+r"(f), "+r"(g), "+r"(h) : : "memory");
-            }
-            double t = now() - t0;
-            cal_counter[1] += a ^ b ^ c ^ d ^ e ^ f ^ g ^ h;
-            if (t < best[with])
-                best[with] = t;
-        }
-    }
-    double ns = (best[1] - best[0]) / N * 1e9;
-    return ns > 0.0 ? ns : 0.0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- output: a static buffer and write(2), usable from a signal handler ----------------- */
@@ -744,11 +723,16 @@ static void at_exit(void) { dump_partial(); }
 static void write_stats(int complete)
 {
     char text[1024];
+    unsigned long long increments = 0;
+    for (unsigned k = 0; k < __mpicast_nids; k++)
+        increments += __mpicast_bc[__mpicast_ids[k]];
     int n = snprintf(text, sizeof text,
                      "complete=%d\nevents=%llu\nbursts=%llu\nlines=%llu\nbytes=%llu\n"
-                     "clock_reads=%llu\nclock_ns=%.2f\ntiming_overhead_s=%.6e\ncounter_ns=%.4f\nwrite_errors=%llu\n",
+                     "clock_reads=%llu\nclock_ns=%.2f\ntiming_overhead_s=%.6e\nspan_s=%.9f\n"
+                     "increments=%llu\nwrite_errors=%llu\n",
                      complete, n_events, n_bursts, n_lines, out_total, n_clock_reads, clock_ns,
-                     (double)n_clock_reads * clock_ns * 1e-9, counter_ns, n_write_errors);
+                     (double)n_clock_reads * clock_ns * 1e-9, wall_now() - t_span0, increments,
+                     n_write_errors);
     int fd = open(stats_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return;
@@ -793,7 +777,6 @@ static void rt_start(void)
         for (int i = 0; i < 1000; i++)
             (void)now();
         clock_ns = (now() - t0) / 1001.0 * 1e9;
-        counter_ns = increment_cost_ns();
         n_clock_reads = 0;
     }
     for (unsigned i = 0; i < NFATAL; i++) {
@@ -804,6 +787,7 @@ static void rt_start(void)
         sigaction(fatal_signals[i], &sa, &old_actions[i]);
     }
     atexit(at_exit);
+    t_span0 = wall_now();
     t_exit = rt_time ? now() : 0.0;
 }
 

@@ -652,8 +652,11 @@ fn trace_in(
     let _ = std::fs::remove_file(&probe);
     remove_old_traces(&out_dir);
 
-    // The plain run, for the slowdown.
-    let plain_wall_s = if opts.compare_plain {
+    // The plain run, for the slowdown; with --time-blocks always, its span (MPI_Init to
+    // MPI_Finalize, from the preloaded span library) per rank against the instrumented run's
+    // gives what the counters cost.
+    let mut plain_spans: Option<crate::mpi::span::Spans> = None;
+    let plain_wall_s = if opts.compare_plain || opts.time_blocks {
         let proot = work.join("plain");
         copy_sources(source, is_dir, &proot)?;
         // Sampled runs compare with the same iterations, uninstrumented.
@@ -694,8 +697,15 @@ fn trace_in(
             &format!("{program} (plain)"),
             work,
         )?;
-        let launch = opts.launch.command(opts.ranks, &pexe, &opts.args, &[])?;
-        let r = launch.run(&[], opts.echo, opts.timeout_s)?;
+        let spans = if opts.time_blocks {
+            crate::mpi::span::shim("mpicc").and_then(|s| crate::mpi::span::SpanDir::new(&s)).ok()
+        } else {
+            None
+        };
+        let vars = spans.as_ref().map(crate::mpi::span::SpanDir::vars).unwrap_or_default();
+        let (launch, env) = opts.launch.command_with_vars(opts.ranks, &pexe, &opts.args, &vars)?;
+        let r = launch.run(&env, opts.echo, opts.timeout_s)?;
+        plain_spans = spans.and_then(|d| d.take(opts.ranks));
         if !r.status.success() {
             return Err(RunFailure {
                 message: format!(
@@ -791,7 +801,7 @@ fn trace_in(
             } else {
                 None
             },
-            counter_ns: if opts.time_blocks { stats.get("counter_ns").and_then(|v| v.parse().ok()) } else { None },
+            counter_ns: if opts.time_blocks { counter_ns(&stats, plain_spans.as_ref(), rank, opts.ranks) } else { None },
         });
     }
     let complete = rank_traces.iter().all(|t| t.complete);
@@ -886,4 +896,16 @@ fn trace_in(
         blocks: model.blocks.len(),
         warnings: Vec::new(),
     })
+}
+
+/// What one counter increment cost rank `rank` of a `--time-blocks` run, ns: its span over the
+/// plain run's span, on the CPU (a wall-clock excess shared by more ranks than cores is that
+/// many times the CPU's), per increment. None without both spans or without increments.
+fn counter_ns(stats: &HashMap<String, String>, plain: Option<&crate::mpi::span::Spans>, rank: u32, ranks: u32) -> Option<f64> {
+    let span: f64 = stats.get("span_s")?.parse().ok()?;
+    let increments: f64 = stats.get("increments")?.parse().ok()?;
+    let plain = plain?.ranks.iter().find(|r| r.0 == rank)?.1;
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    let share = (cores / ranks as f64).min(1.0);
+    (increments > 0.0).then(|| (span - plain).max(0.0) * share / increments * 1e9)
 }
