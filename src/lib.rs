@@ -7,6 +7,7 @@ pub mod frontend;
 pub mod instrument;
 pub mod machine;
 pub mod network;
+pub mod objcode;
 pub mod predict;
 pub mod report;
 pub mod scale;

@@ -301,3 +301,60 @@ fn function_like_macros_are_costed_as_their_expansion() {
     assert_eq!(n(OpClass::IntMul), 5.0, "{:?}", b.ops);
     assert_eq!((n(OpClass::DoubleAdd), n(OpClass::DoubleMul)), (3.0, 1.0), "{:?}", b.ops);
 }
+
+// ---- compiled-code costing (`analyze --compiled`): the DWARF mapping on fixtures whose
+// vectorisation, hoisting and inlining are known ----
+
+fn analyze_compiled(name: &str, cflags: &str) -> (ProgramModel, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/objcode").join(name);
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .arg("analyze")
+        .arg(&path)
+        .arg("--compiled")
+        .arg(format!("--cflags={cflags}"))
+        .args(["--json", "-"])
+        .output()
+        .expect("mpicast runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (parse_artifact(&String::from_utf8_lossy(&out.stdout), "stdout").expect("valid analysis"), stderr)
+}
+
+fn op(b: &Block, c: &str) -> f64 {
+    b.ops.iter().find(|(k, _)| k.name() == c).map_or(0.0, |(_, e)| e.eval_map(&HashMap::new()).unwrap())
+}
+
+fn block_at(m: &ProgramModel, kind: BlockKind, line: u32) -> Block {
+    m.blocks.iter().find(|b| b.kind == kind && b.line_start == line).cloned().unwrap_or_else(|| panic!("no {kind:?} block at line {line}"))
+}
+
+/// At -O1 the loop stays scalar: one add, two loads and a store per iteration, in its body. At
+/// -O3 it is vectorised (k >= 2): the loop is charged at most half an add per source iteration.
+#[test]
+fn compiled_costing_finds_the_vector_factor() {
+    let (m, _) = analyze_compiled("vector_add.c", "-O1");
+    let body = block_at(&m, BlockKind::Straight, 11);
+    assert_eq!((op(&body, "double_add"), op(&body, "load"), op(&body, "store")), (1.0, 2.0, 1.0), "{body:?}");
+    let (m, note) = analyze_compiled("vector_add.c", "-O3");
+    assert!(note.contains("1 vectorised"), "{note}");
+    let l = block_at(&m, BlockKind::Loop, 10);
+    let body = block_at(&m, BlockKind::Straight, 11);
+    let add = op(&l, "double_add") + op(&body, "double_add");
+    assert!(add > 0.0 && add <= 0.5, "double adds per source iteration at -O3: {add}");
+    assert!(op(&l, "store") + op(&body, "store") <= 0.5, "{l:?} {body:?}");
+    assert_eq!(op(&l, "loop_iter"), 0.0, "loop overhead is the loop's own instructions");
+}
+
+/// s * t is hoisted out of the loop: no multiply of it per iteration, one in main; scale() is
+/// inlined: its multiply is charged to its own block, and no call is left in the loop.
+#[test]
+fn compiled_costing_follows_hoisting_and_inlining() {
+    let (m, _) = analyze_compiled("hoist_inline.c", "-O2");
+    let body = block_at(&m, BlockKind::Straight, 18);
+    assert_eq!(op(&body, "call"), 0.0, "{body:?}");
+    assert_eq!(op(&body, "double_mul"), 0.0, "{body:?}");
+    let scale = block_at(&m, BlockKind::Straight, 8);
+    assert_eq!(op(&scale, "double_mul"), 1.0, "{scale:?}");
+    let main = m.blocks.iter().find(|b| b.kind == BlockKind::Function && b.function == "main").unwrap();
+    assert!(op(main, "double_mul") >= 1.0, "the hoisted s * t: {main:?}");
+}

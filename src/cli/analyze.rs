@@ -23,6 +23,11 @@ pub struct Args {
     /// Print only the summary: blocks, the fraction counted statically, per file.
     #[arg(long)]
     summary: bool,
+    /// Ops from the compiled code: build the program with -g and count, per block, the
+    /// instructions the compiler emitted (vectorised, hoisted, inlined) instead of the source's
+    /// operators.
+    #[arg(long)]
+    compiled: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -30,7 +35,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let files = frontend::collect_sources(&args.inputs)?;
     let bindings = args.build.bindings(&spec, &files);
     let opts = frontend::Options { bindings, assume_branches: args.assume_branches };
-    let model = frontend::analyze_built(&files, &opts, &spec);
+    let mut model = frontend::analyze_built(&files, &opts, &spec);
+    if args.compiled {
+        match crate::objcode::build_debug(&files, &spec)? {
+            Some(exe) => {
+                let c = crate::objcode::compiled_ops(&model, &exe)?;
+                eprintln!("mpicast: {}", c.summary());
+                model = c.apply(&model);
+            }
+            None => eprintln!("mpicast: --compiled: a --build command is not rebuilt with -g; ops from the source"),
+        }
+    }
     match &args.json {
         Some(p) if p.as_os_str() == "-" => print!("{}", to_json(&model)),
         Some(p) => write_artifact(p, &model)?,

@@ -33,6 +33,12 @@ pub struct Args {
     /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
     #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
     costs: String,
+    /// Where a block's instruction ops come from: source (the operators written) or compiled
+    /// (the program built with its compiler and flags plus -g, each instruction placed in its
+    /// block by the DWARF line table: what -O2 vectorised, hoisted and inlined; library calls
+    /// keep the source's counts). A --build command cannot be rebuilt: source then.
+    #[arg(long, default_value = "source", value_parser = ["source", "compiled"], value_name = "FROM")]
+    ops: String,
     #[command(flatten)]
     build: super::flags::BuildArgs,
     #[command(flatten)]
@@ -212,6 +218,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         defines: args.build.define.clone(),
         build: build.clone(),
         estimate_bulk: args.estimate_bulk,
+        compiled: if args.ops == "compiled" { compiled_ops(&files, &build, &model)? } else { None },
     };
     let run = TraceRun {
         inputs: &args.inputs,
@@ -699,4 +706,16 @@ pub fn render(p: &Prediction) -> String {
         p.messages, p.wall_s
     );
     o
+}
+
+/// The compiled code's ops per block (`--ops compiled`), or None with a note when the program
+/// cannot be rebuilt with -g.
+fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: &crate::model::analysis::ProgramModel) -> Result<Option<std::sync::Arc<crate::objcode::CompiledOps>>> {
+    match crate::objcode::build_debug(files, build)? {
+        Some(exe) => Ok(Some(std::sync::Arc::new(crate::objcode::compiled_ops(model, &exe)?))),
+        None => {
+            eprintln!("mpicast: --ops compiled: a --build command is not rebuilt with -g; ops from the source");
+            Ok(None)
+        }
+    }
 }

@@ -200,6 +200,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         defines: args.build.define.clone(),
         build: build.clone(),
         estimate_bulk: false,
+        compiled: None,
     };
     let total = (ranks.len() * platforms.len()) as u64;
     let bar = ProgressBar::new(total);

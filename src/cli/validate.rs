@@ -85,6 +85,10 @@ pub struct Args {
     /// clock). When a run does not give it: span, then elapsed, then wall.
     #[arg(long, default_value = "span", value_parser = ["span", "elapsed", "wall"], value_name = "WHAT")]
     compare: String,
+    /// Where the predictions take a block's instruction ops from (predict's --ops): source or
+    /// compiled.
+    #[arg(long, default_value = "source", value_parser = ["source", "compiled"], value_name = "FROM")]
+    ops: String,
     /// Program arguments, exactly as the program would get them.
     #[arg(last = true)]
     program_args: Vec<String>,
@@ -556,6 +560,7 @@ fn predict_mode(
         a.extend(["--cores-per-host".into(), c.to_string()]);
     }
     a.extend(args.build.to_argv());
+    a.push(format!("--ops={}", args.ops));
     if let Some(k) = k {
         a.extend(["--trace-ranks".into(), k.to_string()]);
         a.extend(args.launch.to_argv());

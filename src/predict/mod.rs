@@ -129,6 +129,9 @@ pub struct Options {
     /// bounds), run those loops on a prefix of their iterations and scale what they accumulate
     /// (an estimate, noted in the report) instead of refusing.
     pub estimate_bulk: bool,
+    /// Ops from the compiled code (`crate::objcode`): replaces the instruction classes of the
+    /// blocks it names.
+    pub compiled: Option<std::sync::Arc<crate::objcode::CompiledOps>>,
 }
 
 /// `-D` items split into numbers and other values; `-D NAME` is 1.
@@ -653,12 +656,26 @@ pub fn attribute(
 }
 
 /// The static path end to end: skeletons, replay, attribution.
+/// The model with compiled-code ops when the options carry them, and the options with the
+/// assumption that says so.
+fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options) {
+    let mut o = opts.clone();
+    match &opts.compiled {
+        Some(c) => {
+            o.assumptions.push(c.summary());
+            (c.apply(model), o)
+        }
+        None => (model.clone(), o),
+    }
+}
+
 pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction> {
     let t0 = Instant::now();
     if opts.ranks == 0 {
         bail!("-n must be at least 1");
     }
     let costs = Costs::from_table(&opts.machine, opts.variant);
+    let (model, opts) = &with_compiled(model, opts);
     let sk = skeletons(model, opts, &costs).map_err(anyhow::Error::new)?;
     finish(model, opts, &costs, sk, "static", t0)
 }
@@ -693,6 +710,8 @@ pub fn predict_trace_scaled(
                 dir.display()
             )
         })?;
+    let (model, compiled_opts) = with_compiled(&model, opts);
+    let opts = &compiled_opts;
     let meta: Option<TraceMeta> = match dir.join("meta.json") {
         p if p.is_file() => Some(crate::model::read_artifact(&p)?),
         _ => None,

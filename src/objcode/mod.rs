@@ -1,0 +1,555 @@
+//! Compiled-code costing: what the compiler emitted for each block, instead of what the source
+//! says. The program is built with its own compiler and flags plus `-g`; every instruction of
+//! its functions is decoded (iced-x86) and placed in the source by the DWARF line table
+//! (addr2line): file, line and column, which give the innermost front-end block around it.
+//! Machine loops are the address ranges closed by a backward branch; each is matched to the
+//! source loop that holds most of its instructions, and its factor k (source iterations per
+//! machine iteration: vector lanes times unrolling) is the ratio of the element operations its
+//! body does (floating-point lanes, else memory elements) to what one source iteration does.
+//!
+//! Each instruction is then charged, as ops of its class per execution of a block:
+//! - in a machine loop matched to source loop L, at 1/k per execution: to its own block when
+//!   that block is in L's body at L's depth (and the loop is not vectorised: a vectorised body
+//!   runs its branch arms as masks, every iteration), else to L itself (code hoisted out of an
+//!   inner loop into L's, or a vectorised body); code of another function (inlined) stays
+//!   with its own block;
+//! - in no machine loop but written inside source loops: it ran once per entry of the
+//!   outermost of them (hoisted out, or the loop fully unrolled): charged to that loop's parent;
+//! - of the machine loops matched to one source loop, only the one with the largest k counts
+//!   (the others are remainder and fallback versions).
+//!
+//! The instruction-level classes of a block's ops are replaced by these counts (loop overhead
+//! included: `loop_iter` becomes 0); library classes (rand, exp, sqrt, memcpy bytes, ...) keep
+//! the source's counts, and a call instruction is a `call` only beyond the block's library calls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, OpAccess};
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+
+use crate::model::analysis::{BlockKind, ProgramModel};
+use crate::model::expr::{Expr, Rat};
+use crate::model::ops::OpClass;
+
+/// The classes compiled code replaces.
+pub const INSTRUCTION_CLASSES: &[OpClass] = &[
+    OpClass::IntAdd,
+    OpClass::IntMul,
+    OpClass::IntDiv,
+    OpClass::IntCmp,
+    OpClass::IntLogic,
+    OpClass::FloatAdd,
+    OpClass::FloatMul,
+    OpClass::FloatDiv,
+    OpClass::DoubleAdd,
+    OpClass::DoubleMul,
+    OpClass::DoubleDiv,
+    OpClass::FpCmp,
+    OpClass::IntToFp,
+    OpClass::FpToInt,
+    OpClass::Load,
+    OpClass::Store,
+    OpClass::PtrDeref,
+    OpClass::Branch,
+    OpClass::LoopIter,
+    OpClass::Call,
+    OpClass::Fabs,
+];
+
+/// Library classes: a call to one of these is costed by its class, not as a `call`.
+const LIBRARY_CLASSES: &[OpClass] = &[OpClass::Sqrt, OpClass::Exp, OpClass::Log, OpClass::SinCos, OpClass::Pow, OpClass::Rand];
+
+/// One machine loop as matched to the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineLoop {
+    /// The source loop's block id.
+    pub block: String,
+    /// Instructions in its body (nested loops' included).
+    pub instructions: usize,
+    /// Source iterations per machine iteration.
+    pub k: f64,
+    /// Whether its body has packed (vector) floating-point or memory instructions.
+    pub vector: bool,
+    /// Whether it is the one costed for its source loop.
+    pub main: bool,
+}
+
+/// Per block (by id): ops per execution of the instruction classes, from the object code.
+#[derive(Debug, Clone, Default)]
+pub struct CompiledOps {
+    pub blocks: HashMap<String, BTreeMap<OpClass, f64>>,
+    pub loops: Vec<MachineLoop>,
+    /// Instructions decoded, and those placed in a block of the model.
+    pub instructions: usize,
+    pub placed: usize,
+}
+
+impl CompiledOps {
+    /// The model with its blocks' instruction classes taken from the object code.
+    pub fn apply(&self, model: &ProgramModel) -> ProgramModel {
+        let mut m = model.clone();
+        for b in &mut m.blocks {
+            let library: f64 = LIBRARY_CLASSES.iter().filter_map(|c| b.ops.get(c)).filter_map(|e| e.eval_map(&HashMap::new()).ok()).sum();
+            b.ops.retain(|c, _| !INSTRUCTION_CLASSES.contains(c));
+            if let Some(ops) = self.blocks.get(&b.id) {
+                for (&c, &n) in ops {
+                    let n = if c == OpClass::Call { (n - library).max(0.0) } else { n };
+                    if n > 0.0 {
+                        b.ops.insert(c, Expr::rat(Rat::new((n * 4096.0).round() as i128, 4096)));
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    /// One line for a prediction's assumptions.
+    pub fn summary(&self) -> String {
+        let main: Vec<&MachineLoop> = self.loops.iter().filter(|l| l.main).collect();
+        let vec = main.iter().filter(|l| l.vector).count();
+        let ks: Vec<String> = main.iter().filter(|l| l.k > 1.0).map(|l| format!("{} x{}", l.block, l.k)).take(4).collect();
+        format!(
+            "compute costed from the compiled code: {} of {} instructions placed in blocks; {} source loops matched to machine loops, {} vectorised{}",
+            self.placed,
+            self.instructions,
+            main.len(),
+            vec,
+            if ks.is_empty() { String::new() } else { format!(" ({})", ks.join(", ")) }
+        )
+    }
+}
+
+/// One decoded instruction.
+struct Insn {
+    addr: u64,
+    end: u64,
+    /// Owner block (index into the model), when its source location is in a block.
+    block: Option<usize>,
+    ops: Vec<(OpClass, f64)>,
+    /// Backward branch target.
+    back_to: Option<u64>,
+    /// Element operations: floating-point lanes and memory elements; packed or not.
+    fp_elems: f64,
+    mem_elems: f64,
+    packed: bool,
+}
+
+/// The source's blocks, for placing a (file, line, column).
+struct Blocks<'m> {
+    model: &'m ProgramModel,
+    /// Per canonical file: line start offsets, and the blocks of the file.
+    files: HashMap<PathBuf, (Vec<u32>, Vec<usize>)>,
+    parent: Vec<Option<usize>>,
+    cache: HashMap<(PathBuf, u32, u32), Option<usize>>,
+}
+
+impl<'m> Blocks<'m> {
+    fn new(model: &'m ProgramModel) -> Blocks<'m> {
+        let index: HashMap<&str, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.as_str(), i)).collect();
+        let parent = model.blocks.iter().map(|b| b.parent.as_deref().and_then(|p| index.get(p).copied())).collect();
+        let mut files: HashMap<PathBuf, (Vec<u32>, Vec<usize>)> = HashMap::new();
+        for (i, b) in model.blocks.iter().enumerate() {
+            let Ok(canon) = std::fs::canonicalize(&b.file) else { continue };
+            let entry = files.entry(canon.clone()).or_insert_with(|| {
+                let text = std::fs::read(&canon).unwrap_or_default();
+                let mut starts = vec![0u32];
+                starts.extend(text.iter().enumerate().filter(|(_, &c)| c == b'\n').map(|(k, _)| k as u32 + 1));
+                (starts, Vec::new())
+            });
+            entry.1.push(i);
+        }
+        Blocks { model, files, parent, cache: HashMap::new() }
+    }
+
+    /// The innermost block around (file, line, column).
+    fn place(&mut self, file: &Path, line: u32, col: u32) -> Option<usize> {
+        let key = (file.to_path_buf(), line, col);
+        if let Some(&b) = self.cache.get(&key) {
+            return b;
+        }
+        let found = (|| {
+            let (starts, blocks) = self.files.get(file)?;
+            let off = starts.get(line.checked_sub(1)? as usize)? + col.saturating_sub(1);
+            blocks
+                .iter()
+                .filter_map(|&i| self.model.blocks[i].bytes.map(|r| (i, r)))
+                .filter(|(_, r)| r[0] <= off && off < r[1])
+                .min_by_key(|(_, r)| r[1] - r[0])
+                .map(|(i, _)| i)
+        })();
+        self.cache.insert(key, found);
+        found
+    }
+
+    fn ancestors(&self, b: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(Some(b), move |&x| self.parent[x])
+    }
+
+    fn is_loop(&self, b: usize) -> bool {
+        self.model.blocks[b].kind == BlockKind::Loop
+    }
+
+    /// The innermost loop around `b` (itself included).
+    fn loop_of(&self, b: usize) -> Option<usize> {
+        self.ancestors(b).find(|&x| self.is_loop(x))
+    }
+}
+
+/// Decodes the functions of `exe` and places their instructions.
+fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
+    let data = std::fs::read(exe).with_context(|| format!("{}: cannot read", exe.display()))?;
+    let file = object::File::parse(&*data).with_context(|| format!("{}: not an object file", exe.display()))?;
+    if file.architecture() != object::Architecture::X86_64 {
+        bail!("{}: compiled costing reads x86-64 code only", exe.display());
+    }
+    let loader = addr2line::Loader::new(exe).map_err(|e| anyhow::anyhow!("{}: no debug information: {e}", exe.display()))?;
+    let text = file.section_by_name(".text").context("no .text section")?;
+    let (tlo, tdata) = (text.address(), text.data()?);
+    let mut funcs: Vec<(u64, u64)> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() >= tlo && s.address() + s.size() <= tlo + tdata.len() as u64)
+        .map(|s| (s.address(), s.size()))
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    let mut canon: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let mut info = InstructionInfoFactory::new();
+    let mut out = Vec::new();
+    for (lo, size) in funcs {
+        // Source rows of the function, by address.
+        let mut rows: Vec<(u64, u64, Option<PathBuf>, u32, u32)> = Vec::new();
+        if let Ok(iter) = loader.find_location_range(lo, lo + size) {
+            for (start, len, loc) in iter {
+                let f = loc.file.map(|f| canon.entry(f.to_string()).or_insert_with(|| std::fs::canonicalize(f).ok()).clone()).unwrap_or(None);
+                rows.push((start, start + len, f, loc.line.unwrap_or(0), loc.column.unwrap_or(0)));
+            }
+        }
+        rows.sort_by_key(|r| r.0);
+        let bytes = &tdata[(lo - tlo) as usize..(lo - tlo + size) as usize];
+        let mut dec = Decoder::with_ip(64, bytes, lo, DecoderOptions::NONE);
+        let mut insns = Vec::new();
+        let mut ins = Instruction::default();
+        while dec.can_decode() {
+            dec.decode_out(&mut ins);
+            if ins.is_invalid() {
+                continue;
+            }
+            let addr = ins.ip();
+            let k = rows.partition_point(|r| r.0 <= addr);
+            let block = k.checked_sub(1).map(|k| &rows[k]).filter(|r| addr < r.1).and_then(|r| r.2.as_ref().and_then(|f| blocks.place(f, r.3, r.4)));
+            let (ops, fp_elems, mem_elems, packed) = classify(&ins, &mut info);
+            let back_to = match ins.flow_control() {
+                FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch => {
+                    let t = ins.near_branch_target();
+                    (t <= addr && t >= lo).then_some(t)
+                }
+                _ => None,
+            };
+            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, packed });
+        }
+        out.push(insns);
+    }
+    Ok(out)
+}
+
+/// An instruction's op classes, floating-point lanes, memory elements and whether it is packed.
+fn classify(ins: &Instruction, info: &mut InstructionInfoFactory) -> (Vec<(OpClass, f64)>, f64, f64, bool) {
+    use OpClass::*;
+    let name = format!("{:?}", ins.mnemonic()).to_ascii_lowercase();
+    let mut ops: Vec<(OpClass, f64)> = Vec::new();
+    let mut mem_elems = 0.0;
+    let mut packed = false;
+    for m in info.info(ins).used_memory() {
+        let sz = m.memory_size();
+        let elems = (sz.size() / sz.element_size().max(1)).max(1) as f64;
+        match m.access() {
+            OpAccess::Read | OpAccess::CondRead => ops.push((Load, 1.0)),
+            OpAccess::Write | OpAccess::CondWrite => ops.push((Store, 1.0)),
+            OpAccess::ReadWrite | OpAccess::ReadCondWrite => {
+                ops.push((Load, 1.0));
+                ops.push((Store, 1.0));
+            }
+            _ => continue,
+        }
+        mem_elems += elems;
+        packed |= elems > 1.0 && sz.size() >= 16;
+    }
+    match ins.flow_control() {
+        FlowControl::ConditionalBranch => ops.push((Branch, 1.0)),
+        FlowControl::Call | FlowControl::IndirectCall => ops.push((Call, 1.0)),
+        FlowControl::Next => {}
+        _ => return (ops, 0.0, mem_elems, packed),
+    }
+    // Floating point: scalar (sd/ss) or packed (pd/ps), AVX forms with a leading v.
+    let base = name.strip_prefix('v').filter(|_| name.len() > 3 && (name.ends_with("sd") || name.ends_with("ss") || name.ends_with("pd") || name.ends_with("ps"))).unwrap_or(&name);
+    let lanes = |double: bool| -> f64 {
+        let bytes = (0..ins.op_count()).map(|i| ins.op_register(i).size()).max().unwrap_or(0).max(if double { 8 } else { 4 });
+        if base.ends_with("sd") || base.ends_with("ss") {
+            1.0
+        } else {
+            (bytes / if double { 8 } else { 4 }) as f64
+        }
+    };
+    let fp = |stem: &str| -> Option<bool> {
+        for (suffix, double) in [("sd", true), ("pd", true), ("ss", false), ("ps", false)] {
+            if base == format!("{stem}{suffix}") {
+                return Some(double);
+            }
+        }
+        None
+    };
+    let fma = base.starts_with("fmadd") || base.starts_with("fmsub") || base.starts_with("fnmadd") || base.starts_with("fnmsub");
+    let mut fp_elems = 0.0;
+    let mut arith = |class_d: OpClass, class_f: OpClass, double: bool, weight: f64| {
+        let l = lanes(double);
+        ops.push((if double { class_d } else { class_f }, weight));
+        fp_elems += l * weight;
+        if l > 1.0 {
+            packed = true;
+        }
+    };
+    if let Some(d) = fp("add").or(fp("sub")) {
+        arith(DoubleAdd, FloatAdd, d, 1.0);
+    } else if let Some(d) = fp("mul") {
+        arith(DoubleMul, FloatMul, d, 1.0);
+    } else if let Some(d) = fp("div") {
+        arith(DoubleDiv, FloatDiv, d, 1.0);
+    } else if fma {
+        let d = base.ends_with("sd") || base.ends_with("pd");
+        arith(DoubleMul, FloatMul, d, 1.0);
+    } else if fp("max").or(fp("min")).is_some() || base.starts_with("ucomis") || base.starts_with("comis") || base.starts_with("cmp") && (base.ends_with("sd") || base.ends_with("pd") || base.ends_with("ss") || base.ends_with("ps")) {
+        ops.push((FpCmp, 1.0));
+    } else if base.starts_with("cvtsi2") || base.starts_with("cvtdq2") {
+        ops.push((IntToFp, 1.0));
+    } else if base.starts_with("cvtt") || base.starts_with("cvtsd2si") || base.starts_with("cvtss2si") {
+        ops.push((FpToInt, 1.0));
+    } else if base == "andpd" || base == "andps" {
+        ops.push((Fabs, 1.0));
+    } else {
+        // Integer.
+        let class = match name.as_str() {
+            "add" | "sub" | "inc" | "dec" | "neg" | "lea" | "adc" | "sbb" | "paddd" | "paddq" | "psubd" | "psubq" => Some(IntAdd),
+            "imul" | "mul" | "pmulld" | "pmuludq" => Some(IntMul),
+            "div" | "idiv" => Some(IntDiv),
+            "cmp" | "test" | "pcmpeqd" | "pcmpgtd" => Some(IntCmp),
+            n if ["and", "or", "xor", "not", "shl", "shr", "sar", "rol", "ror", "sete", "setne", "setl", "setg", "setle", "setge", "setb", "seta", "setbe", "setae", "pand", "por", "pxor"].contains(&n) => Some(IntLogic),
+            n if n.starts_with("cmov") => Some(IntLogic),
+            _ => None,
+        };
+        // xor r, r zeroes a register: free.
+        let zeroing = (name == "xor" || name == "pxor" || name == "xorps" || name == "xorpd") && ins.op_count() >= 2 && ins.op_register(0) == ins.op_register(1);
+        if let Some(c) = class.filter(|_| !zeroing) {
+            ops.push((c, 1.0));
+        }
+    }
+    (ops, fp_elems, mem_elems, packed)
+}
+
+/// Counts a program's compiled instructions per block of `model`. `exe` must carry DWARF
+/// line information (built with -g).
+pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
+    let mut blocks = Blocks::new(model);
+    let funcs = decode(exe, &mut blocks)?;
+    let nb = model.blocks.len();
+    let mut out = CompiledOps::default();
+    let mut per_block: Vec<BTreeMap<OpClass, f64>> = vec![BTreeMap::new(); nb];
+    // Machine loops over all functions: (function, lo, hi).
+    struct ML {
+        f: usize,
+        lo: u64,
+        hi: u64,
+        src: Option<usize>,
+        k: f64,
+        vector: bool,
+        n: usize,
+    }
+    let mut loops: Vec<ML> = Vec::new();
+    for (f, insns) in funcs.iter().enumerate() {
+        for i in insns {
+            if let Some(t) = i.back_to {
+                loops.push(ML { f, lo: t, hi: i.end, src: None, k: 1.0, vector: false, n: 0 });
+            }
+        }
+    }
+    // The innermost machine loop of each instruction.
+    let ranges: Vec<(usize, u64, u64)> = loops.iter().map(|l| (l.f, l.lo, l.hi)).collect();
+    let innermost = |f: usize, a: u64| -> Option<usize> {
+        ranges.iter().enumerate().filter(|(_, l)| l.0 == f && l.1 <= a && a < l.2).min_by_key(|(_, l)| l.2 - l.1).map(|(k, _)| k)
+    };
+    // Match each machine loop to a source loop, and find its k: innermost machine loops first,
+    // each by the votes of its own instructions (not those of nested machine loops) for the
+    // source loops around them, a loop a nested machine loop took excluded.
+    let mut order: Vec<usize> = (0..loops.len()).collect();
+    order.sort_by_key(|&li| loops[li].hi - loops[li].lo);
+    for li in order {
+        let (f, lo, hi) = (loops[li].f, loops[li].lo, loops[li].hi);
+        let body: Vec<&Insn> = funcs[f].iter().filter(|i| lo <= i.addr && i.addr < hi).collect();
+        let own: Vec<&&Insn> = body.iter().filter(|i| innermost(f, i.addr) == Some(li)).collect();
+        let claimed: Vec<usize> = loops.iter().enumerate().filter(|(k, l)| *k != li && l.f == f && lo <= l.lo && l.hi <= hi && (l.lo, l.hi) != (lo, hi)).filter_map(|(_, l)| l.src).collect();
+        let mut votes: HashMap<usize, usize> = HashMap::new();
+        let placed = own.iter().filter(|i| i.block.is_some()).count();
+        for i in &own {
+            if let Some(b) = i.block {
+                for a in blocks.ancestors(b).filter(|&a| blocks.is_loop(a) && !claimed.contains(&a)) {
+                    *votes.entry(a).or_default() += 1;
+                }
+            }
+        }
+        // The deepest loop with a majority.
+        let src = votes
+            .iter()
+            .filter(|(_, &v)| 2 * v >= placed.max(1))
+            .max_by_key(|(&l, _)| blocks.ancestors(l).count())
+            .map(|(&l, _)| l);
+        // Element operations of its own instructions written in the source loop's function
+        // (inlined code is not in the source loop's counts).
+        let same_fn = |i: &Insn| match (i.block, src) {
+            (Some(b), Some(s)) => model.blocks[b].function == model.blocks[s].function,
+            _ => false,
+        };
+        let (mf, mm) = own.iter().filter(|i| same_fn(i)).fold((0.0, 0.0), |a, i| (a.0 + i.fp_elems, a.1 + i.mem_elems));
+        let vector = own.iter().any(|i| i.packed);
+        let k = match src {
+            Some(l) => {
+                let (sf, sm) = source_elems(model, &blocks, l);
+                let r = if sf > 0.0 && mf > 0.0 { mf / sf } else if sm > 0.0 && mm > 0.0 { mm / sm } else { 1.0 };
+                // A power of two, 1 to 64; a ratio under 1.75 is 1 (code the source does not
+                // show, such as an address computation in floating point, is not a lane).
+                let p = (r.max(1.0).log2() + 0.2).floor().clamp(0.0, 6.0);
+                2f64.powf(p)
+            }
+            None => 1.0,
+        };
+        let l = &mut loops[li];
+        l.src = src;
+        l.k = k;
+        l.vector = vector;
+        l.n = body.len();
+    }
+    // The main machine loop of each source loop: the largest k, then the most instructions.
+    let mut main: HashMap<usize, usize> = HashMap::new();
+    for (li, l) in loops.iter().enumerate() {
+        if let Some(s) = l.src {
+            let better = match main.get(&s) {
+                Some(&m) => (l.k, l.n) > (loops[m].k, loops[m].n),
+                None => true,
+            };
+            if better {
+                main.insert(s, li);
+            }
+        }
+    }
+    for (f, insns) in funcs.iter().enumerate() {
+        let func_of = |b: usize| model.blocks[b].function.as_str();
+        for i in insns {
+            out.instructions += 1;
+            let Some(b) = i.block else { continue };
+            let (target, w) = match innermost(f, i.addr).map(|m| (m, &loops[m])) {
+                Some((m, l)) if l.src.is_some() => {
+                    let s = l.src.unwrap_or(b);
+                    if main.get(&s) != Some(&m) {
+                        // A remainder or fallback version of a costed loop: its main version
+                        // stands for it.
+                        continue;
+                    }
+                    if func_of(b) != func_of(s) {
+                        (b, 1.0 / l.k)
+                    } else if blocks.loop_of(b) == Some(s) && (!l.vector || b == s) {
+                        (b, 1.0 / l.k)
+                    } else {
+                        (s, 1.0 / l.k)
+                    }
+                }
+                _ => {
+                    // Outside every machine loop: once per entry of the outermost source loop
+                    // around it.
+                    let outer = blocks.ancestors(b).filter(|&a| blocks.is_loop(a)).last();
+                    match outer {
+                        Some(o) => match blocks.parent[o] {
+                            Some(p) => (p, 1.0),
+                            None => continue,
+                        },
+                        None => (b, 1.0),
+                    }
+                }
+            };
+            out.placed += 1;
+            if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
+                eprintln!("{:x} block {} -> {} w {} {:?}", i.addr, model.blocks[b].id, model.blocks[target].id, w, i.ops);
+            }
+            for &(c, n) in &i.ops {
+                *per_block[target].entry(c).or_default() += n * w;
+            }
+        }
+    }
+    for (b, ops) in per_block.into_iter().enumerate() {
+        out.blocks.insert(model.blocks[b].id.clone(), ops);
+    }
+    out.loops = loops
+        .iter()
+        .enumerate()
+        .filter_map(|(li, l)| {
+            l.src.map(|s| MachineLoop { block: model.blocks[s].id.clone(), instructions: l.n, k: l.k, vector: l.vector, main: main.get(&s) == Some(&li) })
+        })
+        .collect();
+    Ok(out)
+}
+
+/// Floating-point and memory element operations written in one iteration of source loop `l`:
+/// its straight-line blocks at its own depth, branch arms included (the machine loop's body
+/// holds their code too, taken or not).
+fn source_elems(model: &ProgramModel, blocks: &Blocks, l: usize) -> (f64, f64) {
+    use OpClass::*;
+    let env = HashMap::new();
+    let mut fp = 0.0;
+    let mut mem = 0.0;
+    for (b, blk) in model.blocks.iter().enumerate() {
+        if blk.kind != BlockKind::Straight || blocks.loop_of(b) != Some(l) {
+            continue;
+        }
+        let get = |c: OpClass| blk.ops.get(&c).and_then(|e| e.eval_map(&env).ok()).unwrap_or(0.0);
+        fp += [DoubleAdd, DoubleMul, DoubleDiv, FloatAdd, FloatMul, FloatDiv].iter().map(|&c| get(c)).sum::<f64>();
+        mem += get(Load) + get(Store) + get(PtrDeref);
+    }
+    (fp, mem)
+}
+
+/// Builds the program with its own compiler and flags plus `-g` (the default build: mpicc or
+/// mpicxx -O2 with the user's flags) into `tool_cache()/objcode/<hash of the sources and
+/// flags>`, unless it is there; locked. A `--build` command is not rebuilt: None.
+pub fn build_debug(files: &[PathBuf], spec: &crate::mpi::build::BuildSpec) -> Result<Option<PathBuf>> {
+    use crate::mpi::build::{is_unit, run_steps, tool_cache};
+    use std::hash::{Hash, Hasher};
+    if spec.command.is_some() {
+        return Ok(None);
+    }
+    let units: Vec<PathBuf> = files.iter().filter(|f| is_unit(f)).filter_map(|f| std::fs::canonicalize(f).ok()).collect();
+    if units.is_empty() {
+        return Ok(None);
+    }
+    let mut spec = spec.clone();
+    spec.cflags.push("-g".into());
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in files {
+        std::fs::canonicalize(f).ok().hash(&mut h);
+        std::fs::read(f).unwrap_or_default().hash(&mut h);
+    }
+    let probe = spec.default_steps(&units, &units, Path::new("exe"), &[], Path::new("obj"));
+    probe.hash(&mut h);
+    let dir = tool_cache().join("objcode").join(format!("{:016x}", h.finish()));
+    let exe = dir.join("program");
+    if exe.is_file() {
+        return Ok(Some(exe));
+    }
+    let _lock = crate::model::CacheLock::acquire(&dir, "build")?;
+    if exe.is_file() {
+        return Ok(Some(exe));
+    }
+    let tmp = dir.join(format!("program.tmp{}", std::process::id()));
+    let steps = spec.default_steps(&units, &units, &tmp, &[], &dir);
+    run_steps(&steps, Path::new("."), None, "compiled costing", "")?;
+    std::fs::rename(&tmp, &exe).with_context(|| format!("{}: cannot write", exe.display()))?;
+    Ok(Some(exe))
+}
