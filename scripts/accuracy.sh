@@ -13,7 +13,7 @@
 #
 # Environment: MPICAST (binary; default ${CARGO_TARGET_DIR:-target}/release/mpicast), RUNS (3),
 # EXAMPLES (names, default all six), SIZES (all | first: one size per example), RANKS (1,2,4),
-# MODES (static,trace,measured,scaled), SCENARIOS ("lan xdsl"; empty: no emulated network),
+# MODES (static,trace,measured,scaled), OPS (source or compiled: predict's --ops), SCENARIOS ("lan xdsl"; empty: no emulated network),
 # OUT (docs/ACCURACY.md), ACCURACY_DIR (where the JSON goes; ${CARGO_TARGET_DIR:-target}/accuracy).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,7 @@ fi
 runs=${RUNS:-3}
 ranks=${RANKS:-1,2,4}
 modes=${MODES:-static,trace,measured,scaled}
+ops=${OPS:-compiled}
 sizes=${SIZES:-all}
 scenarios=${SCENARIOS-lan xdsl}
 out=${OUT:-docs/ACCURACY.md}
@@ -94,7 +95,7 @@ for c in "${configs[@]}"; do
   a=${c#*|}
   j=$tmp/local-$k.json
   echo "accuracy: [$k/${#configs[@]}] $ex $a at $ranks ranks"
-  "$bin" validate "examples/$ex.c" -n "$ranks" --runs "$runs" --modes "$modes" --args "$a" --json "$j" >"$tmp/local-$k.txt"
+  "$bin" validate "examples/$ex.c" -n "$ranks" --runs "$runs" --modes "$modes" --ops "$ops" --args "$a" --json "$j" >"$tmp/local-$k.txt"
   st=$?
   if [ -f "$j" ]; then
     printf 'run\tlocal\t%s\n' "$j" >>"$manifest"
@@ -133,7 +134,7 @@ if [ -n "$scenarios" ]; then
         j=$tmp/$sc-$ex.json
         echo "accuracy: $sc: $ex $a at 2,4 ranks (one namespace per host, ranks round-robin)"
         # Two namespaces share this machine's cores: one core each.
-        "$bin" validate "examples/$ex.c" -n 2,4 --runs "$runs" --modes "$modes" --args "$a" \
+        "$bin" validate "examples/$ex.c" -n 2,4 --runs "$runs" --modes "$modes" --ops "$ops" --args "$a" \
           --platform "$tmp/$sc.xml" --cores-per-host $((cores / NETNS_HOST_COUNT > 0 ? cores / NETNS_HOST_COUNT : 1)) \
           --hostfile "$NETNS_HOSTFILE" --mpirun-args "$NETNS_MPIRUN_ARGS" --json "$j" >"$tmp/$sc-$ex.txt"
         st=$?
@@ -152,7 +153,7 @@ if [ -n "$scenarios" ]; then
 fi
 
 load_after=$(load)
-export ACC_DATE ACC_CPU ACC_CORES ACC_HOST ACC_LOAD_BEFORE ACC_LOAD_AFTER ACC_RUNS ACC_RANKS ACC_MINUTES ACC_OUT
+export ACC_DATE ACC_CPU ACC_CORES ACC_HOST ACC_LOAD_BEFORE ACC_LOAD_AFTER ACC_RUNS ACC_RANKS ACC_MINUTES ACC_OUT ACC_OPS
 ACC_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 ACC_CPU=$cpu
 ACC_CORES=$cores
@@ -160,6 +161,7 @@ ACC_HOST=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)
 ACC_LOAD_BEFORE=$load_before
 ACC_LOAD_AFTER=$load_after
 ACC_RUNS=$runs
+ACC_OPS=$ops
 ACC_RANKS=$ranks
 ACC_MINUTES=$(( ($(date +%s) - start + 30) / 60 ))
 ACC_OUT=$out
@@ -269,10 +271,10 @@ my $head = "# Accuracy\n\n" .
   "timings are taken under that load.\n" .
   "- Real runs: `mpicast validate` builds each example with mpicc -O2 and runs it per rank count ($ENV{ACC_RUNS} runs) " .
   "with `mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none` " .
-  "(4 ranks on $ENV{ACC_CORES} cores are oversubscribed); the time compared is the median of the run\x27s span " .
+  "(ranks beyond $ENV{ACC_CORES} cores are oversubscribed); the time compared is the median of the run\x27s span " .
   "(MPI_Init\x27s return to MPI_Finalize\x27s call on the slowest rank, from a preloaded PMPI library: what a prediction " .
   "covers; mpirun\x27s start-up is not in it), the min beside it.\n" .
-  "- Predictions (`mpicast predict`, one per mode): static (skeleton execution, no run), trace counts " .
+  "- Predictions (`mpicast predict --ops $ENV{ACC_OPS}`, one per mode): static (skeleton execution, no run), trace counts " .
   "(`--trace-ranks N`: block counts of an instrumented run, costed by the machine table), block benchmarking " .
   "(`--trace-ranks N --measured`: measured burst times), scaled (`--trace-ranks K -n N`, K the smallest rank " .
   "count below N that is at least 2, else 1). Platform: $plat; machine table: $mach (this host, as `mpicast predict` " .

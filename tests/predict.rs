@@ -55,10 +55,13 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 #[test]
 fn formula_one_by_hand() {
     let per_iter = 2.0 + 1.0 + 0.5 + 0.25 + 0.25 + 0.25 + 0.001;
+    // Formula (1) on the source's operators, as written.
     let p = json(&[
         "tests/fixtures/predict/formula1.c",
         "-n",
         "2",
+        "--ops",
+        "source",
         "--platform",
         LOCALHOST,
     ]);
@@ -891,6 +894,9 @@ fn corpus_branch_on_refilled_array_is_charged_at_the_sampled_rate() {
         "tests/fixtures/corpus/stale_array.c",
         "-n",
         "2",
+        // Executions are compared: every block keeps its operators' cost and is listed.
+        "--ops",
+        "source",
         "--static-only",
         "--platform",
         LOCALHOST,
@@ -901,6 +907,8 @@ fn corpus_branch_on_refilled_array_is_charged_at_the_sampled_rate() {
         "tests/fixtures/corpus/stale_array.c",
         "-n",
         "2",
+        "--ops",
+        "source",
         "--trace-ranks",
         "2",
         "--platform",

@@ -33,11 +33,12 @@ pub struct Args {
     /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
     #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
     costs: String,
-    /// Where a block's instruction ops come from: source (the operators written) or compiled
-    /// (the program built with its compiler and flags plus -g, each instruction placed in its
-    /// block by the DWARF line table: what -O2 vectorised, hoisted and inlined; library calls
-    /// keep the source's counts). A --build command cannot be rebuilt: source then.
-    #[arg(long, default_value = "source", value_parser = ["source", "compiled"], value_name = "FROM")]
+    /// Where a block's instruction ops come from: compiled (the default: the program built with
+    /// its compiler and flags plus -g, each instruction placed in its block by the DWARF line
+    /// table: what -O2 vectorised, hoisted and inlined; library calls keep the source's counts)
+    /// or source (the operators written). When the program cannot be rebuilt (a --build
+    /// command, a compile error), source, with a note.
+    #[arg(long, default_value = "compiled", value_parser = ["source", "compiled"], value_name = "FROM")]
     ops: String,
     #[command(flatten)]
     build: super::flags::BuildArgs,
@@ -218,7 +219,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         defines: args.build.define.clone(),
         build: build.clone(),
         estimate_bulk: args.estimate_bulk,
-        compiled: if args.ops == "compiled" { compiled_ops(&files, &build, &model)? } else { None },
+        compiled: if args.ops == "compiled" { compiled_ops(&files, &build, &model) } else { None },
     };
     let run = TraceRun {
         inputs: &args.inputs,
@@ -709,13 +710,18 @@ pub fn render(p: &Prediction) -> String {
 }
 
 /// The compiled code's ops per block (`--ops compiled`), or None with a note when the program
-/// cannot be rebuilt with -g.
-fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: &crate::model::analysis::ProgramModel) -> Result<Option<std::sync::Arc<crate::objcode::CompiledOps>>> {
-    match crate::objcode::build_debug(files, build)? {
-        Some(exe) => Ok(Some(std::sync::Arc::new(crate::objcode::compiled_ops(model, &exe)?))),
-        None => {
-            eprintln!("mpicast: --ops compiled: a --build command is not rebuilt with -g; ops from the source");
-            Ok(None)
+/// cannot be rebuilt with -g or its code not read: the source's ops then.
+fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: &crate::model::analysis::ProgramModel) -> Option<std::sync::Arc<crate::objcode::CompiledOps>> {
+    let r = crate::objcode::build_debug(files, build).and_then(|exe| exe.map(|e| crate::objcode::compiled_ops(model, &e)).transpose());
+    match r {
+        Ok(Some(c)) => Some(std::sync::Arc::new(c)),
+        Ok(None) => {
+            eprintln!("mpicast: a --build command is not rebuilt with -g: ops from the source (--ops source)");
+            None
+        }
+        Err(e) => {
+            eprintln!("mpicast: ops from the source: the compiled code could not be read: {}", super::one_line(&e));
+            None
         }
     }
 }

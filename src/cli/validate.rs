@@ -85,9 +85,9 @@ pub struct Args {
     /// clock). When a run does not give it: span, then elapsed, then wall.
     #[arg(long, default_value = "span", value_parser = ["span", "elapsed", "wall"], value_name = "WHAT")]
     compare: String,
-    /// Where the predictions take a block's instruction ops from (predict's --ops): source or
-    /// compiled.
-    #[arg(long, default_value = "source", value_parser = ["source", "compiled"], value_name = "FROM")]
+    /// Where the predictions take a block's instruction ops from (predict's --ops): compiled
+    /// or source.
+    #[arg(long, default_value = "compiled", value_parser = ["source", "compiled"], value_name = "FROM")]
     ops: String,
     /// Program arguments, exactly as the program would get them.
     #[arg(last = true)]
