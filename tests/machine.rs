@@ -130,3 +130,19 @@ fn unknown_class_is_refused_with_the_valid_names() {
         "{err}"
     );
 }
+
+/// A table cached with the unbounded fit (loads and stores fitted at 0 ns, as NNLS left them) is
+/// fitted again on load: every class within 0.5-2x its raw cost, from the table's own kernels.
+#[test]
+fn a_cached_fit_that_zeroed_a_class_is_refitted_within_bounds() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/json/machine_quick.json");
+    let stored: MachineTable = mpicast::model::read_artifact(&path).unwrap();
+    assert_eq!(stored.fit.as_ref().unwrap().ns_per_op[&OpClass::Load], 0.0, "the fixture keeps the old fit");
+    let t = load_table(&path).unwrap();
+    let fit = t.fit.as_ref().unwrap();
+    for (c, &v) in &fit.ns_per_op {
+        let raw = t.classes[c].throughput.ns_per_op;
+        assert!(v >= 0.5 * raw * 0.999999 && v <= 2.0 * raw * 1.000001, "{c}: fitted {v}, raw {raw}");
+    }
+    assert_eq!(fit.kernels.len(), stored.fit.as_ref().unwrap().kernels.len());
+}

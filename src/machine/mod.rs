@@ -373,10 +373,18 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     })
 }
 
-/// Fits the table again from its own kernel measurements, so that a table cached before the
-/// fit's bounds changed is costed as a new one would be.
+/// Fits the table again from its own kernel measurements when its fit breaks the fit's bounds
+/// (a table cached before they existed), so that it is costed as a new one would be.
 fn refit(t: &mut MachineTable) {
     let Some(f) = &t.fit else { return };
+    let (lo, hi) = fit::FIT_RATIO;
+    let within = f.ns_per_op.iter().all(|(c, &v)| {
+        let raw = t.classes.get(c).map_or(0.0, |x| x.throughput.ns_per_op);
+        raw <= 0.0 || (v >= lo * raw * (1.0 - 1e-9) && v <= hi * raw * (1.0 + 1e-9))
+    });
+    if within {
+        return;
+    }
     let decls: Vec<fit::CalDecl> = f
         .kernels
         .iter()

@@ -133,6 +133,7 @@ struct Insn {
     /// Element operations: floating-point lanes and memory elements; packed or not.
     fp_elems: f64,
     mem_elems: f64,
+    store_elems: f64,
     packed: bool,
 }
 
@@ -240,6 +241,7 @@ fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
             let k = rows.partition_point(|r| r.0 <= addr);
             let block = k.checked_sub(1).map(|k| &rows[k]).filter(|r| addr < r.1).and_then(|r| r.2.as_ref().and_then(|f| blocks.place(f, r.3, r.4)));
             let (ops, fp_elems, mem_elems, packed) = classify(&ins, &mut info);
+            let store_elems = if ops.iter().any(|o| o.0 == OpClass::Store) { mem_elems } else { 0.0 };
             let back_to = match ins.flow_control() {
                 FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch => {
                     let t = ins.near_branch_target();
@@ -247,7 +249,7 @@ fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
                 }
                 _ => None,
             };
-            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, packed });
+            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, store_elems, packed });
         }
         out.push(insns);
     }
@@ -409,12 +411,21 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             (Some(b), Some(s)) => model.blocks[b].function == model.blocks[s].function,
             _ => false,
         };
-        let (mf, mm) = own.iter().filter(|i| same_fn(i)).fold((0.0, 0.0), |a, i| (a.0 + i.fp_elems, a.1 + i.mem_elems));
+        let (mf, mm, ms) = own.iter().filter(|i| same_fn(i)).fold((0.0, 0.0, 0.0), |a, i| (a.0 + i.fp_elems, a.1 + i.mem_elems, a.2 + i.store_elems));
         let vector = own.iter().any(|i| i.packed);
+        // Only an innermost machine loop is vectorised or unrolled: an outer one's own code
+        // (the set-up of its inner loops, spills, calls) is no measure of its iterations.
+        let innermost_loop = body.iter().all(|i| innermost(f, i.addr) == Some(li));
         let k = match src {
+            Some(_) if !innermost_loop => 1.0,
             Some(l) => {
-                let (sf, sm) = source_elems(model, &blocks, l);
-                let r = if sf > 0.0 && mf > 0.0 { mf / sf } else if sm > 0.0 && mm > 0.0 { mm / sm } else { 1.0 };
+                // A vectorised loop by its floating-point lanes (else memory elements); a
+                // scalar one by its stores (else memory accesses): unrolled or not, a scalar
+                // loop keeps every store, while the source's floating-point counts of
+                // conditional expressions are fractions.
+                let (sf, sm, ss) = source_elems(model, &blocks, l);
+                let ratio = |m: f64, s: f64| (m > 0.0 && s > 0.0).then(|| m / s);
+                let r = if vector { ratio(mf, sf).or(ratio(mm, sm)) } else { ratio(ms, ss).or(ratio(mm, sm)) }.unwrap_or(1.0);
                 // A power of two, 1 to 64; a ratio under 1.75 is 1 (code the source does not
                 // show, such as an address computation in floating point, is not a lane).
                 let p = (r.max(1.0).log2() + 0.2).floor().clamp(0.0, 6.0);
@@ -497,14 +508,15 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
     Ok(out)
 }
 
-/// Floating-point and memory element operations written in one iteration of source loop `l`:
+/// Floating-point, memory and store element operations written in one iteration of source loop `l`:
 /// its straight-line blocks at its own depth, branch arms included (the machine loop's body
 /// holds their code too, taken or not).
-fn source_elems(model: &ProgramModel, blocks: &Blocks, l: usize) -> (f64, f64) {
+fn source_elems(model: &ProgramModel, blocks: &Blocks, l: usize) -> (f64, f64, f64) {
     use OpClass::*;
     let env = HashMap::new();
     let mut fp = 0.0;
     let mut mem = 0.0;
+    let mut stores = 0.0;
     for (b, blk) in model.blocks.iter().enumerate() {
         if blk.kind != BlockKind::Straight || blocks.loop_of(b) != Some(l) {
             continue;
@@ -512,8 +524,9 @@ fn source_elems(model: &ProgramModel, blocks: &Blocks, l: usize) -> (f64, f64) {
         let get = |c: OpClass| blk.ops.get(&c).and_then(|e| e.eval_map(&env).ok()).unwrap_or(0.0);
         fp += [DoubleAdd, DoubleMul, DoubleDiv, FloatAdd, FloatMul, FloatDiv].iter().map(|&c| get(c)).sum::<f64>();
         mem += get(Load) + get(Store) + get(PtrDeref);
+        stores += get(Store);
     }
-    (fp, mem)
+    (fp, mem, stores)
 }
 
 /// Builds the program with its own compiler and flags plus `-g` (the default build: mpicc or
