@@ -242,9 +242,16 @@ run_program() {
     for n in "${rs[@]}"; do
       prepare_run "$n"
       argv=(); [ "$args" = - ] || read -ra argv <<<"$(subst "$args" "$n")"
+      # The span library (instrument/mpicast_span.c, preloaded into the ranks) writes each rank's
+      # MPI_Init-to-MPI_Finalize span: the time a prediction covers, without mpirun's start-up.
+      rm -rf "$dir/span$n"; mkdir -p "$dir/span$n"
+      local span_args=()
+      [ -n "$SPAN_LIB" ] && span_args=(-x "LD_PRELOAD=$SPAN_LIB" -x "MPICAST_SPAN_DIR=$dir/span$n")
       # shellcheck disable=SC2086
       stage "$st" "run$n" "$RUN_TIMEOUT" "$dir/run$n.log" bash -c 'cd "$1" && shift && exec "$@"' _ "$dir/run" \
-        mpirun $MPIRUN_ARGS -n "$n" "$exe" "${argv[@]}"
+        mpirun $MPIRUN_ARGS "${span_args[@]}" -n "$n" "$exe" "${argv[@]}" &&
+        [ "$(cat "$dir/span$n"/span-* 2>/dev/null | wc -l)" -eq "$n" ] &&
+        kv "$st" "run$n.span_s" "$(cat "$dir/span$n"/span-* | awk '{ s = $6 - $4; if (s > m) m = s } END { printf "%.6f", m }')"
     done
   fi
 
@@ -290,7 +297,12 @@ prepare
 # Measure this host once (machine table and network platform) before the clock of any program.
 "$MPICAST" predict "$ROOT/examples/pi_dartboard.c" -n 2 --json /dev/null -- 1000 1 >/dev/null 2>&1 || true
 
-mkdir -p "$CACHE/work"
+mkdir -p "$CACHE/work" "$CACHE/span"
+SPAN_LIB=$CACHE/span/libmpicast_span.so
+if [ ! -f "$SPAN_LIB" ] || [ "$ROOT/instrument/mpicast_span.c" -nt "$SPAN_LIB" ]; then
+  mpicc -O2 -shared -fPIC -o "$SPAN_LIB.tmp$$" "$ROOT/instrument/mpicast_span.c" && mv "$SPAN_LIB.tmp$$" "$SPAN_LIB" ||
+    { log "cannot build the span library: runs are timed by mpirun's wall clock"; SPAN_LIB=; }
+fi
 selected=()
 while IFS=$'\t' read -r name pkg lang ranks perf quick srcs flags libs args inputs setup; do
   case $name in ''|'#'*) continue ;; esac

@@ -72,7 +72,10 @@ for my $name (@names) {
     }
     $stages{trace} = $stage->('trace');
     my $k = $s{k} // 0;
-    my $measured = ($ok->("run$k")) ? $s{"run$k.wall_s"} + 0 : undef;
+    # The run's span (MPI_Init to MPI_Finalize, slowest rank) when the span library gave one,
+    # else mpirun's wall clock.
+    my $measured = !$ok->("run$k") ? undef : defined $s{"run$k.span_s"} ? $s{"run$k.span_s"} + 0 : $s{"run$k.wall_s"} + 0;
+    $p{measured_what} = defined $s{"run$k.span_s"} ? 'span' : 'wall';
     $p{measured_s} = $measured;
     for my $mode (qw(static trace measured)) {
         my $r = $stage->("predict_$mode") or next;
@@ -189,7 +192,9 @@ push @md, '- Sources: ' . join(', ', map { "`$pkgver{$_}`" } sort keys %pkgver) 
           '  the upstream .orig tarballs, Debian\'s patches not applied).';
 push @md, '- Each program is built with mpicc/mpicxx -O2 and its manifest flags, then run once at each of its rank',
           '  counts under `mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none`',
-          "  (${\ ($ENV{RUN_TIMEOUT} // 60)} s limit); the time is mpirun's wall clock, start-up included (about 0.35 s here), one run.",
+          "  (${\ ($ENV{RUN_TIMEOUT} // 60)} s limit), one run; the time compared is the run\'s span, MPI_Init\'s return to MPI_Finalize\'s",
+          '  call on the slowest rank (instrument/mpicast_span.c preloaded into the ranks; what a prediction covers), else',
+          "  mpirun's wall clock (start-up included, about 0.35 s here) for a program the library could not time.",
           '- mpicast stages: `mpicast analyze STAGE_DIR --cflags FLAGS`; `mpicast trace STAGE_DIR -n K --all-blocks --time-blocks',
           '  --cflags FLAGS --libs LIBS -- ARGS`; `mpicast predict STAGE_DIR -n K --static-only --estimate-bulk` (no run: long loops over generated data estimated from their first iterations, listed in the assumptions), from the trace (`--trace DIR`,',
           '  the counts: what `--trace-ranks K` does) and with `--measured` (block benchmarking), each with `--json`.',
