@@ -11,11 +11,17 @@ fn root() -> PathBuf {
 }
 
 fn mpicast(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .current_dir(root())
-        .args(args)
-        .output()
-        .expect("run mpicast")
+    mpicast_in(args, None)
+}
+
+/// With `cache`: mpicast's tool cache (built libraries, start-up tables) in that directory.
+fn mpicast_in(args: &[&str], cache: Option<&Path>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mpicast"));
+    c.current_dir(root()).args(args);
+    if let Some(d) = cache {
+        c.env("MPICAST_CACHE_DIR", d);
+    }
+    c.output().expect("run mpicast")
 }
 
 const MACHINE: &str = "tests/fixtures/machine/fixed.json";
@@ -33,7 +39,8 @@ fn read_json(p: &Path) -> serde_json::Value {
 fn pi_dartboard_measured_and_predicted_in_two_modes() {
     let dir = tempfile::tempdir().unwrap();
     let out_json = dir.path().join("v.json");
-    let out = mpicast(&[
+    let cache = dir.path().join("cache");
+    let out = mpicast_in(&[
         "validate",
         "examples/pi_dartboard.c",
         "-n",
@@ -50,7 +57,7 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
         "20000 2",
         "--json",
         out_json.to_str().unwrap(),
-    ]);
+    ], Some(&cache));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "validate failed: {stderr}");
@@ -91,6 +98,18 @@ fn pi_dartboard_measured_and_predicted_in_two_modes() {
             assert!((err - want).abs() <= 1e-9 * want.abs().max(1.0), "n={n} {mode}: error {err}, from the numbers {want}");
         }
         assert_eq!(preds[1]["trace_ranks"].as_u64(), Some(n));
+    }
+    // The start-ups measured are recorded for predictions on this host (mpicast/startup): one
+    // point per rank count, its median that of the runs' start-ups.
+    let tables: Vec<_> = std::fs::read_dir(cache.join("startup")).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tables[0]).unwrap()).unwrap();
+    assert_eq!(t["schema"], "mpicast/startup");
+    assert_eq!(t["points"].as_array().unwrap().len(), 2, "{t}");
+    for (pt, p) in t["points"].as_array().unwrap().iter().zip(points) {
+        assert_eq!(pt["ranks"], p["ranks"]);
+        assert_eq!(pt["source"], "validate");
+        assert_eq!(pt["median_s"].as_f64(), p["measured"]["startup_s"][0].as_f64(), "one run: its start-up is the median");
     }
     // The summary's mean absolute error is the mean of the points' |error|.
     for mode in ["static", "trace"] {

@@ -241,7 +241,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .map_err(|e| with_hint(e, &model))?;
         Ok(p)
     };
-    let prediction = match (&args.trace, args.trace_ranks) {
+    let mut prediction = match (&args.trace, args.trace_ranks) {
         (Some(d), _) => from_trace(d)?,
         (None, Some(k)) => {
             let (_tmp, out) = take_trace(&run, k)?;
@@ -273,6 +273,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
     };
+    // On this host's own platform, the wall clock a run would show: the launcher's start-up
+    // as measured here (once per host, launcher and rank count).
+    if args.platform.is_none() {
+        let cores = crate::machine::sysinfo::host_info().cores;
+        match crate::mpi::startup::startup(&launch, args.ranks, cores) {
+            Ok((s, n)) => {
+                prediction.startup_s = Some(s);
+                prediction.startup_ranks = Some(n);
+            }
+            Err(e) => eprintln!("mpicast: the launcher's start-up was not measured: {}", super::one_line(&e)),
+        }
+    }
     if let Some(f) = &args.html {
         write_text(f, &crate::report::html_prediction(&prediction)?)?;
     }
@@ -597,11 +609,21 @@ pub fn render(p: &Prediction) -> String {
     }
     let _ = writeln!(
         o,
-        "\npredicted time: {}   (interval {} .. {})\n",
+        "\npredicted time: {}   (interval {} .. {}; MPI_Init to MPI_Finalize)",
         fmt_s(p.predicted_s),
         fmt_s(p.interval_s[0]),
         fmt_s(p.interval_s[1])
     );
+    if let (Some(s), Some(n)) = (p.startup_s, p.startup_ranks) {
+        let _ = writeln!(
+            o,
+            "with start-up:  {}   (mpirun's start-up on this host, {} measured at {n} rank{})",
+            fmt_s(p.predicted_s + s),
+            fmt_s(s),
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    let _ = writeln!(o);
     let _ = writeln!(
         o,
         "{:>5}  {:<12} {:>11} {:>11} {:>11} {:>11}",

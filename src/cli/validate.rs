@@ -222,6 +222,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
         let measured = if failure.is_none() { Some(measured_of(&runs, &args.compare)) } else { None };
+        // The launcher's start-up at n ranks, for predictions on this host (mpicast/startup).
+        if let Some(m) = measured.as_ref().filter(|m| !m.startup_s.is_empty()) {
+            if let Err(e) = crate::mpi::startup::record(&launch, n, &m.startup_s, "validate") {
+                eprintln!("validate: start-up not recorded: {}", super::one_line(&e));
+            }
+        }
         if let Some(f) = &failure {
             failures.push(format!("n={n}: {f}"));
         }

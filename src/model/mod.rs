@@ -10,6 +10,7 @@ pub mod network;
 pub mod ops;
 pub mod prediction;
 pub mod simjob;
+pub mod startup;
 pub mod sweep;
 pub mod trace;
 pub mod validation;

@@ -64,6 +64,13 @@ pub struct Prediction {
     /// stands for a value known only at run time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub static_output: Vec<RankOutput>,
+    /// On this host's own platform: the launcher's start-up (mpirun's wall clock less the
+    /// span `predicted_s` covers), as measured on this host (mpicast/startup), and the rank
+    /// count it was measured at; the wall clock of a run is about predicted_s + startup_s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_ranks: Option<u32>,
 }
 
 /// One rank's printed lines.

@@ -6,3 +6,4 @@ pub mod build;
 pub mod launch;
 pub mod run;
 pub mod span;
+pub mod startup;

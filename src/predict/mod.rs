@@ -1010,6 +1010,8 @@ fn finish(
         timeline: result.timeline,
         scaling: None,
         fallback: None,
+        startup_s: None,
+        startup_ranks: None,
         launch: Vec::new(),
         static_output: sk.outputs,
     })
