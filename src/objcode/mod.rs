@@ -92,13 +92,12 @@ impl CompiledOps {
         let mut m = model.clone();
         for b in &mut m.blocks {
             let library: f64 = LIBRARY_CLASSES.iter().filter_map(|c| b.ops.get(c)).filter_map(|e| e.eval_map(&HashMap::new()).ok()).sum();
+            let Some(ops) = self.blocks.get(&b.id) else { continue };
             b.ops.retain(|c, _| !INSTRUCTION_CLASSES.contains(c));
-            if let Some(ops) = self.blocks.get(&b.id) {
-                for (&c, &n) in ops {
-                    let n = if c == OpClass::Call { (n - library).max(0.0) } else { n };
-                    if n > 0.0 {
-                        b.ops.insert(c, Expr::rat(Rat::new((n * 4096.0).round() as i128, 4096)));
-                    }
+            for (&c, &n) in ops {
+                let n = if c == OpClass::Call { (n - library).max(0.0) } else { n };
+                if n > 0.0 {
+                    b.ops.insert(c, Expr::rat(Rat::new((n * 4096.0).round() as i128, 4096)));
                 }
             }
         }
@@ -465,9 +464,9 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
                         // stands for it.
                         continue;
                     }
-                    if func_of(b) != func_of(s) {
-                        (b, 1.0 / l.k)
-                    } else if blocks.loop_of(b) == Some(s) && (!l.vector || b == s) {
+                    // Inlined code stays with its own function's block; so does code at the loop's
+                    // own depth in a loop that is not vectorised.
+                    if func_of(b) != func_of(s) || (blocks.loop_of(b) == Some(s) && (!l.vector || b == s)) {
                         (b, 1.0 / l.k)
                     } else {
                         (s, 1.0 / l.k)
@@ -495,8 +494,15 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             }
         }
     }
+    // Blocks of a file the binary has code of take the compiled counts (none: all its code
+    // went elsewhere, or it was optimised away); a file without code in it (not compiled into
+    // this program) keeps the source's.
+    let compiled_files: std::collections::HashSet<&str> =
+        funcs.iter().flatten().filter_map(|i| i.block).map(|b| model.blocks[b].file.as_str()).collect();
     for (b, ops) in per_block.into_iter().enumerate() {
-        out.blocks.insert(model.blocks[b].id.clone(), ops);
+        if compiled_files.contains(model.blocks[b].file.as_str()) {
+            out.blocks.insert(model.blocks[b].id.clone(), ops);
+        }
     }
     out.loops = loops
         .iter()
