@@ -30,9 +30,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TAG_DATA 0
 #define DEFAULT_GROUP 2
+/* An idle peer (see idle_wait) waits at most this long per iteration. */
+#define IDLE_LIMIT_NS 10000000L
+#define IDLE_FIRST_PAUSE_NS 10000L
+#define IDLE_LONGEST_PAUSE_NS 1000000L
 
 /* A message received before the program asked for it (sync peers). */
 struct message {
@@ -73,7 +78,11 @@ static struct {
     /* P2Pconverged */
     MPI_Request conv_request;
     int conv_in, conv_out, conv_acc, conv_done;
+    int conv_completed; /* the last epoch posted has completed (its result in conv_out) */
     long long epochs;
+    /* a message from an async peer arrived since the previous P2Pconverged call; a message
+     * from any peer arrived since idle_wait began */
+    int arrived_async, arrived;
 } rt;
 
 static void fail(const char *call, const char *format, ...)
@@ -190,6 +199,9 @@ static void drain(const char *call)
             p->slot_fresh = 1;
             into = p->slot;
         }
+        rt.arrived = 1;
+        if (!synchronous_with(source))
+            rt.arrived_async = 1;
         if (!synchronous_with(source) && mpicast_rt_async_recv != NULL)
             mpicast_rt_async_recv(); /* traced as an asynchronous receive */
         check(MPI_Recv(into, count, MPI_BYTE, source, TAG_DATA, rt.data, MPI_STATUS_IGNORE), call,
@@ -306,6 +318,7 @@ int P2Pinit(int *argc, char ***argv)
         rt.peers[q].in_flight = MPI_REQUEST_NULL;
     rt.conv_request = MPI_REQUEST_NULL;
     rt.conv_acc = 1;
+    rt.conv_completed = 1;
 
     /* The scheme: `--scheme=NAME` (removed from argv), else P2PDC_SCHEME, else sync. */
     const char *scheme_text = getenv("P2PDC_SCHEME");
@@ -441,6 +454,9 @@ static void quiesce(const char *call)
     drop_unread(call);
     rt.conv_done = 0;
     rt.conv_acc = 1;
+    rt.conv_completed = 1;
+    rt.conv_out = 0;
+    rt.arrived_async = 0;
 }
 
 int P2Pfinalize(void)
@@ -614,28 +630,66 @@ int P2Pwait(void)
 
 /* ---- Termination and collectives ------------------------------------------------------- */
 
+/* 1 when the last epoch posted has completed (then its result is in conv_out). */
+static int epoch_completed(const char *call)
+{
+    if (rt.conv_request != MPI_REQUEST_NULL) {
+        int done = 0;
+        check(MPI_Test(&rt.conv_request, &done, MPI_STATUS_IGNORE), call, "MPI_Test");
+        rt.conv_completed = done;
+    }
+    return rt.conv_completed;
+}
+
 /* One step of the epoch protocol (async and hybrid): 1 when an epoch has completed with 1. */
 static int epoch_step(int local, const char *call)
 {
     rt.conv_acc = rt.conv_acc && local;
-    if (rt.conv_request != MPI_REQUEST_NULL) {
-        int done = 0;
-        check(MPI_Test(&rt.conv_request, &done, MPI_STATUS_IGNORE), call, "MPI_Test");
-        if (!done)
-            return 0;
-        if (rt.conv_out)
-            return 1;
-    }
+    if (!epoch_completed(call))
+        return 0;
+    if (rt.conv_out)
+        return 1;
     /* Post the next epoch with what this peer saw since it posted the previous one. */
     rt.conv_in = rt.conv_acc;
     rt.conv_acc = 1;
+    rt.conv_completed = 0;
     check(MPI_Iallreduce(&rt.conv_in, &rt.conv_out, 1, MPI_INT, MPI_MIN, rt.conv,
                          &rt.conv_request),
           call, "MPI_Iallreduce");
     rt.epochs++;
-    int done = 0;
-    check(MPI_Test(&rt.conv_request, &done, MPI_STATUS_IGNORE), call, "MPI_Test");
-    return done && rt.conv_out;
+    return epoch_completed(call) && rt.conv_out;
+}
+
+static long long elapsed_ns(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)(now.tv_sec - since->tv_sec) * 1000000000LL + (now.tv_nsec - since->tv_nsec);
+}
+
+/* An idle peer (its part converged, nothing received from an async peer since its previous
+ * P2Pconverged call; in the hybrid scheme, every member of its group so) would compute the
+ * same iterate again: its data only change when a message arrives, and its decision only when
+ * an epoch completes. Spinning through such iterations is harmful when the
+ * machine is shared (more ranks than cores, or other processes): the spinning peer keeps the
+ * peers whose data it waits for off the processor, uses up the program's iteration limit
+ * while they are descheduled, and the iteration stops unconverged at the limit. So the peer
+ * sleeps, with growing pauses, until a message arrives or the posted epoch completes, or for
+ * at most IDLE_LIMIT_NS (a bound for programs whose peers would wake it by no message). */
+static void idle_wait(const char *call)
+{
+    rt.arrived = 0; /* a group peer's next message wakes this one too */
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    long pause = IDLE_FIRST_PAUSE_NS;
+    for (;;) {
+        progress(call);
+        if (rt.arrived || epoch_completed(call) || elapsed_ns(&start) >= IDLE_LIMIT_NS)
+            return;
+        struct timespec nap = {0, pause};
+        nanosleep(&nap, NULL);
+        pause = pause * 2 < IDLE_LONGEST_PAUSE_NS ? pause * 2 : IDLE_LONGEST_PAUSE_NS;
+    }
 }
 
 int P2Pconverged(int local_converged)
@@ -653,14 +707,21 @@ int P2Pconverged(int local_converged)
         rt.epochs++;
     } else {
         decided = epoch_step(local, call);
+        int busy = !local || rt.arrived_async;
         if (rt.scheme == P2P_HYBRID) {
             /* The peers of a group iterate in step (their receives block), so they must stop
              * after the same iteration: a member that has seen the deciding epoch complete
-             * stops the whole group. The others complete that epoch in the next quiescence. */
-            int mine = decided;
-            check(MPI_Allreduce(&mine, &decided, 1, MPI_INT, MPI_MAX, rt.group), call,
+             * stops the whole group. The others complete that epoch in the next quiescence.
+             * They also rest together: the group is idle only when every member is. */
+            int mine[2] = {decided, busy}, group[2];
+            check(MPI_Allreduce(mine, group, 2, MPI_INT, MPI_MAX, rt.group), call,
                   "MPI_Allreduce");
+            decided = group[0];
+            busy = group[1];
         }
+        if (!decided && !busy)
+            idle_wait(call);
+        rt.arrived_async = 0;
     }
     rt.conv_done = decided;
     return decided;

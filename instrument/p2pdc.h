@@ -93,9 +93,10 @@ int P2Pwait(void);
  * sync scheme: blocking; 1 exactly when every peer passes local_converged = 1 in this same
  * call (an MPI_Allreduce with MIN), so all peers stop after the same iteration.
  *
- * async scheme: never blocks. Decisions are taken in numbered epochs, each an
- * MPI_Iallreduce (MIN) on a communicator of its own. A peer posts epoch e + 1 in the call
- * that finds epoch e complete (epoch 1 in its first call). Its contribution to an epoch is 1
+ * async scheme: does not wait for other peers' iterations (but see idle peers below).
+ * Decisions are taken in numbered epochs, each an MPI_Iallreduce (MIN) on a communicator of
+ * its own. A peer posts epoch e + 1 in the call that finds epoch e complete (epoch 1 in its
+ * first call). Its contribution to an epoch is 1
  * only if local_converged was 1 in every call since it posted the previous epoch, so a peer
  * that converged on stale data and then moved again reports 0. When an epoch completes with
  * 1 (every peer reported sustained local convergence in that epoch), every peer returns 1
@@ -106,6 +107,13 @@ int P2Pwait(void);
  * agree (a blocking MPI_Allreduce MAX inside the group, the only wait) to stop after the same
  * iteration: a member's receive would otherwise wait for a group peer that has stopped. The
  * peers of a group must therefore call P2Pconverged equally often.
+ *
+ * Idle peers: a call with local_converged = 1 that finds no message from an async peer
+ * received since the previous call (hybrid: at every member of the group) has nothing new to
+ * compute, since its next iteration would repeat this one. Instead of returning at once, it
+ * sleeps, with growing pauses (10 us to 1 ms), until a message arrives or the posted epoch
+ * completes, for at most 10 ms. Spinning instead keeps the peers it waits for off a shared
+ * processor and spends the program's iteration limit on repeated iterations.
  *
  * The async decision is not a consistent snapshot: data in flight when it is taken are not
  * looked at, so the final iterate may be somewhat less converged than each peer's local test
