@@ -146,3 +146,33 @@ fn a_cached_fit_that_zeroed_a_class_is_refitted_within_bounds() {
     }
     assert_eq!(fit.kernels.len(), stored.fit.as_ref().unwrap().kernels.len());
 }
+
+/// A table measured while other processes use more CPU than MPICAST_LOAD_LIMIT (here: any)
+/// says so, the command warns, and without -o it is written beside the host's default
+/// (`*.under-load.json`), never as the default.
+#[test]
+fn a_table_measured_under_load_is_marked_and_not_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .args(["bench", "machine", "--quick", "--samples", "2", "--classes", "int_add"])
+        .env("XDG_CACHE_HOME", &cache)
+        .env("MPICAST_LOAD_LIMIT", "-1")
+        .output()
+        .expect("mpicast runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("measured under load") && stderr.contains("re-run"), "{stderr}");
+    let written: Vec<_> = std::fs::read_dir(cache.join("mpicast/machines"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        written.len() == 1 && written[0].ends_with("_partial.under-load.json"),
+        "{written:?}"
+    );
+    let t: MachineTable =
+        mpicast::model::read_artifact(&cache.join("mpicast/machines").join(&written[0])).unwrap();
+    let load = t.load.expect("the load is recorded");
+    assert!(load.under_load && load.wall_s > 0.0 && load.cpus >= 1, "{load:?}");
+}

@@ -314,3 +314,78 @@ fn bench_network_quick_writes_a_valid_table_and_passes_its_self_check() {
         .unwrap()
         .contains("smpi/lat-factor"));
 }
+
+/// `mpicast predict` without --platform in a cache of its own: the host's network is measured
+/// on first use. `limit` is MPICAST_LOAD_LIMIT (other processes' CPUs tolerated).
+fn predict_on_the_host(cache: &Path, limit: &str) -> std::process::Child {
+    let session = cache.join("ompi");
+    std::fs::create_dir_all(&session).unwrap();
+    Command::new(exe())
+        .args(["predict", "-n", "2", "--ops", "source", "--machine"])
+        .arg(root().join("tests/fixtures/machine/fixed.json"))
+        .arg(root().join("examples/pi_dartboard.c"))
+        .args(["--", "100000", "2"])
+        .env("XDG_CACHE_HOME", cache)
+        .env("MPICAST_CACHE_DIR", cache.join("tools"))
+        .env("MPICAST_LOAD_LIMIT", limit)
+        .env("OMPI_MCA_orte_tmpdir_base", &session)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(child: std::process::Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr
+}
+
+/// Three predictions started together in an empty cache: one measures the network, the others
+/// wait for its lock and use its platform.
+#[test]
+fn concurrent_predictions_measure_the_host_network_once() {
+    let cache = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|_| predict_on_the_host(cache.path(), "1000"))
+        .collect();
+    let logs: Vec<String> = children.into_iter().map(finish).collect();
+    let measured = logs
+        .iter()
+        .filter(|l| l.contains("no network measurement for this host yet"))
+        .count();
+    assert_eq!(measured, 1, "{}", logs.join("\n----\n"));
+    let dir = cache.path().join("mpicast/networks");
+    let host = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    assert!(host.join("platform.xml").is_file());
+    let t = network::load_table(&host.join("network.json")).unwrap();
+    let load = t.load.expect("the table records the load");
+    assert!(!load.under_load && load.limit_cpus == 1000.0, "{load:?}");
+}
+
+/// A network measured while other processes use more CPU than the limit (here: any) is used
+/// for the prediction, marked in its table, and not cached: the next prediction measures again.
+#[test]
+fn a_network_measured_under_load_is_not_cached_as_the_default() {
+    let cache = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let log = finish(predict_on_the_host(cache.path(), "-1"));
+        assert!(
+            log.contains("measured under load")
+                && log.contains("not cached as this host's default")
+                && log.contains("no network measurement for this host yet"),
+            "{log}"
+        );
+    }
+    let dir = cache.path().join("mpicast/networks");
+    let host = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    assert!(!host.join("platform.xml").exists() && !host.join("network.json").exists());
+    assert!(host.join("platform.under-load.xml").is_file());
+    let t = network::load_table(&host.join("network.under-load.json")).unwrap();
+    assert!(t.load.expect("load recorded").under_load);
+}

@@ -76,10 +76,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         first
     };
-    let path = args
-        .output
-        .clone()
-        .unwrap_or_else(|| machine::default_table_path(&table));
+    let warning = table.load.as_ref().and_then(|l| l.warning("the machine table"));
+    let path = match &args.output {
+        Some(p) => p.clone(),
+        // The host's default is never a table measured under load.
+        None if warning.is_some() => crate::model::under_load_path(&machine::default_table_path(&table)),
+        None => machine::default_table_path(&table),
+    };
     crate::model::write_artifact(&path, &table)
         .with_context(|| format!("{}: cannot write the machine table", path.display()))?;
     if args.json {
@@ -88,5 +91,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         print!("{}", render::table(&table));
     }
     eprintln!("mpicast: machine table written to {}", path.display());
+    if let Some(w) = warning {
+        eprintln!("mpicast: warning: {w} (the table says so: load.under_load)");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -93,6 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         min_reps: 20,
     };
     let exe = run::build(&spec.mpicc)?;
+    let meter = crate::model::load::LoadMeter::start();
     let pb = progress_bar(run::expected_lines(&spec));
     pb.set_message("ping-pong");
     let raw = run::run(&spec, &exe, |line| {
@@ -108,6 +109,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     pb.finish_and_clear();
     let raw = raw?;
     let mut table = network::build_table(raw, args.hosts.clone(), start.elapsed().as_secs_f64());
+    table.load = meter.finish();
     print_osu(&table);
 
     let mut status = ExitCode::SUCCESS;
@@ -164,6 +166,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             None => String::new(),
         }
     );
+    if let Some(w) = table.load.as_ref().and_then(|l| l.warning("the network table")) {
+        eprintln!("mpicast: warning: {w} (the table says so: load.under_load)");
+    }
     Ok(status)
 }
 

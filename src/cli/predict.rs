@@ -471,18 +471,7 @@ fn cached(name: &str) -> PathBuf {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    crate::model::file_name_part(&crate::model::hostname_or("localhost"))
 }
 
 /// Runs this executable's own subcommand (a benchmark), progress on stderr.
@@ -502,35 +491,49 @@ fn run_self(args: &[&str]) -> Result<()> {
 
 /// This host's machine table for mpicc -O2, measured on first use.
 pub(super) fn default_machine() -> Result<PathBuf> {
-    let p = cached(&format!("machines/{}_mpicc_-O2.json", hostname()));
-    if !p.is_file() {
-        eprintln!("mpicast: no machine table for this host yet: measuring one (about a minute), cached in {}", p.display());
-        run_self(&["bench", "machine", "-o", &p.to_string_lossy()])?;
-    }
-    Ok(p)
+    use std::io::IsTerminal;
+    crate::machine::host_table(std::io::stderr().is_terminal())
 }
 
-/// This host's network as a platform, measured on first use.
+/// This host's network as a platform, measured on first use. One process measures at a time
+/// (the others wait for its platform); a platform measured under load is used for this run
+/// only, renamed `*.under-load.*`, so the next run measures again.
 pub(super) fn default_platform() -> Result<PathBuf> {
     let dir = cached(&format!("networks/{}", hostname()));
     let p = dir.join("platform.xml");
-    if !p.is_file() {
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("{}: cannot create", dir.display()))?;
-        eprintln!(
-            "mpicast: no network measurement for this host yet: measuring one, cached in {}",
-            dir.display()
+    let _lock = crate::model::CacheLock::acquire(&dir, "default-network")?;
+    if p.is_file() {
+        return Ok(p);
+    }
+    eprintln!(
+        "mpicast: no network measurement for this host yet: measuring one, cached in {}",
+        dir.display()
+    );
+    let table = dir.join("network.json");
+    run_self(&[
+        "bench",
+        "network",
+        "--quick",
+        "-o",
+        &table.to_string_lossy(),
+        "--platform-out",
+        &p.to_string_lossy(),
+    ])?;
+    let measured: crate::model::network::NetworkTable = crate::model::read_artifact(&table)?;
+    if let Some(warning) = measured.load.as_ref().and_then(|l| l.warning("the network table")) {
+        let (table_aside, p_aside) = (
+            crate::model::under_load_path(&table),
+            crate::model::under_load_path(&p),
         );
-        let table = dir.join("network.json");
-        run_self(&[
-            "bench",
-            "network",
-            "--quick",
-            "-o",
-            &table.to_string_lossy(),
-            "--platform-out",
-            &p.to_string_lossy(),
-        ])?;
+        for (from, to) in [(&table, &table_aside), (&p, &p_aside)] {
+            std::fs::rename(from, to)
+                .with_context(|| format!("{}: cannot rename to {}", from.display(), to.display()))?;
+        }
+        eprintln!(
+            "mpicast: {warning}; not cached as this host's default: {} is used for this run",
+            p_aside.display()
+        );
+        return Ok(p_aside);
     }
     Ok(p)
 }

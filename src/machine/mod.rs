@@ -103,31 +103,71 @@ pub fn cache_root() -> PathBuf {
 
 /// Where a table is cached when no -o is given: machines/<host>_<cc>_<flags>.json.
 pub fn default_table_path(t: &MachineTable) -> PathBuf {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    let cc = Path::new(&t.compiler.cc)
+    table_path(
+        &t.host.hostname,
+        &t.compiler.cc,
+        &t.compiler.cflags,
+        !t.settings.only_classes.is_empty(),
+    )
+}
+
+fn table_path(host: &str, cc: &str, cflags: &[String], partial: bool) -> PathBuf {
+    use crate::model::file_name_part;
+    let cc = Path::new(cc)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut name = format!(
         "{}_{}_{}",
-        clean(&t.host.hostname),
-        clean(&cc),
-        clean(&t.compiler.cflags.join(""))
+        file_name_part(host),
+        file_name_part(&cc),
+        file_name_part(&cflags.join(""))
     );
-    if !t.settings.only_classes.is_empty() {
+    if partial {
         name.push_str("_partial");
     }
     cache_root().join("machines").join(format!("{name}.json"))
+}
+
+/// This host's machine table for mpicc -O2 (what predict uses without --machine): the cached
+/// one, else measured now (about a minute) and cached. One process measures at a time; the
+/// others wait for its table. A table measured under load (see [`crate::model::load`]) is
+/// used for this run only: it is written beside the cache (`*.under-load.json`), never as the
+/// default, so the next run measures again.
+pub fn host_table(progress: bool) -> Result<PathBuf> {
+    let cflags = vec!["-O2".to_string()];
+    let path = table_path(&crate::model::hostname_or("unknown"), "mpicc", &cflags, false);
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(cache_root);
+    let _lock = crate::model::CacheLock::acquire(&dir, "default-machine")?;
+    if path.is_file() {
+        return Ok(path);
+    }
+    eprintln!(
+        "mpicast: no machine table for this host yet: measuring one (about a minute), cached in {}",
+        path.display()
+    );
+    let table = measure(&Options {
+        cc: "mpicc".into(),
+        cflags,
+        quick: false,
+        classes: Vec::new(),
+        samples: None,
+        min_sample_ms: None,
+        progress,
+    })?;
+    let path = match table.load.as_ref().and_then(|l| l.warning("the machine table")) {
+        Some(warning) => {
+            let aside = crate::model::under_load_path(&path);
+            eprintln!(
+                "mpicast: {warning}; not cached as this host's default: written to {} for this run",
+                aside.display()
+            );
+            aside
+        }
+        None => path,
+    };
+    crate::model::write_artifact(&path, &table)?;
+    Ok(path)
 }
 
 /// How one class is measured: throughput kernel, latency kernel, ops per iteration of each,
@@ -209,6 +249,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     // would each slow the other down.
     let _lock = crate::model::CacheLock::acquire(&cache_root(), "mtc")?;
     let exe = kernels::build(&opts.cc, &opts.cflags, &version, &cache_root())?;
+    let meter = crate::model::load::LoadMeter::start();
     let mut driver = driver::Driver::start(&exe)?;
     let known = driver.list()?;
 
@@ -278,6 +319,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         }
     };
     drop(driver);
+    let load = meter.finish();
 
     let mut table_classes = BTreeMap::new();
     for &c in &classes {
@@ -366,6 +408,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         classes: table_classes,
         memory,
         fit,
+        load,
         created_unix_s,
         created_utc,
         mpicast_version: env!("CARGO_PKG_VERSION").to_string(),

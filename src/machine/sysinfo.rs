@@ -3,9 +3,7 @@
 use crate::model::machine::{CacheLevel, HostInfo};
 
 pub fn host_info() -> HostInfo {
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
+    let hostname = crate::model::hostname_or("unknown");
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()

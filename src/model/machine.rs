@@ -27,6 +27,9 @@ pub struct MachineTable {
     pub mpicast_version: String,
     /// Seconds the whole measurement took (compilation included).
     pub duration_s: f64,
+    /// Other processes' CPU use while it was measured (absent in tables written before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::load::HostLoad>,
 }
 
 impl Artifact for MachineTable {

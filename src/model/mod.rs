@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod expr;
+pub mod load;
 pub mod machine;
 pub mod network;
 pub mod ops;
@@ -166,6 +167,34 @@ impl CacheLock {
         }
         Ok(CacheLock { _file: Some(file) })
     }
+}
+
+/// This host's name (/proc/sys/kernel/hostname), `fallback` when it cannot be read.
+pub fn hostname_or(fallback: &str) -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| fallback.to_string())
+}
+
+/// `s` as part of a cache file name: characters other than ASCII letters, digits, '-' and '.'
+/// become '_'.
+pub fn file_name_part(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .collect()
+}
+
+/// Beside a cached table: `dir/NAME.under-load.EXT`, where a table measured under load goes
+/// instead of the host's default.
+pub fn under_load_path(path: &Path) -> std::path::PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.under-load.{}", ext.to_string_lossy()),
+        None => format!("{stem}.under-load"),
+    };
+    path.with_file_name(name)
 }
 
 /// Serialises an artifact with its schema and version fields first.

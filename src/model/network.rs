@@ -28,6 +28,9 @@ pub struct NetworkTable {
     pub smpi: SmpiSettings,
     /// Measured vs simulated ping-pong on the generated platform, when it was run.
     pub self_check: Option<SelfCheck>,
+    /// Other processes' CPU use while it was measured (absent in tables written before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::load::HostLoad>,
 }
 
 impl Artifact for NetworkTable {

@@ -16,11 +16,11 @@ use crate::model::startup::{StartupPoint, StartupTable};
 const EMPTY_C: &str = "#include <mpi.h>\nint main(int argc, char **argv)\n{\n    MPI_Init(&argc, &argv);\n    MPI_Finalize();\n    return 0;\n}\n";
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    crate::model::hostname_or("localhost")
 }
 
 fn table_path() -> PathBuf {
-    let clean: String = hostname().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    let clean = crate::model::file_name_part(&hostname());
     super::build::tool_cache().join("startup").join(format!("{clean}.json"))
 }
 

@@ -117,6 +117,7 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         break_points_bytes: f.segments.iter().skip(1).map(|g| g.from_bytes).collect(),
         segments: f.segments,
         eager_threshold_bytes: eager,
+        load: None,
         fit: FitQuality {
             heldout_sizes_bytes: heldout,
             heldout_max_rel_error: errs.iter().copied().fold(0.0, f64::max),
