@@ -191,6 +191,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // must have this host's cores, or oversubscription would be predicted wrong.
     let mut cores_fix: Option<u32> = args.cores_per_host;
     let mut platform_checked = args.platform.is_some() || args.cores_per_host.is_some();
+    // This host's platform is found (or measured) once here rather than by every prediction:
+    // one measured under load is not cached, and each would measure it again.
+    let args = if args.platform.is_none() {
+        Args {
+            platform: Some(super::predict::default_platform()?),
+            ..args
+        }
+    } else {
+        args
+    };
     let mut notes: Vec<String> = Vec::new();
 
     let mut points: Vec<ValidationPoint> = Vec::new();
