@@ -475,7 +475,45 @@ fn seeds(kind: &str) -> Vec<Vec<u8>> {
         );
     }
     files.sort();
-    files.iter().map(|f| std::fs::read(f).unwrap()).collect()
+    let mut seeds: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    seeds.extend(extra_seeds(kind));
+    seeds
+}
+
+/// Extra seeds from MPICAST_FUZZ_EXTRA (directories separated by ':', searched recursively),
+/// e.g. the external corpus (`~/.cache/mpicast/corpus`: its sources, traces and artifacts):
+/// C and C++ files for the front end, `*.trace` files for traces, `*.json` for artifacts; files
+/// over 256 KiB are left out (each input must run in well under the 2 s slow limit).
+fn extra_seeds(kind: &str) -> Vec<Vec<u8>> {
+    let Some(dirs) = std::env::var_os("MPICAST_FUZZ_EXTRA") else {
+        return Vec::new();
+    };
+    let wanted = |p: &Path| -> bool {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match kind {
+            "c" => matches!(ext, "c" | "cpp" | "cc" | "cxx" | "h"),
+            "trace" => ext == "trace",
+            "json" => ext == "json",
+            _ => false,
+        }
+    };
+    let mut files = Vec::new();
+    let mut stack: Vec<PathBuf> = std::env::split_paths(&dirs).collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+            if meta.is_dir() {
+                stack.push(p);
+            } else if meta.is_file() && meta.len() <= 256 << 10 && wanted(&p) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    eprintln!("fuzz {kind}: {} extra seeds from MPICAST_FUZZ_EXTRA", files.len());
+    files.iter().filter_map(|f| std::fs::read(f).ok()).collect()
 }
 
 fn text(input: &[u8]) -> String {

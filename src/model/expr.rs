@@ -10,7 +10,7 @@
 //! `ifpos(c, a, b)` (a when c > 0, else b), `sum(v, lo, hi, body)` (v from lo to hi inclusive),
 //! `logcount(start, bound, factor)` (how many of start, start*factor, ... are below bound).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -129,33 +129,110 @@ pub type Mono = Vec<(String, u32)>;
 /// A multivariate polynomial with rational coefficients.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Poly {
-    terms: BTreeMap<Mono, Rat>,
+    terms: Terms,
 }
 
-fn mono_mul(a: &Mono, b: &Mono) -> Mono {
-    let mut m: BTreeMap<String, u32> = a.iter().cloned().collect();
-    for (v, e) in b {
-        let x = m.entry(v.clone()).or_insert(0);
-        *x = x.saturating_add(*e);
+/// A polynomial's terms: nonzero coefficients by monomial, a vector sorted by monomial. Most
+/// polynomials have one to three terms, and an analysis holds millions of them (op counts of
+/// every block): a BTreeMap node sized for eleven entries took about 600 bytes for each.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+struct Terms(Vec<(Mono, Rat)>);
+
+impl Terms {
+    fn single(m: Mono, c: Rat) -> Terms {
+        Terms(if c.is_zero() { Vec::new() } else { vec![(m, c)] })
     }
-    m.into_iter().collect()
+    fn iter(&self) -> impl Iterator<Item = (&Mono, &Rat)> {
+        self.0.iter().map(|(m, c)| (m, c))
+    }
+    fn keys(&self) -> impl Iterator<Item = &Mono> {
+        self.0.iter().map(|(m, _)| m)
+    }
+    fn values(&self) -> impl Iterator<Item = &Rat> {
+        self.0.iter().map(|(_, c)| c)
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn get(&self, m: &Mono) -> Option<&Rat> {
+        self.0.binary_search_by(|(k, _)| k.cmp(m)).ok().map(|i| &self.0[i].1)
+    }
+    /// Adds `c` to the coefficient of `m`, dropping it when the sum is zero.
+    fn add_term(&mut self, m: &Mono, c: Rat) {
+        match self.0.binary_search_by(|(k, _)| k.cmp(m)) {
+            Ok(i) => {
+                let sum = self.0[i].1.add(c);
+                if sum.is_zero() {
+                    self.0.remove(i);
+                } else {
+                    self.0[i].1 = sum;
+                }
+            }
+            Err(i) if !c.is_zero() => self.0.insert(i, (m.clone(), c)),
+            Err(_) => {}
+        }
+    }
+    /// The same monomials, each coefficient mapped (zeros dropped).
+    fn map_coefficients(&self, f: impl Fn(Rat) -> Rat) -> Terms {
+        Terms(self.0.iter().map(|(m, c)| (m.clone(), f(*c))).filter(|(_, c)| !c.is_zero()).collect())
+    }
+}
+
+impl FromIterator<(Mono, Rat)> for Terms {
+    /// Sorted by monomial; coefficients of a repeated monomial are added, zeros dropped.
+    fn from_iter<I: IntoIterator<Item = (Mono, Rat)>>(iter: I) -> Terms {
+        let mut v: Vec<(Mono, Rat)> = iter.into_iter().collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(Mono, Rat)> = Vec::with_capacity(v.len());
+        for (m, c) in v {
+            match out.last_mut() {
+                Some(last) if last.0 == m => last.1 = last.1.add(c),
+                _ => out.push((m, c)),
+            }
+        }
+        out.retain(|(_, c)| !c.is_zero());
+        Terms(out)
+    }
+}
+
+/// The product of two monomials: a merge of their sorted variables.
+fn mono_mul(a: &Mono, b: &Mono) -> Mono {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i].clone());
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j].clone());
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push((a[i].0.clone(), a[i].1.saturating_add(b[j].1)));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
 }
 
 impl Poly {
     pub fn constant(c: Rat) -> Poly {
-        let mut terms = BTreeMap::new();
-        if !c.is_zero() {
-            terms.insert(Vec::new(), c);
-        }
-        Poly { terms }
+        Poly { terms: Terms::single(Vec::new(), c) }
     }
     pub fn int(n: i128) -> Poly {
         Poly::constant(Rat::int(n))
     }
     pub fn var(name: &str) -> Poly {
-        let mut terms = BTreeMap::new();
-        terms.insert(vec![(name.to_string(), 1)], Rat::ONE);
-        Poly { terms }
+        Poly { terms: Terms::single(vec![(name.to_string(), 1)], Rat::ONE) }
     }
     pub fn terms(&self) -> impl Iterator<Item = (&Mono, &Rat)> {
         self.terms.iter()
@@ -171,18 +248,18 @@ impl Poly {
         self.terms.is_empty()
     }
     pub fn add(&self, o: &Poly) -> Poly {
-        let mut terms = self.terms.clone();
-        for (m, c) in &o.terms {
-            let e = terms.entry(m.clone()).or_insert(Rat::ZERO);
-            *e = e.add(*c);
-            if e.is_zero() {
-                terms.remove(m);
-            }
+        if o.terms.len() > 8 && self.terms.len() > 8 {
+            // Two long polynomials: one merge instead of an insertion per term.
+            return Poly { terms: self.terms.iter().chain(o.terms.iter()).map(|(m, c)| (m.clone(), *c)).collect() };
+        }
+        let (mut terms, other) = if self.terms.len() >= o.terms.len() { (self.terms.clone(), &o.terms) } else { (o.terms.clone(), &self.terms) };
+        for (m, c) in other.iter() {
+            terms.add_term(m, *c);
         }
         Poly { terms }
     }
     pub fn neg(&self) -> Poly {
-        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.neg())).collect() }
+        Poly { terms: self.terms.map_coefficients(Rat::neg) }
     }
     pub fn sub(&self, o: &Poly) -> Poly {
         self.add(&o.neg())
@@ -191,19 +268,17 @@ impl Poly {
         if k.is_zero() {
             return Poly::default();
         }
-        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.mul(k))).collect() }
+        Poly { terms: self.terms.map_coefficients(|c| c.mul(k)) }
     }
     pub fn mul(&self, o: &Poly) -> Poly {
         // One map, updated in place: linear in the number of term pairs.
-        let mut terms: BTreeMap<Mono, Rat> = BTreeMap::new();
-        for (m1, c1) in &self.terms {
-            for (m2, c2) in &o.terms {
-                let e = terms.entry(mono_mul(m1, m2)).or_insert(Rat::ZERO);
-                *e = e.add(c1.mul(*c2));
+        let mut terms: Vec<(Mono, Rat)> = Vec::with_capacity(self.terms.len() * o.terms.len());
+        for (m1, c1) in self.terms.iter() {
+            for (m2, c2) in o.terms.iter() {
+                terms.push((mono_mul(m1, m2), c1.mul(*c2)));
             }
         }
-        terms.retain(|_, c| !c.is_zero());
-        Poly { terms }
+        Poly { terms: terms.into_iter().collect() }
     }
     pub fn pow(&self, e: u32) -> Poly {
         let mut out = Poly::int(1);
@@ -222,12 +297,10 @@ impl Poly {
     pub fn coefficients_in(&self, var: &str) -> Vec<Poly> {
         let d = self.degree_in(var) as usize;
         let mut out = vec![Poly::default(); d + 1];
-        for (m, c) in &self.terms {
+        for (m, c) in self.terms.iter() {
             let e = m.iter().find(|(v, _)| v == var).map_or(0, |(_, e)| *e) as usize;
             let rest: Mono = m.iter().filter(|(v, _)| v != var).cloned().collect();
-            let mut t = BTreeMap::new();
-            t.insert(rest, *c);
-            out[e] = out[e].add(&Poly { terms: t });
+            out[e].terms.add_term(&rest, *c);
         }
         out
     }
@@ -248,7 +321,7 @@ impl Poly {
         let Some(d) = common_denominator(self.terms.values()) else {
             // Denominators too large for one common denominator: term by term.
             let mut total = 0.0;
-            for (m, c) in &self.terms {
+            for (m, c) in self.terms.iter() {
                 let mut t = c.to_f64();
                 for (v, e) in m {
                     t *= env(v).ok_or_else(|| v.clone())?.powi((*e).min(i32::MAX as u32) as i32);
@@ -258,7 +331,7 @@ impl Poly {
             return Ok(total);
         };
         let mut total = 0.0;
-        for (m, c) in &self.terms {
+        for (m, c) in self.terms.iter() {
             let mut t = c.mul(Rat::int(d)).num() as f64;
             for (v, e) in m {
                 let x = env(v).ok_or_else(|| v.clone())?;
