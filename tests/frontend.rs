@@ -358,3 +358,20 @@ fn compiled_costing_follows_hoisting_and_inlining() {
     let main = m.blocks.iter().find(|b| b.kind == BlockKind::Function && b.function == "main").unwrap();
     assert!(op(main, "double_mul") >= 1.0, "the hoisted s * t: {main:?}");
 }
+
+/// Library calls by class: allocation per call, printf per call and per conversion type,
+/// fwrite per byte; a program function named like one stays a call.
+#[test]
+fn library_calls_are_costed_by_their_classes() {
+    use mpicast::model::ops::OpClass;
+    let p = fixture("library_calls.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    let op = |c: OpClass| b.ops.get(&c).map(|e| e.eval_map(&HashMap::new()).unwrap()).unwrap_or(0.0);
+    assert_eq!(op(OpClass::Alloc), 2.0, "malloc and free: {:?}", b.ops);
+    assert_eq!(op(OpClass::PrintCall), 1.0, "{:?}", b.ops);
+    assert_eq!(op(OpClass::PrintInt), 2.0, "%d %5d: {:?}", b.ops);
+    assert_eq!(op(OpClass::PrintFp), 3.0, "%.6e %g %10.3f (%% is none): {:?}", b.ops);
+    assert_eq!(op(OpClass::WriteByte), 24.0, "3 doubles: {:?}", b.ops);
+    assert_eq!(op(OpClass::Call), 1.0, "the program's own write(): {:?}", b.ops);
+}

@@ -1030,6 +1030,7 @@ impl<'a> Analyzer<'a> {
             add_op(ops, c, Expr::int(1));
             return fp;
         }
+        let user_defined = self.globals.functions.contains_key(func);
         match func {
             "abs" | "labs" => {
                 add_op(ops, OpClass::Fabs, Expr::int(1));
@@ -1037,6 +1038,56 @@ impl<'a> Analyzer<'a> {
             }
             "rand" | "random" | "rand_r" => {
                 add_op(ops, OpClass::Rand, Expr::int(1));
+                return CType::int();
+            }
+            // The C library's, unless the program defines a function of that name.
+            "malloc" | "calloc" | "realloc" | "free" | "aligned_alloc" | "posix_memalign" if !user_defined => {
+                add_op(ops, OpClass::Alloc, Expr::int(1));
+                return match func {
+                    "free" => CType { base: Base::Void, indirection: 0, is_const: false, width: 0 },
+                    "posix_memalign" => CType::int(),
+                    _ => CType { base: Base::Void, indirection: 1, is_const: false, width: 0 },
+                };
+            }
+            "printf" | "fprintf" | "sprintf" | "snprintf" | "dprintf" | "puts" | "fputs" if !user_defined => {
+                add_op(ops, OpClass::PrintCall, Expr::int(1));
+                let format_at = match func {
+                    "printf" => Some(0),
+                    "fprintf" | "sprintf" | "dprintf" => Some(1),
+                    "snprintf" => Some(2),
+                    _ => None,
+                };
+                if let Some(at) = format_at {
+                    let (ints, fps) = match args.get(at) {
+                        Some(CExpr::Str(format)) => format_conversions(format),
+                        // A format not known before running: every argument after it is
+                        // taken as one integer conversion.
+                        _ => (args.len().saturating_sub(at + 1) as i128, 0),
+                    };
+                    if ints > 0 {
+                        add_op(ops, OpClass::PrintInt, Expr::int(ints));
+                    }
+                    if fps > 0 {
+                        add_op(ops, OpClass::PrintFp, Expr::int(fps));
+                    }
+                }
+                return CType::int();
+            }
+            "fwrite" | "write" if !user_defined => {
+                // fwrite(ptr, size, count, file); write(fd, buf, bytes).
+                let n = if func == "fwrite" {
+                    match (args.get(1).and_then(|a| self.byte_count(a)), args.get(2).and_then(|a| self.value_expr(a))) {
+                        (Some(size), Some(count)) => Some(size.mul(count)),
+                        _ => None,
+                    }
+                } else {
+                    args.get(2).and_then(|a| self.byte_count(a))
+                };
+                let n = n.unwrap_or_else(|| {
+                    self.diag(args.first().map_or(0, CExpr::line_hint), format!("{func} size not known before running; counted as one byte"));
+                    Expr::int(1)
+                });
+                add_op(ops, OpClass::WriteByte, n);
                 return CType::int();
             }
             "memcpy" | "memmove" | "memset" => {
@@ -1983,3 +2034,30 @@ fn paren(e: &CExpr) -> String {
         _ => cexpr_text(e),
     }
 }
+
+/// The conversions of a printf format: (integer-like, floating-point). `%%` is none; a `*`
+/// width or precision takes an argument without a conversion of its own.
+fn format_conversions(format: &str) -> (i128, i128) {
+    let (mut ints, mut fps) = (0, 0);
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        // flags, width, precision, length modifiers, then the conversion character
+        while let Some(&d) = chars.peek() {
+            if "-+ #0123456789.*'hlLqjzt".contains(d) {
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        match chars.next() {
+            Some('f' | 'F' | 'e' | 'E' | 'g' | 'G' | 'a' | 'A') => fps += 1,
+            Some('d' | 'i' | 'u' | 'o' | 'x' | 'X' | 'c' | 's' | 'p') => ints += 1,
+            _ => {}
+        }
+    }
+    (ints, fps)
+}
+

@@ -25,6 +25,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("mtc_ctrl.c", include_str!("../../microbench/mtc_ctrl.c")),
     ("mtc_mem.c", include_str!("../../microbench/mtc_mem.c")),
     ("mtc_calib.c", include_str!("../../microbench/mtc_calib.c")),
+    ("mtc_io.c", include_str!("../../microbench/mtc_io.c")),
 ];
 
 /// The calibration kernels' source (their `mtc-cal` count declarations live there).

@@ -140,12 +140,17 @@ pub fn host_table(progress: bool) -> Result<PathBuf> {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(cache_root);
     let _lock = crate::model::CacheLock::acquire(&dir, "default-machine")?;
     if path.is_file() {
-        return Ok(path);
+        match load_table(&path) {
+            Ok(_) => return Ok(path),
+            // Written by an older mpicast (fewer classes) or damaged: measured again.
+            Err(e) => eprintln!("mpicast: the cached machine table is not usable ({}): measuring a new one", e),
+        }
+    } else {
+        eprintln!(
+            "mpicast: no machine table for this host yet: measuring one (about a minute), cached in {}",
+            path.display()
+        );
     }
-    eprintln!(
-        "mpicast: no machine table for this host yet: measuring one (about a minute), cached in {}",
-        path.display()
-    );
     let table = measure(&Options {
         cc: "mpicc".into(),
         cflags,
@@ -212,6 +217,13 @@ fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
         LoopIter => same(key("empty", 0), 1.0, None),
         MemcpyByte => same(key("memcpy", 0), BYTES_PER_CALL, empty.clone()),
         MemsetByte => same(key("memset", 0), BYTES_PER_CALL, empty.clone()),
+        // A malloc and its free per iteration.
+        Alloc => same(key("alloc", 0), 2.0, empty.clone()),
+        PrintCall => same(key("print_call", 0), 1.0, empty.clone()),
+        // Eight conversions per call, the call itself (print_call) taken off.
+        PrintInt => same(key("print_int", 0), 8.0, Some(key("print_call", 0))),
+        PrintFp => same(key("print_fp", 0), 8.0, Some(key("print_call", 0))),
+        WriteByte => same(key("write", 0), BYTES_PER_CALL, empty.clone()),
         Load => ClassPlan {
             tp: (key("mem_stream_load", l1_ws), UNROLL),
             lat: (key("mem_chase_lat", l1_ws), UNROLL),

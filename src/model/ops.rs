@@ -62,6 +62,11 @@ op_classes! {
     Rand => "rand": "rand() and random()",
     MemcpyByte => "memcpy_byte": "one byte of memcpy or memmove",
     MemsetByte => "memset_byte": "one byte of memset",
+    Alloc => "alloc": "malloc, calloc, realloc or free (one call, small blocks)",
+    PrintCall => "print_call": "one printf, fprintf, sprintf, snprintf, puts or fputs call (its conversions are counted apart)",
+    PrintInt => "print_int": "one integer, character, string or pointer conversion of a printf-family call",
+    PrintFp => "print_fp": "one floating-point conversion (%f, %e, %g, %a) of a printf-family call",
+    WriteByte => "write_byte": "one byte written with fwrite or write (stdio buffering and the write to the file)",
 }
 
 impl std::fmt::Display for OpClass {

@@ -58,8 +58,18 @@ pub const INSTRUCTION_CLASSES: &[OpClass] = &[
     OpClass::Fabs,
 ];
 
-/// Library classes: a call to one of these is costed by its class, not as a `call`.
-const LIBRARY_CLASSES: &[OpClass] = &[OpClass::Sqrt, OpClass::Exp, OpClass::Log, OpClass::SinCos, OpClass::Pow, OpClass::Rand];
+/// Library classes counted once per call: a call to one of these is costed by its class, not
+/// as a `call`.
+const LIBRARY_CLASSES: &[OpClass] = &[
+    OpClass::Sqrt,
+    OpClass::Exp,
+    OpClass::Log,
+    OpClass::SinCos,
+    OpClass::Pow,
+    OpClass::Rand,
+    OpClass::Alloc,
+    OpClass::PrintCall,
+];
 
 /// One machine loop as matched to the source.
 #[derive(Debug, Clone, PartialEq)]
