@@ -69,7 +69,7 @@ pub fn load_table(path: &Path) -> Result<MachineTable> {
         .collect();
     if !missing.is_empty() {
         bail!(
-            "{}: machine table lacks {} of {} classes ({}); measure all classes (no --classes)",
+            "{}: machine table lacks {} of {} classes ({}): measured with --classes, or by an older mpicast; measure all classes with `mpicast bench machine`",
             path.display(),
             missing.len(),
             OpClass::ALL.len(),
