@@ -6,8 +6,15 @@
  *                                 thread's CPU clock (time while descheduled left out: the
  *                                 machine may be shared) and on CLOCK_MONOTONIC
  *   quit
- * WS_BYTES sizes the working set of the memory kernels (0: keep the current one). */
+ * WS_BYTES sizes the working set of the memory kernels (0: keep the current one).
+ *
+ * Built with an MPI compiler wrapper (MTC_WITH_MPI defined), the driver is an MPI process: it
+ * calls MPI_Init first (a singleton), so the kernels run as a program's code does, beside the
+ * MPI library's threads and with its memory hooks in place (malloc and free costs change). */
 #define _POSIX_C_SOURCE 200809L
+#ifdef MTC_WITH_MPI
+#include <mpi.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +132,16 @@ static long long elapsed_ns(struct timespec a, struct timespec b) {
     return (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+#ifdef MTC_WITH_MPI
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "mtc: MPI_Init failed\n");
+        return 1;
+    }
+#else
+    (void)argc;
+    (void)argv;
+#endif
     static struct mtc_ctx ctx;
     init_calibration(&ctx);
     set_working_set(&ctx, 16384);
@@ -160,5 +176,8 @@ int main(void) {
         clock_gettime(CLOCK_MONOTONIC, &w1);
         printf("%lld %lld\n", elapsed_ns(c0, c1), elapsed_ns(w0, w1));
     }
+#ifdef MTC_WITH_MPI
+    MPI_Finalize();
+#endif
     return 0;
 }

@@ -37,6 +37,13 @@ pub fn calib_source() -> &'static str {
         .unwrap_or("")
 }
 
+/// Whether `cc` is an MPI compiler wrapper (mpicc, mpicxx, mpiicc, ...), by its file name.
+pub fn is_mpi_wrapper(cc: &str) -> bool {
+    Path::new(cc)
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("mpi"))
+}
+
 /// First line of `cc --version`.
 pub fn compiler_version(cc: &str) -> Result<String> {
     let out = Command::new(cc)
@@ -62,9 +69,10 @@ fn fnv(parts: &[&str]) -> u64 {
 }
 
 /// Compiles the driver and kernels with `cc cflags` into `cache_root/kernels/<hash>/mtc`,
-/// reusing an earlier build of the same sources, compiler and flags.
-pub fn build(cc: &str, cflags: &[String], cc_version: &str, cache_root: &Path) -> Result<PathBuf> {
-    let mut parts: Vec<&str> = vec![cc, cc_version];
+/// reusing an earlier build of the same sources, compiler and flags; `in_mpi`: the driver calls
+/// MPI_Init (cc must be an MPI wrapper).
+pub fn build(cc: &str, cflags: &[String], cc_version: &str, cache_root: &Path, in_mpi: bool) -> Result<PathBuf> {
+    let mut parts: Vec<&str> = vec![cc, cc_version, if in_mpi { "in-mpi" } else { "" }];
     parts.extend(cflags.iter().map(String::as_str));
     for (n, s) in SOURCES {
         parts.push(n);
@@ -90,6 +98,10 @@ pub fn build(cc: &str, cflags: &[String], cc_version: &str, cache_root: &Path) -
     let out_tmp = tmp.path().join("mtc");
     let mut cmd = Command::new(cc);
     cmd.args(cflags).arg("-I").arg(tmp.path());
+    if in_mpi {
+        // In context: the driver runs its kernels inside an MPI process (mtc_driver.c).
+        cmd.arg("-DMTC_WITH_MPI");
+    }
     for (n, _) in SOURCES.iter().filter(|(n, _)| n.ends_with(".c")) {
         cmd.arg(tmp.path().join(n));
     }

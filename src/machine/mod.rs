@@ -260,10 +260,25 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     // One MTC at a time per cache: the kernels are built once, and two measurements at once
     // would each slow the other down.
     let _lock = crate::model::CacheLock::acquire(&cache_root(), "mtc")?;
-    let exe = kernels::build(&opts.cc, &opts.cflags, &version, &cache_root())?;
+    let in_mpi = kernels::is_mpi_wrapper(&opts.cc);
+    let exe = kernels::build(&opts.cc, &opts.cflags, &version, &cache_root(), in_mpi)?;
     let meter = crate::model::load::LoadMeter::start();
-    let mut driver = driver::Driver::start(&exe)?;
-    let known = driver.list()?;
+    let started = driver::Driver::start(&exe).and_then(|mut d| d.list().map(|k| (d, k)));
+    let (mut driver, known) = match started {
+        Ok(x) => x,
+        // A singleton MPI_Init can fail (a batch system's environment, no launcher daemon):
+        // the kernels then run outside MPI.
+        Err(e) if in_mpi => {
+            eprintln!(
+                "mpicast: the kernels could not run inside an MPI process ({e:#}); measuring them outside MPI"
+            );
+            let exe = kernels::build(&opts.cc, &opts.cflags, &version, &cache_root(), false)?;
+            let mut d = driver::Driver::start(&exe)?;
+            let k = d.list()?;
+            (d, k)
+        }
+        Err(e) => return Err(e),
+    };
 
     let working_sets = sysinfo::working_sets(&host.caches);
     let l1_ws = working_sets[0].1;
