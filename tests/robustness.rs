@@ -686,11 +686,12 @@ fn hostile_c_in_process_on_a_small_stack() {
     }
 }
 
-/// Analyze is quadratic in the number of functions of a file (src/frontend/analyze.rs looks
-/// functions and blocks up by linear search; cli/analyze.rs's tree printer too): 10 MB of small
-/// functions (120,000) does not finish in minutes. Run with --ignored once that is fixed.
+/// 10 MB of small functions (108,000): linear now, about 13 s in a release build on a 2-core
+/// machine, but about 2.4 GB resident (the file's syntax tree and IR, then some 650,000 blocks),
+/// over the 1 GiB the front end should keep to. Too slow for a debug test run: run it with
+/// --ignored in a release build.
 #[test]
-#[ignore]
+#[ignore = "10 MB of C: release builds only, about 2.4 GB resident (target < 1 GiB)"]
 fn ten_megabytes_of_small_functions() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("many.c");

@@ -288,7 +288,7 @@ impl<'a> Analyzer<'a> {
             line_start: sp.line_start,
             line_end: sp.line_end,
             count,
-            trip,
+            trip: trip.map(Box::new),
             ops,
             bytes: Some([sp.byte_start, sp.byte_end]),
             body_bytes: None,
@@ -329,7 +329,7 @@ impl<'a> Analyzer<'a> {
     fn set_last_cond(&mut self, parent: &Ctx, arm: &Ctx) {
         let c = Self::arm_cond(parent, arm);
         if let Some(b) = self.model.blocks.last_mut() {
-            b.cond = c;
+            b.cond = c.map(Box::new);
         }
     }
 
@@ -439,7 +439,7 @@ impl<'a> Analyzer<'a> {
                     b.site = Some(body_site(&bs));
                     if inner_ctx.loops.len() > ctx.loops.len() {
                         if let Some((v, lo, hi)) = inner_ctx.loops.last().and_then(|l| l.var.clone()) {
-                            b.induction = Some(Induction { var: v, lo, hi });
+                            b.induction = Some(Box::new(Induction { var: v, lo, hi }));
                         }
                     }
                 }

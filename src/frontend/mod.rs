@@ -155,9 +155,11 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
     }
     let mut a = analyze::Analyzer::new(opts);
     a.declare(&units);
-    for u in &units {
-        for f in &u.functions {
-            a.function(&u.file, f);
+    // Each function's IR is dropped once analysed (the declarations keep what calls need): the
+    // IR and the blocks are never all in memory at once.
+    for mut u in units {
+        for f in std::mem::take(&mut u.functions) {
+            a.function(&u.file, &f);
         }
     }
     let mut model = a.finish();

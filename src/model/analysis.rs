@@ -104,7 +104,7 @@ pub struct Block {
     pub count: Count,
     /// For loops: iterations per entry of the loop.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub trip: Option<Count>,
+    pub trip: Option<Box<Count>>,
     /// Ops per execution of the block, by class (NI_b).
     pub ops: BTreeMap<OpClass, Expr>,
     /// Byte range of the block in its file (end exclusive).
@@ -116,11 +116,11 @@ pub struct Block {
     /// For loops with a unit step: the induction variable and its inclusive range per entry
     /// (formulas that may mention enclosing loops' variables).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub induction: Option<Induction>,
+    pub induction: Option<Box<Induction>>,
     /// For branch arms: executions per execution of the parent, a 0/1 indicator in rank, size,
     /// parameters and loop variables, or a probability; absent when it depends on data.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cond: Option<Expr>,
+    pub cond: Option<Box<Expr>>,
     /// Where a trace point for the block may be inserted, from the syntax tree. Absent in
     /// analyses written before it existed.
     #[serde(skip_serializing_if = "Option::is_none", default)]

@@ -321,7 +321,7 @@ impl<'a> Program<'a> {
                 }
                 BlockKind::Branch => {
                     let cond = match &b.cond {
-                        Some(c) => c.clone(),
+                        Some(c) => (**c).clone(),
                         None => {
                             self.assumed.borrow_mut().insert(format!(
                                 "{}:{}: branch depends on data: assumed taken half the time (range: never to always)",

@@ -76,7 +76,7 @@ fn local_factor(model: &ProgramModel, b: usize) -> Option<&Expr> {
     let blk = &model.blocks[b];
     match blk.kind {
         BlockKind::Loop => blk.trip.as_ref().and_then(|t| t.expr.as_ref()),
-        BlockKind::Branch => blk.cond.as_ref(),
+        BlockKind::Branch => blk.cond.as_deref(),
         _ => None,
     }
 }
