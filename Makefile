@@ -3,7 +3,7 @@ CARGO ?= cargo
 MPIRUN_FLAGS ?= --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1
 RELEASE := target/release/mpicast
 
-.PHONY: setup build examples demo test accuracy bench corpus fuzz clean
+.PHONY: setup build examples demo test accuracy stability bench corpus fuzz clean
 
 setup:
 	@./scripts/setup.sh
@@ -33,6 +33,10 @@ bench: build
 # networks (network namespaces: needs root, skipped otherwise); writes docs/ACCURACY.md.
 accuracy: build
 	@./scripts/accuracy.sh
+
+# Predictions from two machine tables measured back to back, side by side (target: within 3%).
+stability: build
+	@./scripts/stability.sh
 
 # Real MPI programs from Debian source packages (hpcc, simgrid, mpich, openmpi, netpipe), fetched into
 # ~/.cache/mpicast/corpus and put through every stage; writes docs/CORPUS.md. CORPUS=quick: a subset.
