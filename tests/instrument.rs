@@ -10,9 +10,9 @@ use std::process::Command;
 use mpicast::frontend;
 use mpicast::instrument::{blocks_to_count, rewrite};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
+
 
 fn sources(dir: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))

@@ -2,16 +2,16 @@
 //! settings and self-check through mpicast's simulator, every shipped platform and template
 //! loading in SimGrid, and one real `mpicast bench network --quick`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use mpicast::model::network::NetworkTable;
 use mpicast::model::simjob::{ActorSpec, SimAction, SimJob};
 use mpicast::network::{self, fit, platform, run};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
+
 
 fn exe() -> &'static str {
     std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));

@@ -14,12 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use common::root;
 
 const RANK_COUNTS: [usize; 3] = [1, 2, 4];
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Runs a build command once per test process; panics with its output when it fails.
 fn build_once(cell: &'static OnceLock<Result<(), String>>, cmd: impl FnOnce() -> Command) {

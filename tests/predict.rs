@@ -2,16 +2,14 @@
 //! communication against the program's pattern, what-if knobs, errors that say what to do.
 //! Runs the real binary with real SimGrid; the machine table is a fixture with hand-set costs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use mpicast::model::trace::{Peer, TraceAction};
+use common::root;
 
 mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn predict(args: &[&str]) -> Output {
     let r = root();

@@ -14,6 +14,9 @@ use mpicast::model::trace::{
 use mpicast::sim::TraceSource;
 use mpicast::trace::TraceWriter;
 
+mod common;
+use common::root;
+
 const L: f64 = 50e-6;
 const B: f64 = 125e6;
 const UNIT: [&str; 3] = [
@@ -22,9 +25,6 @@ const UNIT: [&str; 3] = [
     "network/crosstraffic:0",
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 fn two_hosts() -> PathBuf {
     root().join("platforms/two_hosts.xml")
 }

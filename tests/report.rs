@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::root;
+
 const MACHINE: &str = "tests/fixtures/machine/fixed.json";
 const PLATFORM: &str = "platforms/cluster-gige.xml";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn mpicast_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mpicast")).current_dir(dir).args(args).output().expect("run mpicast")

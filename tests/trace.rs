@@ -14,9 +14,9 @@ use mpicast::model::read_artifact;
 use mpicast::model::trace::{Compute, Peer, Tag, TraceAction, TraceMeta};
 use mpicast::trace::TraceReader;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
+
 
 fn example(name: &str) -> PathBuf {
     root().join("examples").join(format!("{name}.c"))

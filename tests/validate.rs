@@ -3,12 +3,12 @@
 //! scripts/netns.sh. Accuracy itself is not asserted here: these machines are shared and
 //! loaded; `make accuracy` measures it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
+
 
 fn mpicast(args: &[&str]) -> Output {
     mpicast_in(args, None)
