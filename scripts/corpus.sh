@@ -22,6 +22,13 @@ MPIRUN_ARGS="--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --b
 PACKAGES=(hpcc simgrid mpich openmpi netpipe)
 
 SET=full
+# The commit the run starts from (the binary is built from it by `make corpus`), "+changes" when
+# the tree differs from it: the report names it, not whatever HEAD is when the run ends.
+export MPICAST_COMMIT
+MPICAST_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)
+if [ -n "$MPICAST_COMMIT" ] && ! git -C "$ROOT" diff --quiet HEAD -- src microbench instrument 2>/dev/null; then
+  MPICAST_COMMIT="$MPICAST_COMMIT+changes"
+fi
 if [ $# -gt 0 ] && { [ "$1" = full ] || [ "$1" = quick ]; }; then SET=$1; shift; fi
 ONLY=("$@")
 

@@ -140,7 +140,7 @@ $cpu = $cpu ? ($cpu =~ s/.*:\s*//r) : 'unknown CPU';
 my $cores = `nproc`; chomp $cores;
 my $ompi = (split /\n/, `mpirun --version 2>/dev/null`)[0] // 'mpirun';
 my $version = `$mpicast --version 2>/dev/null`; chomp $version; $version =~ s/^mpicast //;
-my $commit = `git -C "\$(dirname "$mpicast")/../.." rev-parse --short HEAD 2>/dev/null`; chomp $commit;
+my $commit = $ENV{MPICAST_COMMIT} // `git -C "\$(dirname "$mpicast")/../.." rev-parse --short HEAD 2>/dev/null`; chomp $commit;
 my $date = strftime('%Y-%m-%d %H:%M UTC', gmtime);
 my %pkgver;
 for my $pk (qw(hpcc simgrid mpich openmpi netpipe)) {
