@@ -59,10 +59,32 @@ impl NetworkTable {
             .unwrap_or(f64::NAN)
     }
 
+    /// The ping-pong as the platform models it: the measured medians, except at the sizes set
+    /// aside as implausible (`fit.outlier_sizes_bytes`), which follow the fit.
+    pub fn modelled_pingpong(&self) -> Vec<crate::model::network::PingPongPoint> {
+        let mut pp = self.pingpong.clone();
+        for p in &mut pp {
+            if self.fit.outlier_sizes_bytes.contains(&p.size_bytes) {
+                p.median_s = fit::predict(&self.segments, p.size_bytes);
+            }
+        }
+        pp
+    }
+
+    /// Sizes the fit went through although [`fit::spikes`] sets them aside (a table written
+    /// before the rule was as strict as it is).
+    pub fn implausible_in_fit(&self) -> Vec<u64> {
+        let points: Vec<(u64, f64)> = self.pingpong.iter().map(|p| (p.size_bytes, p.median_s)).collect();
+        fit::spikes(&points)
+            .into_iter()
+            .filter(|s| !self.fit.outlier_sizes_bytes.contains(s))
+            .collect()
+    }
+
     /// The SMPI settings rebuilt as factor lists (what `smpi.cfg` says), for evaluation.
     pub fn smpi_derived(&self) -> smpi::Derived {
         smpi::settings(
-            &self.pingpong,
+            &self.modelled_pingpong(),
             &self.overheads,
             &self.segments,
             self.eager_threshold_bytes,
@@ -95,6 +117,14 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         .map(|p| (p.size_bytes, p.median_s))
         .collect();
     let (f, outliers) = fit::fit_segments_robust(&points);
+    // The SMPI factors follow the measured medians size by size; a size set aside as implausible
+    // follows the fit instead (as in NetworkTable::modelled_pingpong).
+    let mut pingpong_for_smpi = raw.pingpong.clone();
+    for p in &mut pingpong_for_smpi {
+        if outliers.contains(&p.size_bytes) {
+            p.median_s = fit::predict(&f.segments, p.size_bytes);
+        }
+    }
     let (heldout, errs) = fit::heldout_errors(&points);
     let fit_max = points
         .iter()
@@ -102,7 +132,7 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         .map(|&(s, t)| ((fit::predict(&f.segments, s) - t) / t).abs())
         .fold(0.0, f64::max);
     let eager = eager_threshold(&f.segments);
-    let derived = smpi::settings(&raw.pingpong, &raw.overheads, &f.segments, eager);
+    let derived = smpi::settings(&pingpong_for_smpi, &raw.overheads, &f.segments, eager);
     NetworkTable {
         launch: crate::model::network::Launch {
             command: raw.command,
@@ -218,7 +248,8 @@ pub fn self_check(table: &NetworkTable, platform: &Path) -> Result<SelfCheck> {
     let (job, gap) = self_check_job(table, platform, &a, &b);
     let out = crate::sim::child::simulate(&job)?;
     let mut rows = Vec::new();
-    for (i, p) in table.pingpong.iter().enumerate() {
+    // Sizes set aside as implausible are checked against the fit the platform follows there.
+    for (i, p) in table.modelled_pingpong().iter().enumerate() {
         let name = format!("ping{i}");
         let finish = out
             .actors
