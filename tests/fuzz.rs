@@ -582,6 +582,18 @@ const TRACE_DICT: &[&str] = &[
 ];
 
 /// Parses every line; a parsed action must print and parse back to itself.
+/// Entries of an action's rank and count lists: `counts=40x4294967` on 1,000 lines is four
+/// billion of them, which a reader refuses per file but this harness's loops must bound too.
+fn list_entries(a: &mpicast::model::trace::TraceAction) -> usize {
+    use mpicast::model::trace::TraceAction::*;
+    match a {
+        CommDef { ranks, .. } => ranks.len(),
+        Gatherv { counts, .. } | Scatterv { counts, .. } | Allgatherv { counts, .. } | ReduceScatter { counts, .. } => counts.len(),
+        Alltoallv { send, recv, .. } => send.len() + recv.len(),
+        _ => 0,
+    }
+}
+
 fn trace_lines(input: &[u8]) -> String {
     use mpicast::trace::{format_action, parse_line, Line};
     let t = text(input);
@@ -595,9 +607,7 @@ fn trace_lines(input: &[u8]) -> String {
         }
         match parse_line(l) {
             Ok(Some(Line::Action(a))) => {
-                if let mpicast::model::trace::TraceAction::CommDef { ranks, .. } = &a {
-                    entries += ranks.len();
-                }
+                entries += list_entries(&a);
                 let printed = format_action(&a);
                 if printed.len() > 1 << 16 {
                     // `comm 1 0-16777215` expands to 16M ranks: printing them all back is slow,
@@ -649,9 +659,7 @@ fn trace_files(input: &[u8], dir: &Path) -> String {
         match rd.next_action() {
             Ok(Some((a, _))) if k < 100_000 && entries < 1 << 25 => {
                 k += 1;
-                if let mpicast::model::trace::TraceAction::CommDef { ranks, .. } = &a {
-                    entries += ranks.len();
-                }
+                entries += list_entries(&a);
             }
             Ok(_) => break,
             Err(e) => return format!("{v} / read: {}", e.msg),

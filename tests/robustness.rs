@@ -824,6 +824,16 @@ fn fuzz_findings_stay_fixed() {
     assert!(parse_line("comm 1 ,")
         .unwrap_err()
         .contains("names no rank"));
+    // Ranks u32::MAX then 0 were printed as the range `4294967295-0` (the successor wrapped),
+    // which does not parse.
+    let Some(mpicast::trace::Line::Action(a)) = parse_line("comm 2 4294967295,0").unwrap() else {
+        panic!("a comm line is an action");
+    };
+    let text = mpicast::trace::format_action(&a);
+    assert!(
+        matches!(parse_line(&text), Ok(Some(mpicast::trace::Line::Action(b))) if b == a),
+        "{text}"
+    );
     // A logcount factor of 2^64 was truncated to 0 when read.
     assert!(Expr::parse("logcount(1, n, 18446744073709551616)").is_err());
     let e = Expr::parse("logcount(1, n, 9223372036854775807)").unwrap();

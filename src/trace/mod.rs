@@ -479,7 +479,7 @@ pub fn format_action(a: &TraceAction) -> String {
             let mut i = 0;
             while i < ranks.len() {
                 let mut j = i;
-                while j + 1 < ranks.len() && ranks[j + 1] == ranks[j].wrapping_add(1) {
+                while j + 1 < ranks.len() && ranks[j].checked_add(1) == Some(ranks[j + 1]) {
                     j += 1;
                 }
                 parts.push(if j > i { format!("{}-{}", ranks[i], ranks[j]) } else { ranks[i].to_string() });
