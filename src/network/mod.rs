@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::model::network::{FitQuality, NetworkTable, Segment, SelfCheck, SelfCheckRow};
+use crate::model::network::{FitQuality, NetworkTable, PingPongPoint, Segment, SelfCheck, SelfCheckRow};
 use crate::model::simjob::{ActorSpec, SimAction, SimJob};
 
 /// Self-check bound: simulated vs measured one-way time, relative, at every size.
@@ -61,14 +61,8 @@ impl NetworkTable {
 
     /// The ping-pong as the platform models it: the measured medians, except at the sizes set
     /// aside as implausible (`fit.outlier_sizes_bytes`), which follow the fit.
-    pub fn modelled_pingpong(&self) -> Vec<crate::model::network::PingPongPoint> {
-        let mut pp = self.pingpong.clone();
-        for p in &mut pp {
-            if self.fit.outlier_sizes_bytes.contains(&p.size_bytes) {
-                p.median_s = fit::predict(&self.segments, p.size_bytes);
-            }
-        }
-        pp
+    pub fn modelled_pingpong(&self) -> Vec<PingPongPoint> {
+        modelled(&self.pingpong, &self.segments, &self.fit.outlier_sizes_bytes)
     }
 
     /// Sizes the fit went through although [`fit::spikes`] sets them aside (a table written
@@ -109,6 +103,17 @@ pub fn eager_threshold(segments: &[Segment]) -> Option<u64> {
         .map(|(s, _)| s)
 }
 
+/// `pingpong` with the sizes in `outliers` (set aside as implausible) at the fit's value.
+fn modelled(pingpong: &[PingPongPoint], segments: &[Segment], outliers: &[u64]) -> Vec<PingPongPoint> {
+    let mut pp = pingpong.to_vec();
+    for p in &mut pp {
+        if outliers.contains(&p.size_bytes) {
+            p.median_s = fit::predict(segments, p.size_bytes);
+        }
+    }
+    pp
+}
+
 /// Builds the table from raw results: fit, held-out error, eager threshold, SMPI settings.
 pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> NetworkTable {
     let points: Vec<(u64, f64)> = raw
@@ -118,13 +123,8 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         .collect();
     let (f, outliers) = fit::fit_segments_robust(&points);
     // The SMPI factors follow the measured medians size by size; a size set aside as implausible
-    // follows the fit instead (as in NetworkTable::modelled_pingpong).
-    let mut pingpong_for_smpi = raw.pingpong.clone();
-    for p in &mut pingpong_for_smpi {
-        if outliers.contains(&p.size_bytes) {
-            p.median_s = fit::predict(&f.segments, p.size_bytes);
-        }
-    }
+    // follows the fit instead.
+    let pingpong_for_smpi = modelled(&raw.pingpong, &f.segments, &outliers);
     let (heldout, errs) = fit::heldout_errors(&points);
     let fit_max = points
         .iter()
