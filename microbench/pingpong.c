@@ -7,6 +7,8 @@
  *   pp SIZE N MIN_S MEDIAN_S P90_S MEAN_S REL_STDERR     one-way time (round trip / 2)
  *   os SIZE MEDIAN_S N                                   MPI_Isend post cost (receive pre-posted)
  *   or SIZE MEDIAN_S N                                   MPI_Irecv post cost (message not yet sent)
+ *   bx SIZE N MIN_S MEDIAN_S                             bidirectional exchange: both ranks send
+ *                                                        SIZE to each other at once; per exchange
  *   coll NAME SIZE N MEAN_S MIN_S                        per call, slowest rank's mean
  *   info KEY VALUE
  *
@@ -15,7 +17,11 @@
  * budget (-b) is spent, or -M samples are taken. Only ranks 0 and 1 take part in the ping-pong;
  * all ranks take part in the collectives.
  *
+ * The exchange against the one-way time of the same size says whether the two directions share
+ * the link's bandwidth (about twice the time) or each has its own (about the same time).
+ *
  * Options: -S sizes (comma list, bytes)  -O overhead sizes  -C collective sizes
+ *          -X exchange sizes
  *          -b budget_s  -e rel_stderr  -m min_reps  -M max_reps  -w warmup
  */
 #include <mpi.h>
@@ -51,8 +57,8 @@ static double quantile(double *sorted, long n, double q) {
 }
 
 int main(int argc, char **argv) {
-    long sizes[MAX_SIZES], osizes[MAX_SIZES], csizes[MAX_SIZES];
-    int nsizes = 0, nosizes = 0, ncsizes = 0;
+    long sizes[MAX_SIZES], osizes[MAX_SIZES], csizes[MAX_SIZES], xsizes[MAX_SIZES];
+    int nsizes = 0, nosizes = 0, ncsizes = 0, nxsizes = 0;
     double budget_s = 0.5, target = 0.02;
     long min_reps = 20, max_reps = 100000, warmup = 10;
     int rank, nranks;
@@ -66,6 +72,7 @@ int main(int argc, char **argv) {
         if (!strcmp(o, "-S")) nsizes = parse_list(v, sizes, MAX_SIZES);
         else if (!strcmp(o, "-O")) nosizes = parse_list(v, osizes, MAX_SIZES);
         else if (!strcmp(o, "-C")) ncsizes = parse_list(v, csizes, MAX_SIZES);
+        else if (!strcmp(o, "-X")) nxsizes = parse_list(v, xsizes, MAX_SIZES);
         else if (!strcmp(o, "-b")) budget_s = atof(v);
         else if (!strcmp(o, "-e")) target = atof(v);
         else if (!strcmp(o, "-m")) min_reps = atol(v);
@@ -84,6 +91,7 @@ int main(int argc, char **argv) {
     long maxsize = 8;
     for (int i = 0; i < nsizes; i++) if (sizes[i] > maxsize) maxsize = sizes[i];
     for (int i = 0; i < nosizes; i++) if (osizes[i] > maxsize) maxsize = osizes[i];
+    for (int i = 0; i < nxsizes; i++) if (xsizes[i] > maxsize) maxsize = xsizes[i];
     for (int i = 0; i < ncsizes; i++) if (csizes[i] * (long)nranks > maxsize) maxsize = csizes[i] * (long)nranks;
     char *sbuf = malloc((size_t)maxsize), *rbuf = malloc((size_t)maxsize);
     if (!sbuf || !rbuf) {
@@ -209,6 +217,51 @@ int main(int argc, char **argv) {
             if (rank == 0) {
                 qsort(samples, (size_t)reps, sizeof(double), cmp_double);
                 printf("or %d %.9e %ld\n", size, quantile(samples, reps, 0.5), reps);
+                fflush(stdout);
+            }
+        }
+
+        /* Bidirectional exchange: both ranks post a receive and a send of the same size at once;
+         * a 0-byte round trip after each (not timed) keeps the ranks in step. */
+        for (int si = 0; si < nxsizes; si++) {
+            int size = (int)xsizes[si];
+            long reps = min_reps;
+            for (int phase = 0; phase < 2; phase++) {
+                long todo = phase == 0 ? warmup : reps;
+                for (long r = 0; r < todo; r++) {
+                    MPI_Request rq[2];
+                    double t0 = MPI_Wtime();
+                    MPI_Irecv(rbuf, size, MPI_BYTE, peer, 7, pair, &rq[0]);
+                    MPI_Isend(sbuf, size, MPI_BYTE, peer, 7, pair, &rq[1]);
+                    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+                    /* both ranks done before the next exchange: a 0-byte round trip, not timed */
+                    double t = MPI_Wtime() - t0;
+                    if (rank == 0) {
+                        MPI_Send(NULL, 0, MPI_BYTE, peer, 8, pair);
+                        MPI_Recv(NULL, 0, MPI_BYTE, peer, 8, pair, MPI_STATUS_IGNORE);
+                    } else {
+                        MPI_Recv(NULL, 0, MPI_BYTE, peer, 8, pair, MPI_STATUS_IGNORE);
+                        MPI_Send(NULL, 0, MPI_BYTE, peer, 8, pair);
+                    }
+                    if (phase == 1 && r < max_reps) samples[r] = t;
+                }
+                if (phase == 0 && rank == 0) {
+                    /* as many exchanges as fill the per-size budget, from the ping-pong's pace */
+                    double t0 = MPI_Wtime();
+                    MPI_Send(sbuf, size, MPI_BYTE, peer, 9, pair);
+                    MPI_Recv(rbuf, size, MPI_BYTE, peer, 9, pair, MPI_STATUS_IGNORE);
+                    double rt = MPI_Wtime() - t0;
+                    long want = rt > 0 ? (long)(budget_s / (2.0 * rt)) : min_reps;
+                    reps = want < min_reps ? min_reps : (want > max_reps ? max_reps : want);
+                } else if (phase == 0) {
+                    MPI_Recv(rbuf, size, MPI_BYTE, peer, 9, pair, MPI_STATUS_IGNORE);
+                    MPI_Send(sbuf, size, MPI_BYTE, peer, 9, pair);
+                }
+                if (phase == 0) MPI_Bcast(&reps, 1, MPI_LONG, 0, pair);
+            }
+            if (rank == 0) {
+                qsort(samples, (size_t)reps, sizeof(double), cmp_double);
+                printf("bx %d %ld %.9e %.9e\n", size, reps, samples[0], quantile(samples, reps, 0.5));
                 fflush(stdout);
             }
         }

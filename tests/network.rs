@@ -87,7 +87,8 @@ fn fit_on_a_single_line_keeps_one_segment() {
     assert!((f.segments[0].bandwidth_bytes_per_s - 1e8).abs() / 1e8 < 0.02);
 }
 
-fn recorded(name: &str) -> NetworkTable {
+/// The result lines of a recorded ping-pong.
+fn read_raw(name: &str) -> run::RunResult {
     let text = std::fs::read_to_string(root().join("tests/fixtures/network").join(name)).unwrap();
     let mut raw = run::RunResult {
         command: vec!["mpirun".into()],
@@ -97,6 +98,11 @@ fn recorded(name: &str) -> NetworkTable {
     for line in text.lines() {
         run::parse_line(line, &mut raw);
     }
+    raw
+}
+
+fn recorded(name: &str) -> NetworkTable {
+    let raw = read_raw(name);
     assert!(
         raw.pingpong.len() > 40,
         "{name}: {} sizes",
@@ -411,4 +417,94 @@ fn a_run_of_implausible_small_sizes_is_set_aside() {
     std::fs::write(&xml, platform::measured(&t, 2)).unwrap();
     let check = network::self_check(&t, &xml).unwrap();
     assert!(check.max_rel_error <= 0.05, "{:?}", check.rows.iter().filter(|r| r.rel_error > 0.05).collect::<Vec<_>>());
+}
+
+/// A table read from a recorded `bench network` between two hosts, with the intra-host
+/// ping-pong beside it.
+fn recorded_two_hosts() -> NetworkTable {
+    let mut t = network::build_table(read_raw("pingpong_lan.txt"), vec!["a".into(), "b".into()], 0.0);
+    t.intra_host = Some(network::intra_host(read_raw("pingpong_lan_intra.txt")));
+    t
+}
+
+/// One blocking message per pair of actors, all at time 0: (sender host, receiver host, bytes).
+fn messages_job(xml: &Path, msgs: &[(&str, &str, u64)]) -> SimJob {
+    let mut actors = Vec::new();
+    for (i, (from, to, bytes)) in msgs.iter().enumerate() {
+        actors.push(ActorSpec {
+            name: format!("s{i}"),
+            host: from.to_string(),
+            actions: vec![SimAction::Send {
+                to: format!("r{i}"),
+                bytes: *bytes,
+            }],
+        });
+        actors.push(ActorSpec {
+            name: format!("r{i}"),
+            host: to.to_string(),
+            actions: vec![SimAction::Recv { from: format!("s{i}") }],
+        });
+    }
+    SimJob {
+        platform: xml.to_path_buf(),
+        cfg: vec![],
+        actors,
+    }
+}
+
+#[test]
+fn exchange_both_ways_gives_the_sharing_policy() {
+    // Recorded between two namespaces whose frames each leave through their own shaped port:
+    // 1 MiB both ways at once took 1.03x the one-way time.
+    let t = recorded_two_hosts();
+    let d = t.duplex.as_ref().expect("the exchange was measured");
+    assert_eq!((d.size_bytes, d.sharing_policy.as_str()), (1 << 20, "SPLITDUPLEX"), "{d:?}");
+    assert!((d.ratio - 1.03).abs() < 0.01, "{d:?}");
+    // A link whose directions share it: the exchange takes twice the one-way time.
+    let mut shared = t.exchange.clone();
+    for x in &mut shared {
+        let one = t.pingpong.iter().find(|p| p.size_bytes == x.size_bytes).unwrap().median_s;
+        x.median_s = 1.9 * one;
+    }
+    let d = network::duplex(&t.pingpong, &shared).unwrap();
+    assert_eq!(d.sharing_policy, "SHARED");
+    // No size measured both ways: no policy.
+    assert!(network::duplex(&t.pingpong[..3], &t.exchange).is_none());
+}
+
+#[test]
+fn measured_platform_routes_co_located_ranks_through_the_host_and_keeps_directions_apart() {
+    exe();
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = recorded_two_hosts();
+    let xml = dir.path().join("lan.xml");
+    std::fs::write(&xml, platform::measured(&t, 1)).unwrap();
+    platform::check_platform(&xml).unwrap();
+    let sim = |msgs: &[(&str, &str, u64)]| mpicast::sim::child::simulate(&messages_job(&xml, msgs)).unwrap().end_time_s;
+    let mib = 1u64 << 20;
+    let between = sim(&[("a", "b", mib)]);
+    let measured_between = t.pingpong.iter().find(|p| p.size_bytes == mib).unwrap().median_s;
+    assert!((between / measured_between - 1.0).abs() < 0.05, "a to b {between} vs measured {measured_between}");
+    // Two ranks on one host: the intra-host ping-pong (the namespace's TCP loopback, 27 us +
+    // s / 8.2 GB/s at 1 MiB), not the 100 Mbit/s link out and back (about 177 ms).
+    let intra = t.intra_host.as_ref().unwrap();
+    let fit = intra.segments.last().unwrap();
+    let expect = fit.latency_s + mib as f64 / fit.bandwidth_bytes_per_s;
+    let within = sim(&[("a", "a", mib)]);
+    // (SimGrid applies the inter-host latency and bandwidth factors to every route: about 8% more.)
+    assert!((within / expect - 1.0).abs() < 0.15, "a to a {within} vs intra-host fit {expect}");
+    let small = sim(&[("b", "b", 0)]);
+    assert!(small < 20e-6, "a 0-byte message within a host: {small}");
+    // Full duplex: a to b and b to a at once take the one-way time.
+    let both = sim(&[("a", "b", mib), ("b", "a", mib)]);
+    assert!((both / between - 1.0).abs() < 0.02, "both ways {both} vs one way {between}");
+    // Two messages the same way share the link.
+    let same_way = sim(&[("a", "b", mib), ("a", "b", mib)]);
+    assert!(same_way / between > 1.8, "the same way {same_way} vs one way {between}");
+    // A shared link: both ways at once take about twice the time.
+    t.duplex.as_mut().unwrap().sharing_policy = "SHARED".into();
+    std::fs::write(&xml, platform::measured(&t, 1)).unwrap();
+    platform::check_platform(&xml).unwrap();
+    let both_shared = sim(&[("a", "b", mib), ("b", "a", mib)]);
+    assert!(both_shared / between > 1.8, "both ways on a shared link {both_shared} vs one way {between}");
 }

@@ -88,6 +88,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         } else {
             vec![8, 1024, 65536, 1 << 20]
         },
+        exchange_sizes: {
+            let mut v: Vec<u64> = [65536u64, 1 << 20].into_iter().filter(|&s| s <= max_size).collect();
+            if v.is_empty() {
+                v.push(max_size);
+            }
+            v
+        },
         budget_per_size_s: budget,
         target_rel_stderr: 0.02,
         min_reps: 20,
@@ -109,8 +116,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
     pb.finish_and_clear();
     let raw = raw?;
     let mut table = network::build_table(raw, args.hosts.clone(), start.elapsed().as_secs_f64());
+    // Between hosts: the ping-pong of two ranks on the first host as well (shared memory or its
+    // loopback), for co-located ranks and messages to oneself. A launcher of the user's own
+    // places ranks itself.
+    let hosts = platform::distinct_hosts(&args.hosts);
+    if hosts.len() >= 2 && args.launcher.is_none() {
+        let intra = run::RunSpec {
+            launch: crate::mpi::launch::LaunchSpec {
+                hosts: vec![hosts[0].clone(), hosts[0].clone()],
+                ..spec.launch.clone()
+            },
+            ranks: 2,
+            overhead_sizes: Vec::new(),
+            collective_sizes: Vec::new(),
+            exchange_sizes: Vec::new(),
+            ..spec.clone()
+        };
+        let pb = progress_bar(run::expected_lines(&intra));
+        pb.set_message(format!("ping-pong on {}", hosts[0]));
+        let raw = run::run(&intra, &exe, |_| pb.inc(1));
+        pb.finish_and_clear();
+        table.intra_host = Some(network::intra_host(raw.context("the ping-pong of two ranks on one host")?));
+    }
     table.load = meter.finish();
     print_osu(&table);
+    print_links(&table);
 
     let mut status = ExitCode::SUCCESS;
     if let Some(p) = &args.platform_out {
@@ -231,19 +261,7 @@ fn print_osu(t: &NetworkTable) {
         }
     }
     println!("\n# Fitted segments: T(s) = L + s / B");
-    println!(
-        "# {:>10} {:>10} {:>12} {:>14}",
-        "From (B)", "To (B)", "L (us)", "B (MB/s)"
-    );
-    for g in &t.segments {
-        println!(
-            "  {:>10} {:>10} {:>12.3} {:>14.1}",
-            g.from_bytes,
-            g.to_bytes,
-            g.latency_s * 1e6,
-            g.bandwidth_bytes_per_s / 1e6
-        );
-    }
+    print_segments(&t.segments);
     println!(
         "# break points: {}; eager/rendezvous switch: {}",
         if t.break_points_bytes.is_empty() {
@@ -278,4 +296,47 @@ fn print_osu(t: &NetworkTable) {
         t.fit.heldout_mean_rel_error * 100.0,
         t.fit.fit_max_rel_error * 100.0
     );
+}
+
+/// The exchange both ways, the sharing policy it shows, and the intra-host fit.
+fn print_links(t: &NetworkTable) {
+    if !t.exchange.is_empty() {
+        println!("\n# {:<10} {:>16} {:>16} {:>8}", "Size", "Exchange (us)", "One way (us)", "Ratio");
+        for x in &t.exchange {
+            let one = t.pingpong.iter().find(|p| p.size_bytes == x.size_bytes).map(|p| p.median_s);
+            println!(
+                "{:<12} {:>16.3} {:>16} {:>8}",
+                x.size_bytes,
+                x.median_s * 1e6,
+                one.map(|o| format!("{:.3}", o * 1e6)).unwrap_or_else(|| "-".into()),
+                one.map(|o| format!("{:.2}", x.median_s / o)).unwrap_or_else(|| "-".into())
+            );
+        }
+    }
+    if let Some(d) = &t.duplex {
+        println!(
+            "# both directions at once: {:.2}x the one-way time at {} B: {} (sharing_policy {})",
+            d.ratio,
+            d.size_bytes,
+            if d.sharing_policy == "SHARED" { "the directions share the link" } else { "each direction has its own bandwidth" },
+            d.sharing_policy
+        );
+    }
+    if let Some(i) = &t.intra_host {
+        println!("\n# Two ranks on {}: T(s) = L + s / B", i.host);
+        print_segments(&i.segments);
+    }
+}
+
+fn print_segments(segments: &[crate::model::network::Segment]) {
+    println!("# {:>10} {:>10} {:>12} {:>14}", "From (B)", "To (B)", "L (us)", "B (MB/s)");
+    for g in segments {
+        println!(
+            "  {:>10} {:>10} {:>12.3} {:>14.1}",
+            g.from_bytes,
+            g.to_bytes,
+            g.latency_s * 1e6,
+            g.bandwidth_bytes_per_s / 1e6
+        );
+    }
 }

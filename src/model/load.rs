@@ -5,8 +5,18 @@
 //! The meter reads the kernel's CPU accounting: /proc/stat (busy and stolen time over all CPUs)
 //! and /proc/self/stat (this process and the children it has waited for). What the CPUs did
 //! beyond this process tree, over the wall time, is the load from others, in CPUs.
+//!
+//! Processes the benchmark starts whose time never reaches this process's (mpirun does not wait
+//! for the daemons it launches through an rsh agent, so their ranks' time is lost to it) are
+//! still the benchmark's: the meter puts a token in this process's environment, which they
+//! inherit, and samples the CPU time of every process carrying it. Both ways undercount (waits
+//! that never happen; the last fraction of a sampling period), so the benchmark's own time is
+//! the larger of the two.
 
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,23 +66,51 @@ pub struct LoadMeter {
     start: Instant,
     host_ticks: Option<u64>,
     own_ticks: Option<u64>,
+    self_ticks: Option<u64>,
+    stop: Arc<AtomicBool>,
+    sampler: Option<std::thread::JoinHandle<u64>>,
 }
+
+/// The environment variable that marks a meter's processes.
+pub const TOKEN_VAR: &str = "MPICAST_LOAD_TOKEN";
 
 impl LoadMeter {
     pub fn start() -> LoadMeter {
+        let token = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        );
+        // Children started from now on inherit it.
+        std::env::set_var(TOKEN_VAR, &token);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let sampler = std::thread::Builder::new()
+            .name("load-meter".into())
+            .spawn(move || marked_ticks(&token, &flag))
+            .ok();
         LoadMeter {
             start: Instant::now(),
             host_ticks: host_busy_ticks(),
             own_ticks: own_ticks(),
+            self_ticks: self_ticks(),
+            stop,
+            sampler,
         }
     }
 
     /// The load since `start`. Call it after the benchmark's children have been waited for
     /// (their time then counts as this process's). `None` where /proc cannot be read.
-    pub fn finish(&self) -> Option<HostLoad> {
+    pub fn finish(self) -> Option<HostLoad> {
         let wall_s = self.start.elapsed().as_secs_f64();
         let host = host_busy_ticks()?.checked_sub(self.host_ticks?)?;
-        let own = own_ticks()?.checked_sub(self.own_ticks?)?;
+        self.stop.store(true, Ordering::Relaxed);
+        let marked = self.sampler.and_then(|h| h.join().ok()).unwrap_or(0);
+        let waited = own_ticks()?.checked_sub(self.own_ticks?)?;
+        let sampled = self_ticks()?.checked_sub(self.self_ticks?)? + marked;
+        let own = waited.max(sampled);
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         let other_cpus = if wall_s > 0.0 {
             (host.saturating_sub(own) as f64 / CLOCK_TICKS_PER_S / wall_s).max(0.0)
@@ -88,6 +126,68 @@ impl LoadMeter {
             under_load: other_cpus > limit_cpus,
         })
     }
+}
+
+/// Samples, until `stop`, the CPU ticks of the processes carrying `token` (all started after
+/// the meter); returns the sum of the last ticks seen of each.
+fn marked_ticks(token: &str, stop: &AtomicBool) -> u64 {
+    let needle = format!("{TOKEN_VAR}={token}\0");
+    // (pid, start time) -> carries the token
+    let mut marked: HashMap<(u32, u64), bool> = HashMap::new();
+    let mut seen: HashMap<(u32, u64), u64> = HashMap::new();
+    loop {
+        let done = stop.load(Ordering::Relaxed);
+        for p in processes() {
+            let key = (p.pid, p.start);
+            let ours = *marked.entry(key).or_insert_with(|| {
+                std::fs::read(format!("/proc/{}/environ", p.pid))
+                    .is_ok_and(|env| env.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            });
+            if ours {
+                let t = seen.entry(key).or_insert(0);
+                *t = (*t).max(p.ticks);
+            }
+        }
+        if done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    seen.values().sum()
+}
+
+struct Proc {
+    pid: u32,
+    start: u64,
+    ticks: u64,
+}
+
+/// Every process's start time and own user + system ticks.
+fn processes() -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (start, ticks) = parse_proc(&stat)?;
+        Some(Proc { pid, start, ticks })
+    })
+    .collect()
+}
+
+/// Start time and utime + stime of a /proc/PID/stat line.
+fn parse_proc(stat: &str) -> Option<(u64, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    Some((field(22)?, field(14)? + field(15)?))
+}
+
+/// This process's own user and system ticks (its threads; not its children).
+fn self_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    parse_proc(&stat).map(|(_, t)| t)
 }
 
 /// USER_HZ: /proc reports CPU time in these ticks (100 on Linux's user ABI everywhere).
@@ -134,6 +234,9 @@ fn parse_own(stat: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// The meters of these tests see each other's processes: one at a time.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn parses_proc_stat_and_self_stat() {
         let stat = "cpu  100 5 50 1000 20 3 2 10 0 0\ncpu0 50 2 25 500 10 1 1 5 0 0\n";
@@ -148,6 +251,7 @@ mod tests {
     fn a_process_outside_this_tree_is_load() {
         // A child not yet waited for is not this process's time: it counts as another
         // process's, as a hog started by someone else would.
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let mut hog = std::process::Command::new("sh")
             .args(["-c", "while :; do :; done"])
             .spawn()
@@ -160,5 +264,23 @@ mod tests {
         assert!(load.wall_s >= 0.6);
         assert!(load.other_cpus >= 0.6, "a spinning process: {load:?}");
         assert_eq!(load.under_load, load.other_cpus > load.limit_cpus);
+    }
+
+    #[test]
+    fn a_detached_process_the_benchmark_started_is_not_load() {
+        // Started after the meter, it carries its token; its parent exits at once, so its time
+        // never reaches this process's (as that of mpirun's daemons launched through an rsh
+        // agent does not).
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let meter = LoadMeter::start();
+        let out = std::process::Command::new("sh")
+            .args(["-c", "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!"])
+            .output()
+            .expect("sh");
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let _ = std::process::Command::new("kill").arg(&pid).status();
+        let load = meter.finish().expect("/proc readable");
+        assert!(load.other_cpus < 0.4, "the spinner was the benchmark's own: {load:?}");
     }
 }

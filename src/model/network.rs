@@ -31,6 +31,17 @@ pub struct NetworkTable {
     /// Other processes' CPU use while it was measured (absent in tables written before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<super::load::HostLoad>,
+    /// Both ranks sending to each other at once, per size (empty in tables written before it was
+    /// measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exchange: Vec<ExchangePoint>,
+    /// How the two directions of a link share it, from `exchange` (absent: not measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplex: Option<Duplex>,
+    /// Two ranks on the first host (shared memory or the host's loopback), measured when the
+    /// ping-pong ran between two hosts: what co-located ranks and messages to oneself cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_host: Option<IntraHost>,
 }
 
 impl Artifact for NetworkTable {
@@ -68,6 +79,38 @@ pub struct Overhead {
     pub send_s: f64,
     /// Median MPI_Irecv post cost (message not sent yet).
     pub recv_s: f64,
+}
+
+/// One size of the bidirectional exchange: both ranks post a receive and a send of `size_bytes`
+/// at once; the time is per exchange (both directions done).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExchangePoint {
+    pub size_bytes: u64,
+    pub reps: u64,
+    pub min_s: f64,
+    pub median_s: f64,
+}
+
+/// The link sharing policy the exchange shows: at the largest exchanged size, the exchange's
+/// median over the one-way ping-pong median of the same size is about 1 when each direction has
+/// its own bandwidth and about 2 when the directions share it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Duplex {
+    pub size_bytes: u64,
+    /// Exchange median / one-way median at `size_bytes`.
+    pub ratio: f64,
+    /// SimGrid's sharing_policy for the host links: SPLITDUPLEX or SHARED.
+    pub sharing_policy: String,
+}
+
+/// The ping-pong between two ranks on one host, fitted as the inter-host one is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IntraHost {
+    /// The host both ranks ran on (MPI_Get_processor_name).
+    pub host: String,
+    pub command: Vec<String>,
+    pub pingpong: Vec<PingPongPoint>,
+    pub segments: Vec<Segment>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::model::network::{FitQuality, NetworkTable, PingPongPoint, Segment, SelfCheck, SelfCheckRow};
+use crate::model::network::{
+    Duplex, ExchangePoint, FitQuality, IntraHost, NetworkTable, PingPongPoint, Segment, SelfCheck, SelfCheckRow,
+};
 use crate::model::simjob::{ActorSpec, SimAction, SimJob};
 
 /// Self-check bound: simulated vs measured one-way time, relative, at every size.
@@ -133,6 +135,7 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         .fold(0.0, f64::max);
     let eager = eager_threshold(&f.segments);
     let derived = smpi::settings(&pingpong_for_smpi, &raw.overheads, &f.segments, eager);
+    let duplex = duplex(&raw.pingpong, &raw.exchange);
     NetworkTable {
         launch: crate::model::network::Launch {
             command: raw.command,
@@ -161,6 +164,42 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         },
         smpi: derived.to_settings(),
         self_check: None,
+        duplex,
+        exchange: raw.exchange,
+        intra_host: None,
+    }
+}
+
+/// Exchange over one-way time above which the two directions are taken to share the link.
+pub const SHARED_RATIO: f64 = 1.5;
+
+/// The sharing policy the exchange shows, at the largest size measured both ways (where the
+/// bandwidth term dominates): see [`Duplex`].
+pub fn duplex(pingpong: &[PingPongPoint], exchange: &[ExchangePoint]) -> Option<Duplex> {
+    let (x, p) = exchange
+        .iter()
+        .filter_map(|x| {
+            let p = pingpong.iter().find(|p| p.size_bytes == x.size_bytes)?;
+            (p.median_s > 0.0 && x.median_s > 0.0).then_some((x, p))
+        })
+        .max_by_key(|(x, _)| x.size_bytes)?;
+    let ratio = x.median_s / p.median_s;
+    Some(Duplex {
+        size_bytes: x.size_bytes,
+        ratio,
+        sharing_policy: if ratio > SHARED_RATIO { "SHARED" } else { "SPLITDUPLEX" }.to_string(),
+    })
+}
+
+/// The intra-host ping-pong fitted as the inter-host one is (implausible sizes set aside).
+pub fn intra_host(raw: run::RunResult) -> IntraHost {
+    let points: Vec<(u64, f64)> = raw.pingpong.iter().map(|p| (p.size_bytes, p.median_s)).collect();
+    let (f, _) = fit::fit_segments_robust(&points);
+    IntraHost {
+        host: raw.host0,
+        command: raw.command,
+        pingpong: raw.pingpong,
+        segments: f.segments,
     }
 }
 

@@ -638,10 +638,87 @@ pub fn measured(table: &NetworkTable, cores: u32) -> String {
                 down: half,
             })
             .collect();
-        star_zone(&mut out, "measured", &hs, None, None, "  ");
+        let shared = table
+            .duplex
+            .as_ref()
+            .is_some_and(|d| d.sharing_policy == "SHARED");
+        let loopback = table.intra_host.as_ref().map(|intra| Link {
+            lat: intra.segments.first().map(|g| g.latency_s).unwrap_or(0.0),
+            bw: intra
+                .segments
+                .iter()
+                .map(|g| g.bandwidth_bytes_per_s)
+                .fold(0.0, f64::max),
+        });
+        if hs.len() <= MAX_ROUTED_HOSTS {
+            routed_zone(&mut out, &hs, shared, loopback);
+        } else {
+            star_zone(&mut out, "measured", &hs, None, None, "  ");
+        }
     }
     out.push_str("</platform>\n");
     out
+}
+
+/// Most hosts written as explicit routes (one per ordered pair of hosts).
+pub const MAX_ROUTED_HOSTS: usize = 64;
+
+/// Hosts joined by a link each (split duplex, or one shared by both directions), every pair
+/// routed through the two hosts' links, and each host's own processes (co-located ranks,
+/// messages to oneself) through a loopback link of the intra-host ping-pong's latency and
+/// bandwidth; without one, through the host's link out and back as a cluster routes them.
+fn routed_zone(out: &mut String, hosts: &[HostSpec], shared: bool, loopback: Option<Link>) {
+    out.push_str("  <zone id=\"measured\" routing=\"Full\">\n");
+    for h in hosts {
+        host_xml(out, "    ", h);
+    }
+    for h in hosts {
+        let n = xml_escape(&h.name);
+        let policy = if shared { "SHARED" } else { "SPLITDUPLEX" };
+        let _ = writeln!(
+            out,
+            "    <link id=\"{n}_link\" bandwidth=\"{}\" latency=\"{}\" sharing_policy=\"{policy}\"/>",
+            fmt_bw(h.up.bw),
+            fmt_lat(h.up.lat)
+        );
+        if let Some(l) = loopback {
+            let _ = writeln!(
+                out,
+                "    <link id=\"{n}_loopback\" bandwidth=\"{}\" latency=\"{}\" sharing_policy=\"FATPIPE\"/>",
+                fmt_bw(l.bw),
+                fmt_lat(l.lat)
+            );
+        }
+    }
+    let ctn = |n: &str, dir: &str| {
+        if shared {
+            format!("<link_ctn id=\"{n}_link\"/>")
+        } else {
+            format!("<link_ctn id=\"{n}_link\" direction=\"{dir}\"/>")
+        }
+    };
+    for a in hosts {
+        let na = xml_escape(&a.name);
+        for b in hosts {
+            let nb = xml_escape(&b.name);
+            if a.name == b.name && loopback.is_some() {
+                let _ = writeln!(
+                    out,
+                    "    <route src=\"{na}\" dst=\"{na}\"><link_ctn id=\"{na}_loopback\"/></route>"
+                );
+            } else if a.name == b.name && shared {
+                let _ = writeln!(out, "    <route src=\"{na}\" dst=\"{na}\">{}</route>", ctn(&na, ""));
+            } else {
+                let _ = writeln!(
+                    out,
+                    "    <route src=\"{na}\" dst=\"{nb}\" symmetrical=\"NO\">{}{}</route>",
+                    ctn(&na, "UP"),
+                    ctn(&nb, "DOWN")
+                );
+            }
+        }
+    }
+    out.push_str("  </zone>\n");
 }
 
 /// Hosts in first-seen order without repeats.

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::model::network::{CollectivePoint, Overhead, PingPongPoint};
+use crate::model::network::{CollectivePoint, ExchangePoint, Overhead, PingPongPoint};
 
 /// The ping-pong source, built into the binary so that mpicast works from any directory.
 pub const PINGPONG_C: &str = include_str!("../../microbench/pingpong.c");
@@ -22,6 +22,8 @@ pub struct RunSpec {
     pub sizes: Vec<u64>,
     pub overhead_sizes: Vec<u64>,
     pub collective_sizes: Vec<u64>,
+    /// Sizes of the bidirectional exchange (both ranks send at once).
+    pub exchange_sizes: Vec<u64>,
     pub budget_per_size_s: f64,
     pub target_rel_stderr: f64,
     pub min_reps: u64,
@@ -36,6 +38,7 @@ pub struct RunResult {
     pub pingpong: Vec<PingPongPoint>,
     pub overheads: Vec<Overhead>,
     pub collectives: Vec<CollectivePoint>,
+    pub exchange: Vec<ExchangePoint>,
 }
 
 /// Sizes 0 B .. `max`: 0, powers of two and the midpoints 3 * 2^(k-1) between them.
@@ -74,6 +77,7 @@ fn arguments(spec: &RunSpec) -> Vec<String> {
         ("-S", join(&spec.sizes)),
         ("-O", join(&spec.overhead_sizes)),
         ("-C", join(&spec.collective_sizes)),
+        ("-X", join(&spec.exchange_sizes)),
         ("-b", format!("{}", spec.budget_per_size_s)),
         ("-e", format!("{}", spec.target_rel_stderr)),
         ("-m", spec.min_reps.to_string()),
@@ -91,7 +95,11 @@ pub fn command_line(spec: &RunSpec, exe: &Path) -> Result<crate::mpi::launch::La
 
 /// Number of result lines the program prints (for progress).
 pub fn expected_lines(spec: &RunSpec) -> u64 {
-    (spec.sizes.len() + 2 * spec.overhead_sizes.len() + 1 + 3 * spec.collective_sizes.len()) as u64
+    (spec.sizes.len()
+        + 2 * spec.overhead_sizes.len()
+        + spec.exchange_sizes.len()
+        + 1
+        + 3 * spec.collective_sizes.len()) as u64
 }
 
 /// Runs the ping-pong; `progress` is called after each result line with the line.
@@ -191,6 +199,17 @@ pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
                 } else {
                     o.recv_s = v;
                 }
+                return true;
+            }
+        }
+        Some("bx") => {
+            if let (Some(size), Some(reps), Some(min), Some(med)) = (u(1), u(2), d(3), d(4)) {
+                res.exchange.push(ExchangePoint {
+                    size_bytes: size,
+                    reps,
+                    min_s: min,
+                    median_s: med,
+                });
                 return true;
             }
         }
