@@ -248,7 +248,9 @@ for my $g (@groups) {
       "one-way latency %s at 0 B, %.2f MB/s at %d B; fitted segments: %s.\n",
       $net{$g}{shaper}, $net{$g}{rate} / 1e6, $net{$g}{delay} / 1000, fmt($pp->[0]{median_s}),
       $last->{size_bytes} / $last->{median_s} / 1e6, $last->{size_bytes},
-      join("; ", map { sprintf("from %d B: %s + s / %.2f MB/s", $_->{from_bytes}, fmt($_->{latency_s}), $_->{bandwidth_bytes_per_s} / 1e6) } @{$t->{segments}}));
+      join("; ", map { $_->{bandwidth_bytes_per_s} >= 1e12
+          ? sprintf("from %d B: %s (flat: the time does not grow with the size there)", $_->{from_bytes}, fmt($_->{latency_s}))
+          : sprintf("from %d B: %s + s / %.2f MB/s", $_->{from_bytes}, fmt($_->{latency_s}), $_->{bandwidth_bytes_per_s} / 1e6) } @{$t->{segments}}));
   }
   for my $note (@{$notes{$g} // []}) { $md .= "\nNote: $note\n"; $txt .= "note: $note\n"; }
 }

@@ -331,12 +331,13 @@ fn print_links(t: &NetworkTable) {
 fn print_segments(segments: &[crate::model::network::Segment]) {
     println!("# {:>10} {:>10} {:>12} {:>14}", "From (B)", "To (B)", "L (us)", "B (MB/s)");
     for g in segments {
-        println!(
-            "  {:>10} {:>10} {:>12.3} {:>14.1}",
-            g.from_bytes,
-            g.to_bytes,
-            g.latency_s * 1e6,
-            g.bandwidth_bytes_per_s / 1e6
-        );
+        // A flat segment (the time does not grow with the size: a minimum frame, a copy too
+        // short to see) says nothing of a bandwidth.
+        let bw = if g.bandwidth_bytes_per_s >= crate::network::fit::FLAT_BANDWIDTH {
+            "flat".to_string()
+        } else {
+            format!("{:.1}", g.bandwidth_bytes_per_s / 1e6)
+        };
+        println!("  {:>10} {:>10} {:>12.3} {:>14}", g.from_bytes, g.to_bytes, g.latency_s * 1e6, bw);
     }
 }

@@ -11,6 +11,10 @@ pub const MIN_POINTS: usize = 3;
 /// Slopes are kept at or above this (s/B), so bandwidths stay finite (10 TB/s).
 const MIN_SLOPE: f64 = 1e-13;
 
+/// A segment's bandwidth at or above this (bytes/s) is the fit's floor on the slope: the time
+/// does not grow with the size there (a flat segment).
+pub const FLAT_BANDWIDTH: f64 = 1e12;
+
 /// A fitted line a + b s over points [first, last] (indices into the sorted data).
 #[derive(Debug, Clone, Copy)]
 struct Line {

@@ -18,8 +18,12 @@
 //! - of the machine loops matched to one source loop, only the one with the largest k counts
 //!   (the others are remainder and fallback versions).
 //!
-//! The instruction-level classes of a block's ops are replaced by these counts (loop overhead
-//! included: `loop_iter` becomes 0); library classes (rand, exp, sqrt, memcpy bytes, ...) keep
+//! A machine loop's control (its conditional backward branch, the compare before it and the
+//! update of the compared register) counts as one `loop_iter`, what the empty-loop kernel
+//! measures, not as a data branch, a compare and an add.
+//!
+//! The instruction-level classes of a block's ops are replaced by these counts (the source's
+//! `loop_iter` included); library classes (rand, exp, sqrt, memcpy bytes, ...) keep
 //! the source's counts, and a call instruction is a `call` only beyond the block's library calls.
 
 use std::collections::{BTreeMap, HashMap};
@@ -144,6 +148,44 @@ struct Insn {
     mem_elems: f64,
     store_elems: f64,
     packed: bool,
+    /// Its first two operands' full registers, where they are registers.
+    regs: [iced_x86::Register; 2],
+}
+
+/// A loop's control as the empty-loop kernel measures it: the conditional backward branch
+/// just pushed, the compare before it and the update of the compared register in the loop
+/// (`add; cmp; jne`, or `sub; jne` with no compare) become one `loop_iter` instead of a data
+/// branch, a compare and an add costed apart.
+fn loop_control(insns: &mut [Insn]) {
+    use iced_x86::Register;
+    let n = insns.len();
+    let Some(target) = insns[n - 1].back_to else { return };
+    let has = |i: &Insn, c: OpClass| i.ops.iter().any(|o| o.0 == c);
+    let take = |i: &mut Insn, c: OpClass| {
+        if let Some(k) = i.ops.iter().position(|o| o.0 == c) {
+            i.ops.remove(k);
+        }
+    };
+    if let Some(b) = insns[n - 1].ops.iter_mut().find(|o| o.0 == OpClass::Branch) {
+        b.0 = OpClass::LoopIter;
+    }
+    let Some(prev) = n.checked_sub(2) else { return };
+    let updates = |i: &Insn, r: Register| r != Register::None && i.regs[0] == r && has(i, OpClass::IntAdd);
+    let counter = if has(&insns[prev], OpClass::IntCmp) {
+        let r = insns[prev].regs;
+        take(&mut insns[prev], OpClass::IntCmp);
+        r
+    } else if has(&insns[prev], OpClass::IntAdd) {
+        // The update sets the flags itself.
+        take(&mut insns[prev], OpClass::IntAdd);
+        return;
+    } else {
+        return;
+    };
+    // The counter's update: the last add to a compared register in the loop's body.
+    if let Some(u) = insns[..prev].iter_mut().rev().take_while(|i| i.addr >= target).find(|i| counter.iter().any(|&r| updates(i, r))) {
+        take(u, OpClass::IntAdd);
+    }
 }
 
 /// The source's blocks, for placing a (file, line, column).
@@ -258,7 +300,11 @@ fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
                 }
                 _ => None,
             };
-            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, store_elems, packed });
+            let regs = [0, 1].map(|i| if i < ins.op_count() && ins.op_kind(i) == iced_x86::OpKind::Register { ins.op_register(i).full_register() } else { iced_x86::Register::None });
+            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, store_elems, packed, regs });
+            if back_to.is_some() && ins.flow_control() == FlowControl::ConditionalBranch {
+                loop_control(&mut insns);
+            }
         }
         out.push(insns);
     }
