@@ -85,6 +85,8 @@ fn mpirun(ranks: usize, session: &SessionDir) -> Command {
         "--oversubscribe",
         "--bind-to",
         "none",
+        "--stdin",
+        "none",
     ])
     .args(["--mca", "mpi_yield_when_idle", "1"])
     .arg("--mca")

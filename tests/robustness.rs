@@ -834,6 +834,15 @@ fn fuzz_findings_stay_fixed() {
         matches!(parse_line(&text), Ok(Some(mpicast::trace::Line::Action(b))) if b == a),
         "{text}"
     );
+    // A constant times a product printed as `-1*a*b`, which reads back as `(-1*a)*b`: the
+    // constant went into a conditional `a` the second time only.
+    for t in ["-ifpos(c, 1, 0)*ifpos(d, 1, 0)", "3*(ifpos(c, x, 0)*y)", "(x*ifpos(c, 1, 0))*-2"] {
+        let once = Expr::parse(t).unwrap().to_string();
+        assert_eq!(Expr::parse(&once).unwrap().to_string(), once, "{t}");
+    }
+    let crash = std::fs::read_to_string(root().join("tests/fixtures/fuzz/expr-constant-into-product.txt")).unwrap();
+    let once = Expr::parse(crash.trim()).unwrap().to_string();
+    assert_eq!(Expr::parse(&once).unwrap().to_string(), once);
     // A logcount factor of 2^64 was truncated to 0 when read.
     assert!(Expr::parse("logcount(1, n, 18446744073709551616)").is_err());
     let e = Expr::parse("logcount(1, n, 9223372036854775807)").unwrap();

@@ -47,7 +47,7 @@ impl Scratch {
         let session = self.path().join("ompi");
         std::fs::create_dir_all(&session).unwrap();
         format!(
-            "--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none --mca orte_tmpdir_base {}",
+            "--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none --stdin none --mca orte_tmpdir_base {}",
             session.display()
         )
     }

@@ -224,7 +224,7 @@ fn emulated_network_runs_ranks_in_namespaces() {
 
     // Each rank sees its namespace's own address (10.77.9.2 and 10.77.9.3).
     let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "--hostfile", &hostfile, "--map-by", "node"]);
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "--stdin", "none", "--hostfile", &hostfile, "--map-by", "node"]);
     cmd.args(mpirun_args.split_whitespace());
     cmd.args(["-np", "2", "sh", "-c", "ip -o -4 addr show dev eth0"]);
     let out = cmd.output().expect("run mpirun");

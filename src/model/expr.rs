@@ -538,6 +538,16 @@ impl Expr {
             {
                 Expr::ifpos(*cond, Expr::Poly(k.clone()).mul(*then), Expr::Poly(k).mul(*otherwise))
             }
+            // A constant goes into a product's first factor, as reading the printed product
+            // left to right puts it there: printing stays a fixed point.
+            (Expr::Poly(k), Expr::Mul(mut v)) | (Expr::Mul(mut v), Expr::Poly(k)) if k.as_constant().is_some() && !v.is_empty() => {
+                let first = v.remove(0);
+                let mut out = Expr::Poly(k).mul(first);
+                for x in v {
+                    out = out.mul(x);
+                }
+                out
+            }
             (Expr::Mul(mut v), b) => {
                 v.push(b);
                 Expr::Mul(v)

@@ -83,6 +83,12 @@ impl LaunchSpec {
         if !has("--oversubscribe") {
             s.push("--oversubscribe".into());
         }
+        // Nothing is read from a rank's standard input, and OpenMPI 4.1's mpirun forwards its own
+        // to rank 0 with a handler that can fault when that rank has already exited (seen 1 in
+        // 200 short runs under load): mpirun itself dies with SIGSEGV.
+        if !has("--stdin") && !has("-stdin") {
+            s.extend(["--stdin", "none"].map(String::from));
+        }
         if ranks > cores() && !user.iter().any(|a| a == "mpi_yield_when_idle") {
             s.extend(["--mca", "mpi_yield_when_idle", "1"].map(String::from));
         }
