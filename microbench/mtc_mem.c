@@ -32,6 +32,18 @@ void k_mem_stream_store(long iters, struct mtc_ctx *ctx) {
     CLOBBER_MEM();
 }
 
+/* Loads a page and a line apart (65 lines, 4160 bytes), wrapping around the working set: a
+ * constant stride that the prefetchers do not follow across pages, as in a column walk of a
+ * wide row-major matrix. The addresses do not depend on loaded data (unlike the chases). */
+void k_mem_stride_load(long iters, struct mtc_ctx *ctx) {
+    const unsigned char *b = ctx->buf;
+    size_t lines = ctx->bytes / 64, idx = 0;
+#define SLD(k) { uint64_t v_ = *(const uint64_t *)(b + idx * 64); OPAQUE_I(v_); idx += 65; if (idx >= lines) idx -= lines; }
+    for (long i = 0; i < iters; i++) {
+        X16(SLD)
+    }
+}
+
 /* Random loads, latency: one dependent pointer chase (each load's address comes from the last). */
 void k_mem_chase_lat(long iters, struct mtc_ctx *ctx) {
     void **p = ctx->chase;

@@ -382,3 +382,52 @@ fn library_calls_are_costed_by_their_classes() {
     assert_eq!(op(OpClass::WriteByte), 24.0, "3 doubles: {:?}", b.ops);
     assert_eq!(op(OpClass::Call), 1.0, "the program's own write(): {:?}", b.ops);
 }
+
+/// The memory model's view of a loop nest (tests/fixtures/memory/nest.c): strides along the
+/// innermost loop, reuse distances through the nest, references that move together counted
+/// once, rows of a pointer-to-pointer, an index that depends on data sized by its allocation
+/// through the program's own allocator, and sizes rewritten in the caller's terms (`n` is
+/// main's argv[1], matvec's parameter).
+#[test]
+fn memory_references_have_strides_and_reuse_distances() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/nest.c");
+    let m = analyze(&p, &[]);
+    let n = 100.0;
+    let env: HashMap<String, f64> = [("n".to_string(), n), ("buckets".to_string(), 4096.0)].into();
+    let refs = |line: u32| block_at(&m, BlockKind::Straight, line).mem;
+    let get = |refs: &[mpicast::model::analysis::MemRef], array: &str, access: &str| {
+        refs.iter()
+            .find(|r| r.array == array && r.access.name() == access)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {access} of {array}: {refs:#?}"))
+    };
+    let val = |e: &Option<mpicast::model::expr::Expr>| e.as_ref().map(|e| e.eval_map(&env).unwrap());
+    // matvec: a comes back when the nest runs again (8n^2 + x + y); x on the next i, after a
+    // row of a, all of x and one y (8n + 8n + 8). y[i] stays put along j: no reference.
+    let mv = refs(19);
+    assert_eq!(mv.len(), 2, "{mv:#?}");
+    let a = get(&mv, "a", "load");
+    assert_eq!((val(&a.stride), val(&a.reuse_bytes)), (Some(8.0), Some(8.0 * n * n + 16.0 * n)));
+    let x = get(&mv, "x", "load");
+    assert_eq!((val(&x.stride), val(&x.reuse_bytes)), (Some(8.0), Some(16.0 * n + 8.0)));
+    // smooth: u[i-1], u[i], u[i+1] are one stream; w is stored; one loop: the footprint of both.
+    let sm = refs(25);
+    let u = get(&sm, "u", "load");
+    assert_eq!(u.count.eval_map(&env).unwrap(), 1.0);
+    assert_eq!((val(&u.stride), val(&u.reuse_bytes)), (Some(8.0), Some(2.0 * 8.0 * (n - 2.0))));
+    assert_eq!(val(&get(&sm, "w", "store").stride), Some(8.0));
+    // columns: rows[i] moves along i by 8 bytes; rows[i][j] is in another row at each i:
+    // irregular, a line per access over the nest.
+    let co = refs(33);
+    assert_eq!(val(&get(&co, "rows", "load").stride), Some(8.0));
+    let el = get(&co, "rows[]", "load");
+    assert_eq!((el.stride.is_none(), val(&el.reuse_bytes)), (true, Some(64.0 * n * n)));
+    // count: h[keys[k]]++ is irregular over h's 4 * buckets bytes (xalloc's argument), a load
+    // and a store; keys streams at 4 bytes, its reuse unknown (the loop's bound is data).
+    let ct = refs(43);
+    let h = get(&ct, "h", "load");
+    assert_eq!((h.stride.is_none(), val(&h.reuse_bytes)), (true, Some(4.0 * 4096.0)));
+    assert_eq!(val(&get(&ct, "h", "store").reuse_bytes), Some(4.0 * 4096.0));
+    let keys = get(&ct, "keys", "load");
+    assert_eq!((val(&keys.stride), keys.reuse_bytes.is_none()), (Some(4.0), true));
+}

@@ -1123,3 +1123,44 @@ fn estimate_bulk_scales_a_prefix_of_a_long_histogram_loop() {
         "{notes}"
     );
 }
+
+/// The memory bound, from the fixture table's memory figures (L1 48 KiB, L2 1 MiB, L3 32 MiB;
+/// a level serves what fits in half of it) on tests/fixtures/memory/walks.c:
+/// - a column walk of a 4096 x 4096 matrix of longs (128 MiB, DRAM) moves 32 KiB per access,
+///   past a page: the strided-load figure, here the random-load one (23.167 ns; the fixture
+///   table predates the strided kernel), and the block is bound by it;
+/// - the row walk of the same matrix streams from DRAM (0.2713 ns per 8 bytes) under its ops;
+/// - random increments into 64 Ki longs (512 KiB, L2): a random load (0.557 ns), the store
+///   finding its line there;
+/// - a polynomial over 1 Ki doubles (8 KiB, L1): no memory time, a loop-carried chain.
+#[test]
+fn memory_bound_blocks_cost_what_their_level_does() {
+    let hot = |args: &[&str], line: u64| -> serde_json::Value {
+        let mut a = vec!["tests/fixtures/memory/walks.c", "-n", "1", "--ops", "source", "--platform", LOCALHOST, "--"];
+        a.extend(args);
+        let p = json(&a);
+        p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == line).cloned().unwrap_or_else(|| panic!("no block at {line}: {p}"))
+    };
+    let cells = 4096.0 * 4096.0;
+    let col = hot(&["1", "4096", "1"], 29);
+    assert_eq!(col["memory"]["level"], "DRAM", "{col}");
+    let want = cells * 23.167e-9;
+    assert!(close(col["memory"]["seconds"].as_f64().unwrap(), want, 1e-3), "{col}");
+    assert!(close(col["seconds"].as_f64().unwrap(), want, 1e-3), "the column walk is bound by memory: {col}");
+    let row = hot(&["0", "4096", "1"], 20);
+    assert_eq!(row["memory"]["level"], "DRAM", "{row}");
+    assert!(close(row["memory"]["seconds"].as_f64().unwrap(), cells * 0.2713e-9, 1e-3), "{row}");
+    let ops: f64 = row["op_seconds"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
+    assert!(ops > cells * 0.2713e-9 && close(row["seconds"].as_f64().unwrap(), ops, 1e-9), "the row walk is bound by its ops: {row}");
+    let hist = hot(&["2", "1000000", "65536"], 37);
+    assert_eq!(hist["memory"]["level"], "L2", "{hist}");
+    assert!(close(hist["memory"]["seconds"].as_f64().unwrap(), 1e6 * 0.557e-9, 1e-3), "{hist}");
+    let poly = hot(&["3", "1024", "100"], 49);
+    assert!(poly.get("memory").is_none(), "{poly}");
+    // Its `s +=` waits for the previous iteration's add: a chain of one double_add latency
+    // (1 ns in the fixture) per iteration, under the block's ops here.
+    assert_eq!(poly["chain"]["var"], "s", "{poly}");
+    assert!(close(poly["chain"]["seconds"].as_f64().unwrap(), 102400.0 * 1e-9, 1e-9), "{poly}");
+    let ops: f64 = poly["op_seconds"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
+    assert!(close(poly["seconds"].as_f64().unwrap(), ops.max(102400.0 * 1e-9), 1e-9), "{poly}");
+}

@@ -10,6 +10,10 @@ use crate::model::ops::OpClass;
 use super::ir::*;
 use super::mpi;
 
+mod chains;
+mod memory;
+use memory::{NestLoop, PendingRef};
+
 /// Options of an analysis.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -38,6 +42,8 @@ struct Globals {
     structs: HashMap<String, HashMap<String, CType>>,
     /// Functions defined in the tree: name -> (return type, params, single return expression).
     functions: HashMap<String, (CType, Vec<VarDecl>, Option<CExpr>)>,
+    /// Declared dimensions of global arrays.
+    dims: HashMap<String, Vec<CExpr>>,
 }
 
 /// One enclosing loop, as seen from inside its body.
@@ -51,6 +57,8 @@ struct LoopCtx {
 #[derive(Clone, Default)]
 struct Ctx {
     loops: Vec<LoopCtx>,
+    /// Every enclosing loop, for the memory model (`loops` holds those counted statically).
+    nest: Vec<NestLoop>,
     /// 0/1 indicator factors from enclosing branches (may mention loop variables).
     conds: Vec<Expr>,
     /// Constant probability factors from MPICAST_PROBA or --assume-branches.
@@ -81,6 +89,8 @@ pub struct Analyzer<'a> {
     known: HashMap<String, Option<Expr>>,
     assigned: HashMap<String, Vec<CExpr>>,
     loop_vars: HashSet<String>,
+    /// Declared dimensions of the function's local arrays.
+    local_dims: HashMap<String, Vec<CExpr>>,
     seen_ids: HashSet<String>,
     params_seen: HashSet<String>,
     /// Arrays filled by MPI_Dims_create (dims) and MPI_Cart_coords (coords): their elements are
@@ -98,6 +108,7 @@ impl<'a> Analyzer<'a> {
                 typedefs: HashMap::new(),
                 structs: HashMap::new(),
                 functions: HashMap::new(),
+                dims: HashMap::new(),
             },
             model: ProgramModel { bindings: opts.bindings.clone(), ..Default::default() },
             file: String::new(),
@@ -106,6 +117,7 @@ impl<'a> Analyzer<'a> {
             known: HashMap::new(),
             assigned: HashMap::new(),
             loop_vars: HashSet::new(),
+            local_dims: HashMap::new(),
             seen_ids: HashSet::new(),
             params_seen: HashSet::new(),
             cart_arrays: HashMap::new(),
@@ -128,6 +140,9 @@ impl<'a> Analyzer<'a> {
             }
             for g in &u.globals {
                 self.globals.types.insert(g.name.clone(), g.ty.clone());
+                if !g.dims.is_empty() {
+                    self.globals.dims.insert(g.name.clone(), g.dims.clone());
+                }
             }
             for f in &u.functions {
                 let single_return = match &f.body {
@@ -184,6 +199,7 @@ impl<'a> Analyzer<'a> {
 
     pub fn finish(mut self) -> ProgramModel {
         self.compose_functions();
+        self.resolve_mem_params();
         self.model
     }
 
@@ -196,6 +212,7 @@ impl<'a> Analyzer<'a> {
         self.known.clear();
         self.assigned.clear();
         self.loop_vars.clear();
+        self.local_dims.clear();
         for p in &f.params {
             self.locals.insert(p.name.clone(), p.ty.clone());
         }
@@ -294,6 +311,8 @@ impl<'a> Analyzer<'a> {
             body_bytes: None,
             induction: None,
             cond: None,
+            mem: Vec::new(),
+            chains: Vec::new(),
             site: match kind {
                 _ if inherited.is_some() => inherited,
                 BlockKind::Branch => Some(body_site(&sp)),
@@ -361,6 +380,8 @@ impl<'a> Analyzer<'a> {
                     let mut ops = std::mem::take(&mut seg.ops);
                     self.expr_ops(e, &mut ops, false);
                     seg.ops = ops;
+                    self.collect_refs(e, ctx, &mut seg.refs);
+                    self.collect_chain(e, ctx, &mut seg.chains);
                     self.note_calls(e, seg);
                 }
             }
@@ -368,11 +389,15 @@ impl<'a> Analyzer<'a> {
                 seg.extend(*sp);
                 for d in decls {
                     self.locals.insert(d.name.clone(), d.ty.clone());
+                    if !d.dims.is_empty() {
+                        self.local_dims.insert(d.name.clone(), d.dims.clone());
+                    }
                     if let Some(init) = &d.init {
                         let mut ops = std::mem::take(&mut seg.ops);
                         let t = self.expr_ops(init, &mut ops, false);
                         conversion_op(&t, &d.ty, &mut ops);
                         seg.ops = ops;
+                        self.collect_refs(init, ctx, &mut seg.refs);
                         self.note_calls(init, seg);
                     }
                 }
@@ -383,6 +408,7 @@ impl<'a> Analyzer<'a> {
                     let mut ops = std::mem::take(&mut seg.ops);
                     self.expr_ops(e, &mut ops, false);
                     seg.ops = ops;
+                    self.collect_refs(e, ctx, &mut seg.refs);
                     self.note_calls(e, seg);
                 }
             }
@@ -394,6 +420,7 @@ impl<'a> Analyzer<'a> {
                 self.expr_ops(cond, &mut ops, false);
                 add_op(&mut ops, OpClass::Branch, Expr::int(1));
                 seg.ops = ops;
+                self.collect_refs(cond, ctx, &mut seg.refs);
                 self.flush(seg, parent, ctx);
                 let (then_ctx, else_ctx) = self.branch_ctx(cond, span.line_start, ctx);
                 let tid = self.block_id(then.span(), BlockKind::Branch);
@@ -422,7 +449,10 @@ impl<'a> Analyzer<'a> {
                     self.stmt(&i, parent, ctx, seg);
                 }
                 self.flush(seg, parent, ctx);
-                let (loop_ctx, trip, inner_ctx) = self.for_loop(init.as_deref(), cond.as_ref(), update.as_ref(), body, *span, ctx);
+                let (loop_ctx, trip, mut inner_ctx) = self.for_loop(init.as_deref(), cond.as_ref(), update.as_ref(), body, *span, ctx);
+                let counted = (inner_ctx.loops.len() > ctx.loops.len()).then(|| inner_ctx.loops.last().cloned()).flatten();
+                let nest = self.nest_for(init.as_deref(), cond.as_ref(), update.as_ref(), body, counted.as_ref().map(|l| l.trip.clone()), counted.and_then(|l| l.var.map(|(_, lo, hi)| (lo, hi))));
+                inner_ctx.nest.push(nest);
                 let mut ops = Ops::new();
                 add_op(&mut ops, OpClass::LoopIter, Expr::int(1));
                 if let Some(c) = cond {
@@ -464,6 +494,7 @@ impl<'a> Analyzer<'a> {
                 let reason = format!("{}:{}: {what} loop: iteration count depends on data", self.file, span.line_start);
                 let mut inner_ctx = ctx.clone();
                 inner_ctx.needs_trace.get_or_insert(reason.clone());
+                inner_ctx.nest.push(NestLoop::default());
                 let trip = Count { status: CountStatus::NeedsTrace, expr: None, value: None, reason: Some(reason) };
                 let mut ops = Ops::new();
                 add_op(&mut ops, OpClass::LoopIter, Expr::int(1));
@@ -1173,6 +1204,11 @@ impl<'a> Analyzer<'a> {
         let id = self.block_id(sp, BlockKind::Straight);
         let ops = std::mem::take(&mut seg.ops);
         self.push_block(id.clone(), Some(parent), BlockKind::Straight, sp, ctx, None, ops);
+        let refs = self.mem_refs(std::mem::take(&mut seg.refs), ctx);
+        if let Some(b) = self.model.blocks.last_mut() {
+            b.mem = refs;
+            b.chains = std::mem::take(&mut seg.chains);
+        }
         for (callee, line, args) in seg.calls.drain(..) {
             self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line, args });
         }
@@ -1453,6 +1489,8 @@ fn body_site(sp: &Span) -> Site {
 struct Segment {
     span: Option<Span>,
     ops: Ops,
+    refs: Vec<PendingRef>,
+    chains: Vec<Chain>,
     calls: Vec<(String, u32, Vec<Option<Expr>>)>,
 }
 

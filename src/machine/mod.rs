@@ -240,7 +240,7 @@ fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
     }
 }
 
-fn mem_kernels(ws: u64) -> [JobKey; 6] {
+fn mem_kernels(ws: u64) -> [JobKey; 7] {
     [
         "mem_stream_load",
         "mem_stream_store",
@@ -248,6 +248,7 @@ fn mem_kernels(ws: u64) -> [JobKey; 6] {
         "mem_chase_tp",
         "mem_rand_store",
         "mem_lcg_only",
+        "mem_stride_load",
     ]
     .map(|k| key(k, ws))
 }
@@ -372,7 +373,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     if full {
         let empty = key("empty", 0);
         for &(level, ws) in &working_sets {
-            let [sl, ss, cl, ct, rs, lcg] = mem_kernels(ws);
+            let [sl, ss, cl, ct, rs, lcg, st] = mem_kernels(ws);
             let entry = |pattern: &str, access: &str, tp, lat| MemoryCost {
                 level: level.into(),
                 working_set_bytes: ws,
@@ -403,6 +404,12 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
                 "random",
                 "store",
                 results.measure(&rs, UNROLL, Some(&lcg)),
+                None,
+            ));
+            memory.push(entry(
+                "stride",
+                "load",
+                results.measure(&st, UNROLL, Some(&empty)),
                 None,
             ));
         }

@@ -113,8 +113,8 @@ pub fn table(t: &MachineTable) -> String {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "{:<6} {:>12} {:>13} {:>13} {:>13} {:>13}",
-            "memory", "working set", "stream load", "stream store", "random load", "random store"
+            "{:<6} {:>12} {:>13} {:>13} {:>13} {:>13} {:>13}",
+            "memory", "working set", "stream load", "stream store", "random load", "random store", "stride load"
         );
         let levels: Vec<&str> = {
             let mut v: Vec<&str> = t.memory.iter().map(|m| m.level.as_str()).collect();
@@ -140,13 +140,14 @@ pub fn table(t: &MachineTable) -> String {
                 .unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 s,
-                "{:<6} {:>9} KiB {:>13} {:>13} {:>13} {:>13}",
+                "{:<6} {:>9} KiB {:>13} {:>13} {:>13} {:>13} {:>13}",
                 l,
                 ws / 1024,
                 cell("stream", "load"),
                 cell("stream", "store"),
                 rl,
-                cell("random", "store")
+                cell("random", "store"),
+                cell("stride", "load")
             );
         }
         let _ = writeln!(

@@ -125,6 +125,62 @@ pub struct Block {
     /// analyses written before it existed.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub site: Option<Site>,
+    /// Array references of the block's own statements, for the memory model: which cache level
+    /// their data comes from, and at what cost per access.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub mem: Vec<MemRef>,
+    /// Scalars the block (inside a loop) computes from their own previous value: each
+    /// execution waits for the previous one's result.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub chains: Vec<Chain>,
+}
+
+/// A loop-carried chain: the ops between a scalar's old value and its new one, in order
+/// (floating-point ops, integer multiplies and divides).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Chain {
+    pub var: String,
+    pub ops: Vec<OpClass>,
+}
+
+/// Whether a reference reads or writes memory.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum MemAccess {
+    Load,
+    Store,
+}
+
+impl MemAccess {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemAccess::Load => "load",
+            MemAccess::Store => "store",
+        }
+    }
+}
+
+/// One array reference (`a[i][j]`, read or written) in a block inside a loop: how far apart its
+/// successive accesses are and how much data the loop nest touches before it comes back to the
+/// same element. Formulas in parameters, rank and size (outer loop variables are replaced by
+/// their upper bound).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemRef {
+    /// The array as written (`a`, `s->cells`).
+    pub array: String,
+    pub access: MemAccess,
+    /// Accesses per execution of the block (1/2 in one arm of `?:`).
+    pub count: Expr,
+    /// Bytes of one element.
+    pub elem_bytes: u32,
+    /// Bytes between the accesses of two successive iterations of the innermost loop; absent
+    /// when the index depends on data (an irregular, random-like reference).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stride: Option<Expr>,
+    /// Bytes the loop nest touches between two uses of the same data (the reuse distance): the
+    /// smallest cache that holds them serves the reference. Absent when unknown.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reuse_bytes: Option<Expr>,
 }
 
 /// Where a statement that runs once per execution of a block can be inserted into its file,

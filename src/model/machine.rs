@@ -127,7 +127,8 @@ pub struct MemoryCost {
     /// "L1", "L2", "L3", "DRAM".
     pub level: String,
     pub working_set_bytes: u64,
-    /// "stream" or "random".
+    /// "stream", "random", or "stride" (loads a page and a line apart: a constant stride the
+    /// prefetchers do not follow).
     pub pattern: String,
     /// "load" or "store".
     pub access: String,

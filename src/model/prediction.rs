@@ -147,6 +147,29 @@ pub struct BlockCost {
     pub share: f64,
     /// Seconds per op class over all ranks (the "instruction mode" split).
     pub op_seconds: BTreeMap<OpClass, f64>,
+    /// The block's array references, priced at the cache level that serves them, when some
+    /// come from beyond L1: `seconds` is the larger of the two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryShare>,
+    /// The block's longest loop-carried chain (a scalar computed from its previous value), at
+    /// the ops' latencies: `seconds` is at least this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainShare>,
+}
+
+/// A loop-carried chain's time: the scalar and seconds over all ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ChainShare {
+    pub var: String,
+    pub seconds: f64,
+}
+
+/// The memory time of a block: its slowest level ("L2", "L3", "DRAM") and seconds over all
+/// ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemoryShare {
+    pub level: String,
+    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -7,6 +7,7 @@
 //! from the machine table.
 
 pub mod eval;
+pub mod memory;
 pub mod platform;
 pub mod skeleton;
 
@@ -19,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use crate::model::analysis::ProgramModel;
 use crate::model::machine::{MachineTable, Variant};
 use crate::model::ops::OpClass;
-use crate::model::prediction::{BlockCost, FunctionCost, MachineRef, Prediction};
+use crate::model::prediction::{BlockCost, ChainShare, FunctionCost, MachineRef, MemoryShare, Prediction};
 use crate::model::trace::{Mapping, ReplayOptions, TraceAction};
 use crate::trace::TraceWriter;
 use skeleton::{Program, Sink, Unresolved};
@@ -30,6 +31,44 @@ pub struct Costs {
     pub nominal: BTreeMap<OpClass, f64>,
     pub low: BTreeMap<OpClass, f64>,
     pub high: BTreeMap<OpClass, f64>,
+    /// What a block's time is at least: its memory references, its loop-carried chains; and
+    /// the same at the ends of the table's spread.
+    pub bounds: Bounds,
+    pub bounds_low: Bounds,
+    pub bounds_high: Bounds,
+}
+
+/// Lower bounds on a block's time besides formula (1): the roofline of its array references
+/// (`memory`) and the latency of its loop-carried chains (ns per op, the table's latency
+/// variant).
+#[derive(Debug, Clone, Default)]
+pub struct Bounds {
+    pub memory: memory::MemoryModel,
+    pub latency: BTreeMap<OpClass, f64>,
+}
+
+impl Bounds {
+    /// The table's bounds with `pick` of each figure (the median, or the spread's ends).
+    pub fn from_table(t: &MachineTable, pick: fn(&crate::model::machine::Measure) -> f64) -> Bounds {
+        Bounds {
+            memory: memory::MemoryModel::from_table(t, pick),
+            latency: t.classes.iter().map(|(c, m)| (*c, pick(&m.latency))).collect(),
+        }
+    }
+
+    /// ns one execution of `b` takes at least.
+    pub fn block_ns(&self, b: &crate::model::analysis::Block, env: &HashMap<String, f64>) -> f64 {
+        let mem = self.memory.block_time(&b.mem, env).map_or(0.0, |m| m.ns);
+        mem.max(self.chain_ns(b).map_or(0.0, |c| c.1))
+    }
+
+    /// The block's longest loop-carried chain: its variable and ns per execution.
+    pub fn chain_ns<'b>(&self, b: &'b crate::model::analysis::Block) -> Option<(&'b str, f64)> {
+        b.chains
+            .iter()
+            .map(|c| (c.var.as_str(), c.ops.iter().map(|o| self.latency.get(o).copied().unwrap_or(0.0)).sum::<f64>()))
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+    }
 }
 
 impl Costs {
@@ -38,6 +77,9 @@ impl Costs {
             nominal: BTreeMap::new(),
             low: BTreeMap::new(),
             high: BTreeMap::new(),
+            bounds: Bounds::from_table(t, |m| m.ns_per_op),
+            bounds_low: Bounds::from_table(t, |m| m.min_ns.min(m.ns_per_op)),
+            bounds_high: Bounds::from_table(t, |m| m.max_ns.max(m.ns_per_op)),
         };
         for class in OpClass::ALL {
             let Some(nom) = t.cost(*class, variant) else {
@@ -221,18 +263,19 @@ pub fn bind_parameters(
 fn block_seconds(
     model: &ProgramModel,
     costs: &BTreeMap<OpClass, f64>,
+    bounds: &Bounds,
     env: &HashMap<String, f64>,
 ) -> Vec<f64> {
     model
         .blocks
         .iter()
         .map(|b| {
-            b.ops
+            let ops: f64 = b
+                .ops
                 .iter()
-                .map(|(c, e)| {
-                    e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0) * 1e-9
-                })
-                .sum()
+                .map(|(c, e)| e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0))
+                .sum();
+            ops.max(bounds.block_ns(b, env)) * 1e-9
         })
         .collect()
 }
@@ -431,7 +474,7 @@ fn evaluate(
         let mut bounds_wanted = Vec::new();
         for r in 0..n {
             let env = rank_env(opts, r, n);
-            let secs = block_seconds(model, &costs.nominal, &env);
+            let secs = block_seconds(model, &costs.nominal, &costs.bounds, &env);
             let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
             scratch.iter_mut().for_each(|x| *x = 0.0);
             let mut row = [0.0; 3];
@@ -487,8 +530,8 @@ fn evaluate(
             // Without such branches the executions do not change: cost them at the table's
             // extremes.
             if !data_branches {
-                for (k, table) in [&costs.low, &costs.high].into_iter().enumerate() {
-                    let s = block_seconds(model, table, &env);
+                for (k, (table, bounds)) in [(&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].into_iter().enumerate() {
+                    let s = block_seconds(model, table, bounds, &env);
                     row[k + 1] = scratch.iter().zip(&s).map(|(n, t)| n * t).sum::<f64>() * factor;
                 }
             } else {
@@ -511,11 +554,11 @@ fn evaluate(
         }
         for (i, r) in bounds_wanted {
             let env = rank_env(opts, r, n);
-            for (k, (table, p)) in [(&costs.low, 0.0), (&costs.high, 1.0)]
+            for (k, (table, bounds, p)) in [(&costs.low, &costs.bounds_low, 0.0), (&costs.high, &costs.bounds_high, 1.0)]
                 .into_iter()
                 .enumerate()
             {
-                let s = block_seconds(model, table, &env);
+                let s = block_seconds(model, table, bounds, &env);
                 let mut bound = vec![0.0; model.blocks.len()];
                 let mut sink = TraceSink {
                     writer: None,
@@ -587,6 +630,7 @@ pub fn attribute(
     model: &ProgramModel,
     execs: &[f64],
     costs: &BTreeMap<OpClass, f64>,
+    bounds: &Bounds,
     bindings: &BTreeMap<String, f64>,
     factor: f64,
     top: usize,
@@ -615,6 +659,11 @@ pub fn attribute(
                 s += x;
             }
         }
+        // A block bound by its memory references (the time they take, where they come from)
+        // or by a loop-carried chain.
+        let memory = bounds.memory.block_time(&b.mem, &env).map(|m| MemoryShare { level: m.level, seconds: m.ns * 1e-9 * n * factor });
+        let chain = bounds.chain_ns(b).map(|(v, ns)| ChainShare { var: v.to_string(), seconds: ns * 1e-9 * n * factor });
+        s = s.max(bounds.block_ns(b, &env) * 1e-9 * n * factor);
         total += s;
         *per_fn.entry(b.function.clone()).or_default() += s;
         blocks.push(BlockCost {
@@ -628,6 +677,8 @@ pub fn attribute(
             seconds: s,
             share: 0.0,
             op_seconds,
+            memory,
+            chain,
         });
     }
     let share = |s: f64| if total > 0.0 { s / total } else { 0.0 };
@@ -778,7 +829,7 @@ pub fn predict_trace_scaled(
                     ("size".to_string(), ranks as f64),
                 ])
                 .collect();
-            let cost = block_seconds(&model, &costs.nominal, &env);
+            let cost = block_seconds(&model, &costs.nominal, &costs.bounds, &env);
             let req = crate::scale::Request {
                 to_ranks: opts.ranks,
                 ..req.clone()
@@ -828,7 +879,7 @@ pub fn predict_trace_scaled(
         env.insert("rank".into(), r as f64);
         env.insert("size".into(), ranks as f64);
         let secs =
-            [&costs.nominal, &costs.low, &costs.high].map(|t| block_seconds(&model, t, &env));
+            [(&costs.nominal, &costs.bounds), (&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].map(|(t, b)| block_seconds(&model, t, b, &env));
         let path = crate::trace::rank_file(dir, r);
         let mut rd = crate::trace::TraceReader::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut w = TraceWriter::create(out.path(), r, ranks)
@@ -974,6 +1025,7 @@ fn finish(
         model,
         &sk.execs,
         &costs.nominal,
+        &costs.bounds,
         &opts.bindings,
         factor,
         opts.top,
