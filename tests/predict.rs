@@ -1124,15 +1124,17 @@ fn estimate_bulk_scales_a_prefix_of_a_long_histogram_loop() {
     );
 }
 
-/// The memory bound, from the fixture table's memory figures (L1 48 KiB, L2 1 MiB, L3 32 MiB;
-/// a level serves what fits in half of it) on tests/fixtures/memory/walks.c:
+/// The memory bound, from the fixture table's memory figures (measured at 24 KiB, 512 KiB,
+/// 2 MiB and 128 MiB; the figures at a reuse distance's size) on tests/fixtures/memory/walks.c:
 /// - a column walk of a 4096 x 4096 matrix of longs (128 MiB, DRAM) moves 32 KiB per access,
 ///   past a page: the strided-load figure, here the random-load one (23.167 ns; the fixture
 ///   table predates the strided kernel), and the block is bound by it;
 /// - the row walk of the same matrix streams from DRAM (0.2713 ns per 8 bytes) under its ops;
 /// - random increments into 64 Ki longs (512 KiB, L2): a random load (0.557 ns), the store
 ///   finding its line there;
-/// - a polynomial over 1 Ki doubles (8 KiB, L1): no memory time, a loop-carried chain.
+/// - a polynomial over 1 Ki doubles (8 KiB, L1): no memory time, a loop-carried chain;
+/// - random increments into 128 Ki longs (1 MiB, between the 512 KiB and 2 MiB working sets):
+///   the random-load figure interpolated geometrically in the size, halfway.
 #[test]
 fn memory_bound_blocks_cost_what_their_level_does() {
     let hot = |args: &[&str], line: u64| -> serde_json::Value {
@@ -1155,6 +1157,10 @@ fn memory_bound_blocks_cost_what_their_level_does() {
     let hist = hot(&["2", "1000000", "65536"], 37);
     assert_eq!(hist["memory"]["level"], "L2", "{hist}");
     assert!(close(hist["memory"]["seconds"].as_f64().unwrap(), 1e6 * 0.557e-9, 1e-3), "{hist}");
+    let mid = hot(&["2", "1000000", "131072"], 37);
+    let want = 1e6 * 1e-9 * (0.5567225544995598f64 * 1.9327329577709205).sqrt();
+    assert_eq!(mid["memory"]["level"], "L3", "{mid}");
+    assert!(close(mid["memory"]["seconds"].as_f64().unwrap(), want, 1e-3), "{mid} want {want}");
     let poly = hot(&["3", "1024", "100"], 49);
     assert!(poly.get("memory").is_none(), "{poly}");
     // Its `s +=` waits for the previous iteration's add: a chain of one double_add latency

@@ -675,11 +675,15 @@ pub fn render(p: &Prediction) -> String {
         for b in &p.blocks {
             let mut ops: Vec<(&crate::model::ops::OpClass, &f64)> = b.op_seconds.iter().collect();
             ops.sort_by(|a, b| b.1.total_cmp(a.1));
-            let split: Vec<String> = ops
-                .iter()
-                .take(4)
-                .map(|(c, s)| format!("{} {:.0}%", c.name(), 100.0 * **s / b.seconds.max(1e-300)))
-                .collect();
+            let mut split: Vec<String> = Vec::new();
+            // Bound by memory or by a loop-carried chain: the ops' shares are of the block's time.
+            let ops_s: f64 = b.op_seconds.values().sum();
+            if let Some(m) = b.memory.as_ref().filter(|m| m.seconds > ops_s && m.seconds >= b.chain.as_ref().map_or(0.0, |c| c.seconds)) {
+                split.push(format!("memory-bound ({})", m.level));
+            } else if let Some(c) = b.chain.as_ref().filter(|c| c.seconds > ops_s) {
+                split.push(format!("chain-bound ({})", c.var));
+            }
+            split.extend(ops.iter().take(4).map(|(c, s)| format!("{} {:.0}%", c.name(), 100.0 * **s / b.seconds.max(1e-300))));
             let _ = writeln!(
                 o,
                 "{:>5.1}% {:>11} {:>12.4e}  {:<28} {}",

@@ -77,20 +77,21 @@ pub fn data_cache_bytes(caches: &[CacheLevel], level: u32) -> u64 {
         })
 }
 
-/// Working sets measured for L1, L2, L3, DRAM. L1 and L2: half the cache. L3: twice L2 (past
-/// L2 and well inside L3 even where a virtual machine sees only a slice of a shared L3), at most
-/// half of L3. DRAM: four times L3, at least 64 MiB.
+/// Working sets measured for L1, L2, L3, DRAM. L1 and L2: half the cache. L2+: twice L2 (just
+/// past L2, inside L3 even where a virtual machine sees only a slice of a shared L3), at most
+/// half of L3. L3: a quarter of L3, when that is past L2+ (how much of L3 a program really
+/// gets). DRAM: four times L3, at least 64 MiB.
 pub fn working_sets(caches: &[CacheLevel]) -> Vec<(&'static str, u64)> {
     let l1 = data_cache_bytes(caches, 1);
     let l2 = data_cache_bytes(caches, 2);
     let l3 = data_cache_bytes(caches, 3);
-    let l3_ws = (2 * l2).min(l3 / 2).max(l2 + l2 / 2);
-    vec![
-        ("L1", l1 / 2),
-        ("L2", l2 / 2),
-        ("L3", l3_ws),
-        ("DRAM", (4 * l3).max(64 << 20)),
-    ]
+    let near = (2 * l2).min(l3 / 2).max(l2 + l2 / 2);
+    let mut v = vec![("L1", l1 / 2), ("L2", l2 / 2), ("L2+", near)];
+    if l3 / 4 > near {
+        v.push(("L3", l3 / 4));
+    }
+    v.push(("DRAM", (4 * l3).max(64 << 20)));
+    v
 }
 
 #[cfg(test)]

@@ -124,7 +124,8 @@ pub struct ClassCost {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MemoryCost {
-    /// "L1", "L2", "L3", "DRAM".
+    /// "L1", "L2", "L2+" (just past L2), "L3" (a quarter of L3), "DRAM"; tables measured
+    /// before "L2+" existed have "L3" at twice L2.
     pub level: String,
     pub working_set_bytes: u64,
     /// "stream", "random", or "stride" (loads a page and a line apart: a constant stride the

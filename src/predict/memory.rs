@@ -2,8 +2,9 @@
 //! `MemRef`) priced by the machine table's memory kernels at the cache level their reuse
 //! distance falls in. A block takes the larger of its op time (formula 1) and its memory time.
 //!
-//! Per access, at the first level whose half holds the reuse distance (the other half goes to
-//! other data, code and conflicts; the MTC's own working sets are half a cache):
+//! Per access, with the figures the MTC measured at the working set of the reuse distance's
+//! size (interpolated between the working sets it measured: half of L1, half of L2, just past
+//! L2, a quarter of L3, past L3):
 //! - stride 0: the same element, a register or L1 (no memory time);
 //! - stride up to a line (64 B): the streaming cost per 8 bytes times stride / 8;
 //! - stride over a line, under a page (4 KiB): a line per access, 8 streaming costs (the
@@ -27,12 +28,12 @@ const LINE: f64 = 64.0;
 /// Bytes in a page: constant strides this far apart defeat the prefetchers.
 const PAGE: f64 = 4096.0;
 
-/// One level of the hierarchy with its measured costs in ns per 8-byte access.
+/// One working set the MTC measured, with its costs in ns per 8-byte access.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Level {
     pub name: String,
-    /// Bytes it holds (f64::INFINITY for DRAM).
-    pub capacity: f64,
+    /// Bytes of the working set the figures were measured at.
+    pub ws: f64,
     pub stream_load: f64,
     pub stream_store: f64,
     pub random_load: f64,
@@ -41,8 +42,8 @@ pub struct Level {
     pub stride_load: f64,
 }
 
-/// The levels of a machine table, smallest first; empty when the table has no memory figures
-/// (then no block is memory-bound).
+/// The table's working sets, smallest first; empty when the table has no memory figures (then
+/// no block is memory-bound).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryModel {
     pub levels: Vec<Level>,
@@ -58,49 +59,67 @@ pub struct MemoryTime {
 impl MemoryModel {
     /// The table's levels with `pick` of each figure (the median, or the spread's ends).
     pub fn from_table(t: &MachineTable, pick: fn(&Measure) -> f64) -> MemoryModel {
+        let mut names: Vec<&str> = Vec::new();
+        for m in &t.memory {
+            if !names.contains(&m.level.as_str()) {
+                names.push(&m.level);
+            }
+        }
         let mut levels = Vec::new();
-        for name in ["L1", "L2", "L3", "DRAM"] {
-            let get = |pattern: &str, access: &str| t.memory_cost(name, pattern, access).map(|m| pick(&m.throughput));
+        for name in names {
+            let get = |pattern: &str, access: &str| t.memory_cost(name, pattern, access);
             let (Some(sl), Some(ss), Some(rl), Some(rs)) = (get("stream", "load"), get("stream", "store"), get("random", "load"), get("random", "store")) else {
                 continue;
             };
-            let capacity = match name {
-                "DRAM" => f64::INFINITY,
-                _ => {
-                    let n: u32 = name[1..].parse().unwrap_or(0);
-                    let size = t.host.caches.iter().filter(|c| c.level == n && c.kind != "Instruction").map(|c| c.size_bytes).max();
-                    // Without /sys figures: the kernel's working set, half the cache.
-                    let ws = t.memory.iter().find(|m| m.level == name).map(|m| m.working_set_bytes * 2);
-                    match size.or(ws) {
-                        Some(b) => b as f64,
-                        None => continue,
-                    }
-                }
-            };
-            let stride_load = get("stride", "load").unwrap_or(rl);
-            levels.push(Level { name: name.into(), capacity, stream_load: sl, stream_store: ss, random_load: rl, random_store: rs, stride_load });
+            let random_load = pick(&rl.throughput);
+            levels.push(Level {
+                name: name.to_string(),
+                ws: sl.working_set_bytes as f64,
+                stream_load: pick(&sl.throughput),
+                stream_store: pick(&ss.throughput),
+                random_load,
+                random_store: pick(&rs.throughput),
+                stride_load: get("stride", "load").map_or(random_load, |m| pick(&m.throughput)),
+            });
         }
+        levels.sort_by(|a, b| a.ws.total_cmp(&b.ws));
         MemoryModel { levels }
     }
 
-    /// The level that serves data reused after `bytes`: the first whose half holds them.
-    pub fn level_for(&self, bytes: f64) -> Option<usize> {
-        self.levels.iter().position(|l| bytes <= l.capacity / 2.0)
+    /// The figures for data reused after `bytes`: none within the smallest working set (L1,
+    /// where formula (1)'s loads and stores were measured); between two measured working sets,
+    /// each figure interpolated geometrically in the working set's size; past the largest, its
+    /// figures. The name is the first measured level at or above `bytes`.
+    pub fn level_for(&self, bytes: f64) -> Option<Level> {
+        let first = self.levels.first()?;
+        if bytes <= first.ws {
+            return None;
+        }
+        let Some(k) = self.levels.iter().position(|l| bytes <= l.ws) else {
+            return self.levels.last().cloned();
+        };
+        let (a, b) = (&self.levels[k - 1], &self.levels[k]);
+        let t = (bytes / a.ws).ln() / (b.ws / a.ws).ln();
+        let mix = |x: f64, y: f64| if x > 0.0 && y > 0.0 { x * (y / x).powf(t) } else { y };
+        Some(Level {
+            name: b.name.clone(),
+            ws: bytes,
+            stream_load: mix(a.stream_load, b.stream_load),
+            stream_store: mix(a.stream_store, b.stream_store),
+            random_load: mix(a.random_load, b.random_load),
+            random_store: mix(a.random_store, b.random_store),
+            stride_load: mix(a.stride_load, b.stride_load),
+        })
     }
 
     /// The memory time of one execution of a block with these references; None when none of
     /// them is served beyond L1.
     pub fn block_time(&self, refs: &[MemRef], env: &HashMap<String, f64>) -> Option<MemoryTime> {
-        let l1 = self.levels.first()?;
         let mut ns = 0.0;
-        let mut slowest: Option<usize> = None;
+        let mut slowest: Option<(f64, String)> = None;
         for r in refs {
             let Some(reuse) = r.reuse_bytes.as_ref().and_then(|e| e.eval_map(env).ok()) else { continue };
-            let Some(li) = self.level_for(reuse) else { continue };
-            let level = &self.levels[li];
-            if level.name == l1.name {
-                continue;
-            }
+            let Some(level) = self.level_for(reuse) else { continue };
             let count = r.count.eval_map(env).unwrap_or(0.0);
             let stride = match &r.stride {
                 Some(s) => match s.eval_map(env) {
@@ -127,9 +146,11 @@ impl MemoryModel {
             let per = if rmw { per / 2.0 } else { per };
             if per > 0.0 && count > 0.0 {
                 ns += count * per;
-                slowest = Some(slowest.map_or(li, |s| s.max(li)));
+                if slowest.as_ref().is_none_or(|s| s.0 < level.ws) {
+                    slowest = Some((level.ws, level.name.clone()));
+                }
             }
         }
-        slowest.map(|s| MemoryTime { ns, level: self.levels[s].name.clone() })
+        slowest.map(|s| MemoryTime { ns, level: s.1 })
     }
 }
