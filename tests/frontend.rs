@@ -386,8 +386,8 @@ fn library_calls_are_costed_by_their_classes() {
 /// The memory model's view of a loop nest (tests/fixtures/memory/nest.c): strides along the
 /// innermost loop, reuse distances through the nest, references that move together counted
 /// once, rows of a pointer-to-pointer, an index that depends on data sized by its allocation
-/// through the program's own allocator, and sizes rewritten in the caller's terms (`n` is
-/// main's argv[1], matvec's parameter).
+/// through the program's own allocator, sizes rewritten in the caller's terms (`n` is main's
+/// argv[1], matvec's parameter), and loop-carried chains.
 #[test]
 fn memory_references_have_strides_and_reuse_distances() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/nest.c");
@@ -430,4 +430,12 @@ fn memory_references_have_strides_and_reuse_distances() {
     assert_eq!(val(&get(&ct, "h", "store").reuse_bytes), Some(4.0 * 4096.0));
     let keys = get(&ct, "keys", "load");
     assert_eq!((val(&keys.stride), keys.reuse_bytes.is_none()), (Some(4.0), true));
+    // Loop-carried chains: s += ... in columns and in chains; t (assigned) and u (declared)
+    // start afresh in each iteration.
+    let chains = |line: u32| -> Vec<(String, Vec<&'static str>)> {
+        block_at(&m, BlockKind::Straight, line).chains.iter().map(|c| (c.var.clone(), c.ops.iter().map(|o| o.name()).collect())).collect()
+    };
+    assert_eq!(chains(33), vec![("s".to_string(), vec!["double_add"])]);
+    assert_eq!(chains(52), vec![("s".to_string(), vec!["double_add"])]);
+    assert!(chains(19).is_empty(), "y[i] += is an array element, not a scalar chain");
 }

@@ -12,6 +12,7 @@ use super::mpi;
 
 mod chains;
 mod memory;
+use chains::PendingChain;
 use memory::{NestLoop, PendingRef};
 
 /// Options of an analysis.
@@ -389,6 +390,7 @@ impl<'a> Analyzer<'a> {
                 seg.extend(*sp);
                 for d in decls {
                     self.locals.insert(d.name.clone(), d.ty.clone());
+                    chains::kill(&mut seg.chains, &d.name);
                     if !d.dims.is_empty() {
                         self.local_dims.insert(d.name.clone(), d.dims.clone());
                     }
@@ -1207,7 +1209,7 @@ impl<'a> Analyzer<'a> {
         let refs = self.mem_refs(std::mem::take(&mut seg.refs), ctx);
         if let Some(b) = self.model.blocks.last_mut() {
             b.mem = refs;
-            b.chains = std::mem::take(&mut seg.chains);
+            b.chains = chains::finish(std::mem::take(&mut seg.chains));
         }
         for (callee, line, args) in seg.calls.drain(..) {
             self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line, args });
@@ -1490,7 +1492,7 @@ struct Segment {
     span: Option<Span>,
     ops: Ops,
     refs: Vec<PendingRef>,
-    chains: Vec<Chain>,
+    chains: Vec<PendingChain>,
     calls: Vec<(String, u32, Vec<Option<Expr>>)>,
 }
 

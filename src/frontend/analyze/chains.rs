@@ -7,9 +7,32 @@
 
 use super::*;
 
+/// A scalar's updates in a block so far.
+pub(super) struct PendingChain {
+    var: String,
+    ops: Vec<OpClass>,
+    /// Also set from other values in the block: not carried from one execution to the next.
+    killed: bool,
+}
+
+/// `var` is set afresh in the block (declared there, or assigned a value that does not read it).
+pub(super) fn kill(out: &mut Vec<PendingChain>, var: &str) {
+    match out.iter_mut().find(|c| c.var == var) {
+        Some(c) => c.killed = true,
+        None => out.push(PendingChain { var: var.to_string(), ops: Vec::new(), killed: true }),
+    }
+}
+
+/// The block's chains: the scalars updated from their own value and never set afresh.
+pub(super) fn finish(pending: Vec<PendingChain>) -> Vec<Chain> {
+    pending.into_iter().filter(|c| !c.killed && !c.ops.is_empty()).map(|c| Chain { var: c.var, ops: c.ops }).collect()
+}
+
 impl Analyzer<'_> {
-    /// The chain a statement adds to the block, if it updates a scalar from its own value.
-    pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, out: &mut Vec<Chain>) {
+    /// The chain a statement adds to the block, if it updates a scalar from its own value. A
+    /// scalar the block also sets from other values (`t = a[i]; t += 1.0;`) starts afresh each
+    /// time: no chain (its entry keeps no ops and `killed`).
+    pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, out: &mut Vec<PendingChain>) {
         if ctx.nest.is_empty() {
             return;
         }
@@ -23,7 +46,10 @@ impl Analyzer<'_> {
                 if op == "=" {
                     match self.path_from(right, v) {
                         Some(p) => (v.clone(), p),
-                        None => return,
+                        None => {
+                            kill(out, v);
+                            return;
+                        }
                     }
                 } else {
                     let class = match op.trim_end_matches('=') {
@@ -47,7 +73,7 @@ impl Analyzer<'_> {
         }
         match out.iter_mut().find(|c| c.var == var) {
             Some(c) => c.ops.extend(path),
-            None => out.push(Chain { var, ops: path }),
+            None => out.push(PendingChain { var, ops: path, killed: false }),
         }
     }
 
