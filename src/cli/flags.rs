@@ -119,7 +119,7 @@ pub struct LaunchArgs {
     /// mpi_yield_when_idle beyond this host's cores), e.g. "--mca btl self,tcp".
     #[arg(long = "mpirun-args", value_name = "ARGS", allow_hyphen_values = true)]
     pub mpirun_args: Option<String>,
-    /// Replaces `mpirun ... -np N`; `{n}` stands for the rank count (e.g. "srun -n {n}").
+    /// Replaces `mpirun ... -np N`; `{ranks}` stands for the rank count (e.g. "srun -n {ranks}").
     #[arg(long, value_name = "CMD")]
     pub launcher: Option<String>,
     /// Run on the hosts of this OpenMPI hostfile (ranks round-robin, `--map-by node`, as

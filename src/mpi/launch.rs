@@ -69,7 +69,7 @@ impl LaunchSpec {
     /// reports show them.
     pub fn settings(&self, ranks: u32) -> Vec<String> {
         if let Some(l) = &self.launcher {
-            return vec![format!("launcher: {}", l.replace("{n}", &ranks.to_string()))];
+            return vec![format!("launcher: {}", with_ranks(l, ranks))];
         }
         let user = &self.mpirun_args;
         let has = |flag: &str| user.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
@@ -119,7 +119,7 @@ impl LaunchSpec {
         let mut cmd: Vec<String> = Vec::new();
         let mut session = None;
         match &self.launcher {
-            Some(l) => cmd.extend(l.split_whitespace().map(|w| w.replace("{n}", &ranks.to_string()))),
+            Some(l) => cmd.extend(l.split_whitespace().map(|w| with_ranks(w, ranks))),
             None => {
                 cmd.push("mpirun".into());
                 let user_settings = self.settings(ranks);
@@ -193,6 +193,13 @@ impl Launch {
     }
 }
 
+/// A user's launcher with its rank-count placeholder filled: `{ranks}`, or `{n}` (which the
+/// command-line help cannot show: clap prints it as a line break).
+fn with_ranks(launcher: &str, ranks: u32) -> String {
+    let r = ranks.to_string();
+    launcher.replace("{ranks}", &r).replace("{n}", &r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,5 +228,7 @@ mod tests {
         assert!(!l.shown().iter().any(|a| a == "orte_tmpdir_base"));
         let srun = LaunchSpec { launcher: Some("srun -n {n}".into()), ..Default::default() };
         assert_eq!(srun.command(4, Path::new("p"), &[], &[]).unwrap().cmd, ["srun", "-n", "4", "p"]);
+        let named = LaunchSpec { launcher: Some("srun --ntasks={ranks}".into()), ..Default::default() };
+        assert_eq!(named.command(8, Path::new("p"), &[], &[]).unwrap().cmd, ["srun", "--ntasks=8", "p"]);
     }
 }
