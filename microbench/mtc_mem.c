@@ -3,7 +3,9 @@
  * touched, and threaded with a pointer-chase ring that visits every 64-byte line once in a
  * random order (defeats the prefetchers); stores go to ctx->wbuf, of the same size. 16 accesses
  * per iteration. */
+#define _DEFAULT_SOURCE
 #include <string.h>
+#include <sys/mman.h>
 #include "mtc_common.h"
 
 #define X16(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
@@ -88,6 +90,31 @@ void k_mem_lcg_only(long iters, struct mtc_ctx *ctx) {
     uint64_t x0 = 1, x1 = 2, x2 = 3, x3 = 4, x4 = 5, x5 = 6, x6 = 7, x7 = 8;
     for (long i = 0; i < iters; i++) { RS8(RL) RS8(RL) }
     mtc_sink_u = x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7;
+}
+
+/* First touch: one 8-byte store into each page of freshly mapped memory (the page fault, the
+ * kernel zeroing the page, and its share of the unmapping), 16 pages per iteration, in a 64 MiB
+ * mapping replaced when used up, as a large malloc (mmap'd by the C library) is first written. */
+#define FT_PAGES 16384
+static unsigned char *ft_map;
+static size_t ft_next;
+void k_mem_first_touch(long iters, struct mtc_ctx *ctx) {
+    (void)ctx;
+#define FT(k) { ft_map[(ft_next + (k)) * 4096] = 1; }
+    for (long i = 0; i < iters; i++) {
+        if (ft_map == NULL || ft_next + 16 > FT_PAGES) {
+            if (ft_map != NULL)
+                munmap(ft_map, (size_t)FT_PAGES * 4096);
+            void *m = mmap(NULL, (size_t)FT_PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            ft_map = m == MAP_FAILED ? NULL : m;
+            ft_next = 0;
+            if (ft_map == NULL)
+                return;
+        }
+        X16(FT)
+        ft_next += 16;
+    }
+    CLOBBER_MEM();
 }
 
 /* memcpy / memset of MTC_BYTES bytes (L1-resident), size known only at run time, as in most

@@ -387,7 +387,7 @@ fn library_calls_are_costed_by_their_classes() {
 /// innermost loop, reuse distances through the nest, references that move together counted
 /// once, rows of a pointer-to-pointer, an index that depends on data sized by its allocation
 /// through the program's own allocator, sizes rewritten in the caller's terms (`n` is main's
-/// argv[1], matvec's parameter), and loop-carried chains.
+/// argv[1], matvec's parameter), loop-carried chains and allocations.
 #[test]
 fn memory_references_have_strides_and_reuse_distances() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/nest.c");
@@ -438,4 +438,10 @@ fn memory_references_have_strides_and_reuse_distances() {
     assert_eq!(chains(33), vec![("s".to_string(), vec!["double_add"])]);
     assert_eq!(chains(52), vec![("s".to_string(), vec!["double_add"])]);
     assert!(chains(19).is_empty(), "y[i] += is an array element, not a scalar chain");
+    // Allocations: main's malloc and callocs, and xalloc's argument at its call (the malloc
+    // inside the program's own allocator is not counted again).
+    let allocs = |line: u32| -> Vec<f64> { block_at(&m, BlockKind::Straight, line).allocs.iter().map(|a| a.eval_map(&env).unwrap()).collect() };
+    assert_eq!(allocs(40), vec![4.0 * 4096.0]);
+    assert_eq!(allocs(62), vec![8.0 * n * n, 8.0 * n, 8.0 * n, 8.0 * n, 4.0 * n]);
+    assert!(m.blocks.iter().filter(|b| b.function == "xalloc").all(|b| b.allocs.is_empty()));
 }

@@ -46,7 +46,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
         );
     }
     let levels = mpicast::machine::sysinfo::working_sets(&o2.host.caches).len();
-    assert_eq!(o2.memory.len(), 5 * levels, "{levels} working sets x (stream/random x load/store, stride load)");
+    assert_eq!(o2.memory.len(), 5 * levels + 1, "{levels} working sets x (stream/random x load/store, stride load), first touch");
     let fit = o2.fit.as_ref().expect("fit present in a full-class table");
     assert!(fit.kernels.len() >= 10);
     assert!(fit

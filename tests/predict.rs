@@ -1170,3 +1170,46 @@ fn memory_bound_blocks_cost_what_their_level_does() {
     let ops: f64 = poly["op_seconds"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum();
     assert!(close(poly["seconds"].as_f64().unwrap(), ops.max(102400.0 * 1e-9), 1e-9), "{poly}");
 }
+
+/// Fresh pages: a table that says what a page costs the first time it is written (here 2 ns
+/// per 8 bytes, added to the fixture table) charges each allocation of 128 KiB or more at the
+/// block that makes it: 16 MiB of doubles cost 2 Mi words x 2 ns. Smaller allocations come
+/// from the heap and cost nothing. Without the figure (the fixture table as it is) nothing is
+/// charged. What runs before MPI_Init is outside the prediction (walks.c allocates and fills
+/// its arrays there: those blocks are not charged).
+#[test]
+fn large_allocations_pay_for_their_pages_and_work_before_mpi_init_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(MACHINE)).unwrap()).unwrap();
+    let mut ft = t["memory"][0].clone();
+    ft["level"] = "DRAM".into();
+    ft["pattern"] = "first_touch".into();
+    ft["access"] = "store".into();
+    ft["throughput"]["ns_per_op"] = 2.0.into();
+    ft["throughput"]["min_ns"] = 2.0.into();
+    ft["throughput"]["max_ns"] = 2.0.into();
+    t["memory"].as_array_mut().unwrap().push(ft);
+    let table = dir.path().join("first_touch.json");
+    std::fs::write(&table, serde_json::to_string(&t).unwrap()).unwrap();
+    let run = |machine: &str, args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["tests/fixtures/memory/first_touch.c", "-n", "1", "--ops", "source", "--platform", LOCALHOST, "--machine", machine, "--json", "-", "--"];
+        a.extend(args);
+        let out = predict(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let alloc_block = |p: &serde_json::Value| p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 15).cloned();
+    let big = run(table.to_str().unwrap(), &["2097152", "1"]);
+    let b = alloc_block(&big).expect("the allocating block is charged");
+    let want = 2097152.0 * 2e-9;
+    assert!(close(b["first_touch_s"].as_f64().unwrap(), want, 1e-9), "{b}");
+    assert!(b["seconds"].as_f64().unwrap() >= want, "{b}");
+    let small = run(table.to_str().unwrap(), &["8192", "1"]);
+    assert!(alloc_block(&small).is_none_or(|b| b.get("first_touch_s").is_none()), "64 KiB comes from the heap: {small}");
+    let without = run(MACHINE, &["2097152", "1"]);
+    assert!(alloc_block(&without).is_none_or(|b| b.get("first_touch_s").is_none()), "{without}");
+    // walks.c fills its matrix before MPI_Init (lines 64-65): not charged.
+    let w = json(&["tests/fixtures/memory/walks.c", "-n", "1", "--ops", "source", "--platform", LOCALHOST, "--", "0", "512", "1"]);
+    let lines: Vec<u64> = w["blocks"].as_array().unwrap().iter().map(|b| b["line_start"].as_u64().unwrap()).collect();
+    assert!(!lines.contains(&65) && lines.contains(&20), "{lines:?}");
+}

@@ -314,6 +314,7 @@ impl<'a> Analyzer<'a> {
             cond: None,
             mem: Vec::new(),
             chains: Vec::new(),
+            allocs: Vec::new(),
             site: match kind {
                 _ if inherited.is_some() => inherited,
                 BlockKind::Branch => Some(body_site(&sp)),
@@ -383,6 +384,7 @@ impl<'a> Analyzer<'a> {
                     seg.ops = ops;
                     self.collect_refs(e, ctx, &mut seg.refs);
                     self.collect_chain(e, ctx, &mut seg.chains);
+                    self.collect_allocs(e, &mut seg.allocs);
                     self.note_calls(e, seg);
                 }
             }
@@ -400,6 +402,7 @@ impl<'a> Analyzer<'a> {
                         conversion_op(&t, &d.ty, &mut ops);
                         seg.ops = ops;
                         self.collect_refs(init, ctx, &mut seg.refs);
+                        self.collect_allocs(init, &mut seg.allocs);
                         self.note_calls(init, seg);
                     }
                 }
@@ -1210,6 +1213,7 @@ impl<'a> Analyzer<'a> {
         if let Some(b) = self.model.blocks.last_mut() {
             b.mem = refs;
             b.chains = chains::finish(std::mem::take(&mut seg.chains));
+            b.allocs = std::mem::take(&mut seg.allocs);
         }
         for (callee, line, args) in seg.calls.drain(..) {
             self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line, args });
@@ -1493,6 +1497,7 @@ struct Segment {
     ops: Ops,
     refs: Vec<PendingRef>,
     chains: Vec<PendingChain>,
+    allocs: Vec<Expr>,
     calls: Vec<(String, u32, Vec<Option<Expr>>)>,
 }
 

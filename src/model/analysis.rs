@@ -133,6 +133,11 @@ pub struct Block {
     /// execution waits for the previous one's result.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub chains: Vec<Chain>,
+    /// Bytes each allocation of the block's statements asks for (malloc, calloc, realloc,
+    /// aligned_alloc, or a function of the program whose name says it allocates): large ones
+    /// are fresh pages, paid for when first written.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub allocs: Vec<Expr>,
 }
 
 /// A loop-carried chain: the ops between a scalar's old value and its new one, in order

@@ -155,6 +155,10 @@ pub struct BlockCost {
     /// the ops' latencies: `seconds` is at least this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainShare>,
+    /// Seconds the block's large allocations cost in page faults when first written (in
+    /// `seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_touch_s: Option<f64>,
 }
 
 /// A loop-carried chain's time: the scalar and seconds over all ranks.

@@ -45,7 +45,13 @@ pub struct Costs {
 pub struct Bounds {
     pub memory: memory::MemoryModel,
     pub latency: BTreeMap<OpClass, f64>,
+    /// ns per 8 bytes of fresh pages written the first time (0: the table does not say).
+    pub first_touch: f64,
 }
+
+/// Allocations from this size on come from fresh pages (glibc maps them; smaller ones reuse
+/// the heap).
+const FRESH_PAGES_FROM: f64 = 131072.0;
 
 impl Bounds {
     /// The table's bounds with `pick` of each figure (the median, or the spread's ends).
@@ -53,7 +59,22 @@ impl Bounds {
         Bounds {
             memory: memory::MemoryModel::from_table(t, pick),
             latency: t.classes.iter().map(|(c, m)| (*c, pick(&m.latency))).collect(),
+            first_touch: t.memory_cost("DRAM", "first_touch", "store").map_or(0.0, |m| pick(&m.throughput)),
         }
+    }
+
+    /// ns the block's large allocations cost when their pages are first written (charged to
+    /// the allocation: the writes come later, the page faults with them).
+    pub fn first_touch_ns(&self, b: &crate::model::analysis::Block, env: &HashMap<String, f64>) -> f64 {
+        if self.first_touch == 0.0 {
+            return 0.0;
+        }
+        b.allocs
+            .iter()
+            .filter_map(|a| a.eval_map(env).ok())
+            .filter(|bytes| *bytes >= FRESH_PAGES_FROM)
+            .map(|bytes| bytes / 8.0 * self.first_touch)
+            .sum()
     }
 
     /// ns one execution of `b` takes at least.
@@ -275,7 +296,7 @@ fn block_seconds(
                 .iter()
                 .map(|(c, e)| e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0))
                 .sum();
-            ops.max(bounds.block_ns(b, env)) * 1e-9
+            (ops.max(bounds.block_ns(b, env)) + bounds.first_touch_ns(b, env)) * 1e-9
         })
         .collect()
 }
@@ -308,6 +329,11 @@ impl TraceSink<'_> {
 }
 
 impl Sink for TraceSink<'_> {
+    fn discard_compute(&mut self) {
+        self.compute_s = 0.0;
+        self.unwritten = 0.0;
+        self.execs.iter_mut().for_each(|x| *x = 0.0);
+    }
     fn compute(&mut self, execs: &[(usize, f64)]) -> Result<(), Unresolved> {
         let m: f64 = self.mult.iter().product();
         let mut s = 0.0;
@@ -664,6 +690,8 @@ pub fn attribute(
         let memory = bounds.memory.block_time(&b.mem, &env).map(|m| MemoryShare { level: m.level, seconds: m.ns * 1e-9 * n * factor });
         let chain = bounds.chain_ns(b).map(|(v, ns)| ChainShare { var: v.to_string(), seconds: ns * 1e-9 * n * factor });
         s = s.max(bounds.block_ns(b, &env) * 1e-9 * n * factor);
+        let first_touch_s = bounds.first_touch_ns(b, &env) * 1e-9 * n * factor;
+        s += first_touch_s;
         total += s;
         *per_fn.entry(b.function.clone()).or_default() += s;
         blocks.push(BlockCost {
@@ -679,6 +707,7 @@ pub fn attribute(
             op_seconds,
             memory,
             chain,
+            first_touch_s: (first_touch_s > 0.0).then_some(first_touch_s),
         });
     }
     let share = |s: f64| if total > 0.0 { s / total } else { 0.0 };

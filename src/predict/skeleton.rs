@@ -356,6 +356,9 @@ fn strip_pos(s: &str) -> String {
 /// Where a rank's skeleton goes.
 pub trait Sink {
     fn compute(&mut self, execs: &[(usize, f64)]) -> Result<(), Unresolved>;
+    /// MPI_Init returned: what was computed before it is outside the predicted span (the span
+    /// validate measures starts there).
+    fn discard_compute(&mut self) {}
     fn action(&mut self, a: TraceAction) -> Result<(), Unresolved>;
     fn begin_loop(&mut self, k: u64) -> Result<(), Unresolved>;
     fn end_loop(&mut self) -> Result<(), Unresolved>;

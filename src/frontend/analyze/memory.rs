@@ -193,6 +193,21 @@ impl Analyzer<'_> {
         sizes.next().is_none().then_some(first)
     }
 
+    /// The allocations a statement makes (bytes each). The C library's allocators inside a
+    /// function of the program that is itself an allocator are counted at its calls instead.
+    pub(super) fn collect_allocs(&mut self, e: &CExpr, out: &mut Vec<Expr>) {
+        let in_wrapper = self.func.to_ascii_lowercase().contains("alloc");
+        for c in cexpr_calls(e) {
+            let CExpr::Call { func, .. } = &c else { continue };
+            if in_wrapper && !self.globals.functions.contains_key(func) {
+                continue;
+            }
+            if let Some(b) = self.alloc_bytes(&c) {
+                out.push(b);
+            }
+        }
+    }
+
     fn alloc_bytes(&mut self, e: &CExpr) -> Option<Expr> {
         let CExpr::Call { func, args, .. } = peel_cast(e) else { return None };
         let own = self.globals.functions.contains_key(func);
@@ -371,6 +386,13 @@ impl Analyzer<'_> {
         }
         for (i, mem) in updates {
             self.model.blocks[i].mem = mem;
+        }
+        for b in &mut self.model.blocks {
+            for a in &mut b.allocs {
+                if let Some(r) = resolve(a, &b.function) {
+                    *a = r;
+                }
+            }
         }
     }
 }
