@@ -154,3 +154,67 @@ impl MemoryModel {
         slowest.map(|s| MemoryTime { ns, level: s.1 })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::expr::Expr;
+
+    fn model() -> MemoryModel {
+        let level = |name: &str, ws: f64, k: f64| Level {
+            name: name.into(),
+            ws,
+            stream_load: k,
+            stream_store: k,
+            random_load: 10.0 * k,
+            random_store: 5.0 * k,
+            stride_load: 8.0 * k,
+        };
+        MemoryModel { levels: vec![level("L1", 1024.0, 0.1), level("L2", 4096.0, 0.4), level("DRAM", 65536.0, 1.6)] }
+    }
+
+    fn r(access: MemAccess, stride: Option<f64>, reuse: f64) -> MemRef {
+        MemRef {
+            array: "a".into(),
+            access,
+            count: Expr::int(1),
+            elem_bytes: 8,
+            stride: stride.map(|s| Expr::int(s as i128)),
+            reuse_bytes: Some(Expr::int(reuse as i128)),
+        }
+    }
+
+    /// Within the L1 working set nothing; between two working sets the geometric mean at the
+    /// midpoint (in log size); past the largest, its figures.
+    #[test]
+    fn figures_are_interpolated_between_working_sets() {
+        let m = model();
+        assert!(m.level_for(512.0).is_none());
+        let mid = m.level_for(2048.0).unwrap();
+        assert_eq!(mid.name, "L2");
+        assert!((mid.stream_load - (0.1f64 * 0.4).sqrt()).abs() < 1e-12);
+        let far = m.level_for(1e9).unwrap();
+        assert_eq!((far.name.as_str(), far.stream_load), ("DRAM", 1.6));
+    }
+
+    /// Per access at DRAM: stride 4 is half a streaming figure, 256 a line (8 figures), a page
+    /// the strided figure, data-dependent the random one; a store to what is also loaded at
+    /// random is free, streaming half.
+    #[test]
+    fn cost_per_access_follows_the_stride() {
+        let m = model();
+        let env = HashMap::new();
+        let one = |x: MemRef| m.block_time(&[x], &env).map_or(0.0, |t| t.ns);
+        let far = 1e6;
+        assert!((one(r(MemAccess::Load, Some(4.0), far)) - 0.8).abs() < 1e-12);
+        assert!((one(r(MemAccess::Load, Some(256.0), far)) - 12.8).abs() < 1e-12);
+        assert!((one(r(MemAccess::Load, Some(8192.0), far)) - 12.8).abs() < 1e-12);
+        assert!((one(r(MemAccess::Load, None, far)) - 16.0).abs() < 1e-12);
+        assert_eq!(one(r(MemAccess::Load, Some(0.0), far)), 0.0);
+        let rmw = m.block_time(&[r(MemAccess::Load, None, far), r(MemAccess::Store, None, far)], &env).unwrap();
+        assert!((rmw.ns - 16.0).abs() < 1e-12 && rmw.level == "DRAM");
+        let stream = m.block_time(&[r(MemAccess::Load, Some(8.0), far), r(MemAccess::Store, Some(8.0), far)], &env).unwrap();
+        assert!((stream.ns - (1.6 + 0.8)).abs() < 1e-12);
+        assert!(m.block_time(&[r(MemAccess::Load, Some(8.0), 100.0)], &env).is_none(), "L1: nothing");
+    }
+}
