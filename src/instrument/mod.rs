@@ -909,13 +909,23 @@ fn trace_in(
 }
 
 /// What one counter increment cost rank `rank` of a `--time-blocks` run, ns: its span over the
-/// plain run's span, on the CPU (a wall-clock excess shared by more ranks than cores is that
-/// many times the CPU's), per increment. None without both spans or without increments.
+/// plain run's span, per increment. The spans on the thread's CPU time where both runs wrote
+/// them (a rank preempted by another process, or waiting for a core, is not charged the wait);
+/// otherwise on the wall clock, where an excess shared by more ranks than cores is that many
+/// times the CPU's. None without both spans or without increments.
 fn counter_ns(stats: &HashMap<String, String>, plain: Option<&crate::mpi::span::Spans>, rank: u32, ranks: u32) -> Option<f64> {
-    let span: f64 = stats.get("span_s")?.parse().ok()?;
     let increments: f64 = stats.get("increments")?.parse().ok()?;
-    let plain = plain?.ranks.iter().find(|r| r.0 == rank)?.1;
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
-    let share = (cores / ranks as f64).min(1.0);
-    (increments > 0.0).then(|| (span - plain).max(0.0) * share / increments * 1e9)
+    let plain = plain?;
+    let cpu_excess = || -> Option<f64> {
+        let span: f64 = stats.get("cpu_span_s")?.parse().ok()?;
+        Some(span - plain.cpu.iter().find(|r| r.0 == rank)?.1)
+    };
+    let wall_excess = || -> Option<f64> {
+        let span: f64 = stats.get("span_s")?.parse().ok()?;
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+        let share = (cores / ranks as f64).min(1.0);
+        Some((span - plain.ranks.iter().find(|r| r.0 == rank)?.1) * share)
+    };
+    let excess = cpu_excess().or_else(wall_excess)?;
+    (increments > 0.0).then(|| excess.max(0.0) / increments * 1e9)
 }
