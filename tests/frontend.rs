@@ -445,3 +445,46 @@ fn memory_references_have_strides_and_reuse_distances() {
     assert_eq!(allocs(62), vec![8.0 * n * n, 8.0 * n, 8.0 * n, 8.0 * n, 4.0 * n]);
     assert!(m.blocks.iter().filter(|b| b.function == "xalloc").all(|b| b.allocs.is_empty()));
 }
+
+/// A file over 1 MB is parsed a part at a time and its functions lowered again, part by part,
+/// once every declaration is known: a function late in the file that main calls, a constant and
+/// a typedef from its first lines, and offsets and lines in the last part all come out as they
+/// do for the same functions in a small file.
+#[test]
+fn a_large_file_is_analysed_a_part_at_a_time() {
+    let head = "#define N 1000\ntypedef double real;\nreal table[N];\nint late_size(void);\nvoid late_work(int n);\n\nint main(int argc, char **argv)\n{\n    late_work(late_size());\n    return 0;\n}\n";
+    let tail = "int late_size(void) { return 2 * N; }\n\nvoid late_work(int n)\n{\n    real s = 0;\n    for (int i = 0; i < n; i++) /* LOOP */\n        s += table[i % N] * 1.5;\n    for (int k = 0; k < N; k++)\n        table[k] = s;\n}\n";
+    let mut large = head.to_string();
+    let mut i = 0;
+    while large.len() < 1200 << 10 {
+        large.push_str(&format!("void filler{i}(void)\n{{\n    for (int k = 0; k < N; k++)\n        table[k] += {i};\n}}\n"));
+        i += 1;
+    }
+    large.push_str(tail);
+    assert!(mpicast::frontend::lower::parted(large.as_bytes()));
+    let tmp = tempfile::tempdir().unwrap();
+    let (pl, ps) = (tmp.path().join("large.c"), tmp.path().join("small.c"));
+    std::fs::write(&pl, &large).unwrap();
+    std::fs::write(&ps, format!("{head}{tail}")).unwrap();
+    let (ml, ms) = (analyze(&pl, &[]), analyze(&ps, &[]));
+    assert_eq!(ml.blocks.len(), ms.blocks.len() + 4 * i, "each filler: function, loop and its body");
+    let lines_before_tail = large[..large.len() - tail.len()].lines().count() as u32 - head.lines().count() as u32;
+    let bytes_before_tail = (large.len() - tail.len() - head.len()) as u32;
+    let late = |m: &ProgramModel| -> Vec<Block> { m.blocks.iter().filter(|b| b.function == "late_work" || b.function == "late_size" || b.function == "main").cloned().collect() };
+    let (bl, bs) = (late(&ml), late(&ms));
+    assert_eq!(bl.len(), bs.len());
+    for (l, s) in bl.iter().zip(&bs) {
+        let shift = if s.function == "main" { (0, 0) } else { (lines_before_tail, bytes_before_tail) };
+        assert_eq!((l.kind, l.line_start, l.line_end), (s.kind, s.line_start + shift.0, s.line_end + shift.0), "{} / {}", l.id, s.id);
+        assert_eq!(l.bytes.map(|b| [b[0] - shift.1, b[1] - shift.1]), s.bytes, "{}", l.id);
+        assert_eq!((&l.count, &l.ops, &l.mem), (&s.count, &s.ops, &s.mem), "{}", l.id);
+    }
+    let loop_block = bl.iter().find(|b| b.kind == BlockKind::Loop && b.line_start == large.lines().position(|l| l.contains("/* LOOP */")).unwrap() as u32 + 1).expect("the loop");
+    let b = loop_block.bytes.unwrap();
+    assert!(large[b[0] as usize..].starts_with("for (int i = 0; i < n; i++)"), "{}", &large[b[0] as usize..b[1] as usize]);
+    assert_eq!(count_with(loop_block, &[("n", 7.0)]), 7.0);
+    let fill = ml.blocks.iter().find(|b| b.function == format!("filler{}", i - 1) && b.kind == BlockKind::Loop).expect("the last filler's loop");
+    assert_eq!((fill.count.status, fill.count.value), (CountStatus::Exact, Some(1000.0)), "N from the first part");
+    let ops = |m: &ProgramModel| m.functions.iter().find(|f| f.name == "main").and_then(|f| f.ops_per_call.clone());
+    assert!(ops(&ml).is_some() && ops(&ml) == ops(&ms), "main's cost through late_work: {:?} / {:?}", ops(&ml), ops(&ms));
+}

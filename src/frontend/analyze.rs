@@ -25,7 +25,7 @@ pub struct Options {
     pub assume_branches: bool,
 }
 
-type Ops = BTreeMap<OpClass, Expr>;
+type Ops = crate::model::ops::OpCounts;
 
 fn add_op(ops: &mut Ops, c: OpClass, n: Expr) {
     let e = ops.remove(&c).unwrap_or(Expr::int(0)).add(n);
@@ -92,7 +92,9 @@ pub struct Analyzer<'a> {
     loop_vars: HashSet<String>,
     /// Declared dimensions of the function's local arrays.
     local_dims: HashMap<String, Vec<CExpr>>,
-    seen_ids: HashSet<String>,
+    /// Hashes of the block ids given so far (ids themselves would take tens of MB in a large
+    /// program; a colliding hash only adds a `#k` suffix).
+    seen_ids: HashSet<u64>,
     params_seen: HashSet<String>,
     /// Arrays filled by MPI_Dims_create (dims) and MPI_Cart_coords (coords): their elements are
     /// per-rank symbols cart_dims<k>, cart_coord<k> that skeleton execution computes.
@@ -130,8 +132,8 @@ impl<'a> Analyzer<'a> {
     }
 
     /// First pass over every unit: global constants, types, function signatures.
-    pub fn declare(&mut self, units: &[Unit]) {
-        for u in units {
+    pub fn declare<'u>(&mut self, units: impl Iterator<Item = &'u Unit> + Clone) {
+        for u in units.clone() {
             self.model.files.push(u.file.clone());
             for (name, ty) in &u.typedefs {
                 self.globals.typedefs.insert(name.clone(), ty.clone());
@@ -252,7 +254,13 @@ impl<'a> Analyzer<'a> {
         let base = format!("{}:{}:{}:{}", self.file, sp.line_start, sp.col, kind.name());
         let mut id = base.clone();
         let mut k = 2;
-        while !self.seen_ids.insert(id.clone()) {
+        let hash = |id: &str| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            id.hash(&mut h);
+            h.finish()
+        };
+        while !self.seen_ids.insert(hash(&id)) {
             id = format!("{base}#{k}");
             k += 1;
         }
@@ -286,8 +294,9 @@ impl<'a> Analyzer<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn push_block(&mut self, id: String, parent: Option<&str>, kind: BlockKind, sp: Span, ctx: &Ctx, trip: Option<Count>, ops: Ops) {
+    fn push_block(&mut self, id: String, parent: Option<&str>, kind: BlockKind, sp: Span, ctx: &Ctx, trip: Option<Count>, mut ops: Ops) {
         let count = self.count(ctx);
+        ops.shrink_to_fit();
         // Straight code that starts inside a macro's expansion (`#define BODY { acc++; }` as a
         // loop body) takes the trace point of the body it opens, when it is that body's first
         // block: both run as often.
@@ -675,12 +684,12 @@ impl<'a> Analyzer<'a> {
             }
             Step::Mul(f) if f >= 2 && (shape.cmp == "<" || shape.cmp == "<=") => {
                 let b = if shape.cmp == "<=" { bound.clone().add(one()) } else { bound.clone() };
-                (Expr::LogCount { start: Box::new(start.clone()), bound: Box::new(b), factor: f }, None)
+                (Expr::LogCount { start: std::sync::Arc::new(start.clone()), bound: std::sync::Arc::new(b), factor: f }, None)
             }
             Step::Div(f) if f >= 2 && (shape.cmp == ">" || shape.cmp == ">=") => {
                 // i = start; i > b; i /= f runs while (b+1) f^k <= start: logcount(b+1, start+1, f).
                 let b1 = if shape.cmp == ">" { bound.clone().add(one()) } else { bound.clone() };
-                (Expr::LogCount { start: Box::new(b1), bound: Box::new(start.clone().add(one())), factor: f }, None)
+                (Expr::LogCount { start: std::sync::Arc::new(b1), bound: std::sync::Arc::new(start.clone().add(one())), factor: f }, None)
             }
             _ => return fail(self, "loop step not recognised".into()),
         };

@@ -100,6 +100,10 @@ pub fn analyze_built(files: &[PathBuf], opts: &Options, spec: &BuildSpec) -> Pro
 
 /// Analyses the sources with the texts `preprocess::select` chose.
 pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess::Selected) -> ProgramModel {
+    lower::on_large_stack(|| analyze_here(files, opts, selected))
+}
+
+fn analyze_here(files: &[PathBuf], opts: &Options, selected: &preprocess::Selected) -> ProgramModel {
     let mut units = Vec::new();
     let mut diags = Vec::new();
     for (f, why) in &selected.problems {
@@ -147,25 +151,54 @@ pub fn analyze_selected(files: &[PathBuf], opts: &Options, selected: &preprocess
             diags.push(Diagnostic { file: name.clone(), line: 0, message: "not valid UTF-8; invalid bytes replaced".into() });
         }
         let lang = lang_of(f).unwrap_or(lower::Lang::C);
-        let unit = lower::lower_file_with(&name, &text, lang, &macros);
+        // A file large enough to be parsed in parts keeps only its declarations now and is
+        // lowered again, a part at a time, when its functions are analysed: its whole IR
+        // (some 70 bytes per byte of source) is never in memory.
+        let large = lower::parted(text.as_bytes());
+        let mut functions = Vec::new();
+        let mut unit = lower::lower_file_parts(&name, &text, lang, &macros, &mut |fs| {
+            functions.extend(fs.into_iter().map(|f| if large { declaration_only(f) } else { f }))
+        });
+        unit.functions = functions;
         for d in &unit.diags {
             diags.push(Diagnostic { file: name.clone(), line: d.line, message: d.message.clone() });
         }
-        units.push(unit);
+        units.push((unit, large.then(|| (text.into_owned(), lang))));
     }
     let mut a = analyze::Analyzer::new(opts);
-    a.declare(&units);
+    a.declare(units.iter().map(|(u, _)| u));
     // Each function's IR is dropped once analysed (the declarations keep what calls need): the
     // IR and the blocks are never all in memory at once.
-    for mut u in units {
-        for f in std::mem::take(&mut u.functions) {
-            a.function(&u.file, &f);
+    for (mut u, again) in units {
+        match again {
+            None => {
+                for f in std::mem::take(&mut u.functions) {
+                    a.function(&u.file, &f);
+                }
+            }
+            Some((text, lang)) => {
+                lower::lower_file_parts(&u.file, &text, lang, &macros, &mut |fs| {
+                    for f in fs {
+                        a.function(&u.file, &f);
+                    }
+                });
+            }
         }
     }
     let mut model = a.finish();
     diags.append(&mut model.diagnostics);
     model.diagnostics = diags;
     model
+}
+
+/// What the declarations of a function need (its name, return type and parameters, and a body
+/// that is a single return statement, which calls evaluate): a longer body becomes empty.
+fn declaration_only(mut f: ir::Function) -> ir::Function {
+    let single_return = matches!(&f.body, ir::Stmt::Compound(v, _) if v.len() == 1 && matches!(v[0], ir::Stmt::Return(Some(_), _)));
+    if !single_return {
+        f.body = ir::Stmt::Compound(Vec::new(), f.body.span());
+    }
+    f
 }
 
 /// The IR of the given source files as the analysis saw them (conditional branches selected
@@ -197,3 +230,4 @@ pub fn lower_sources(files: &[String], spec: &BuildSpec) -> Vec<ir::Unit> {
     let outside = selected.outside.iter().map(|(p, text)| (p.display().to_string(), p.clone(), text.clone()));
     outside.chain(texts).map(|(name, p, text)| lower::lower_file_with(&name, &text, lang_of(&p).unwrap_or(lower::Lang::C), &macros)).collect()
 }
+

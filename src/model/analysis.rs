@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::expr::Expr;
-use super::ops::OpClass;
+use super::ops::{OpClass, OpCounts};
 use super::Artifact;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -106,7 +106,7 @@ pub struct Block {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub trip: Option<Box<Count>>,
     /// Ops per execution of the block, by class (NI_b).
-    pub ops: BTreeMap<OpClass, Expr>,
+    pub ops: OpCounts,
     /// Byte range of the block in its file (end exclusive).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub bytes: Option<[u32; 2]>,
@@ -292,7 +292,7 @@ pub struct FunctionSummary {
     /// Ops per call including its callees (counts scaled by call-site counts), when every count
     /// involved is known statically.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub ops_per_call: Option<BTreeMap<OpClass, Expr>>,
+    pub ops_per_call: Option<OpCounts>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

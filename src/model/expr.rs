@@ -11,6 +11,7 @@
 //! `logcount(start, bound, factor)` (how many of start, start*factor, ... are below bound).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -403,17 +404,17 @@ pub enum Expr {
     Poly(Poly),
     Add(Vec<Expr>),
     Mul(Vec<Expr>),
-    FloorDiv(Box<Expr>, Box<Expr>),
-    CeilDiv(Box<Expr>, Box<Expr>),
-    Mod(Box<Expr>, Box<Expr>),
-    Min(Box<Expr>, Box<Expr>),
-    Max(Box<Expr>, Box<Expr>),
+    FloorDiv(Arc<Expr>, Arc<Expr>),
+    CeilDiv(Arc<Expr>, Arc<Expr>),
+    Mod(Arc<Expr>, Arc<Expr>),
+    Min(Arc<Expr>, Arc<Expr>),
+    Max(Arc<Expr>, Arc<Expr>),
     /// `then` when `cond` > 0, else `otherwise`.
-    IfPos { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
+    IfPos { cond: Arc<Expr>, then: Arc<Expr>, otherwise: Arc<Expr> },
     /// sum of `body` for `var` from `lo` to `hi` inclusive (0 when hi < lo).
-    Sum { var: String, lo: Box<Expr>, hi: Box<Expr>, body: Box<Expr> },
+    Sum { var: String, lo: Arc<Expr>, hi: Arc<Expr>, body: Arc<Expr> },
     /// Number of terms start, start*factor, start*factor^2, ... that are < bound (factor >= 2).
-    LogCount { start: Box<Expr>, bound: Box<Expr>, factor: i64 },
+    LogCount { start: Arc<Expr>, bound: Arc<Expr>, factor: i64 },
 }
 
 /// Why an expression could not be evaluated.
@@ -536,7 +537,7 @@ impl Expr {
             | (Expr::IfPos { cond, then, otherwise }, Expr::Poly(k))
                 if k.as_constant().is_some() =>
             {
-                Expr::ifpos(*cond, Expr::Poly(k.clone()).mul(*then), Expr::Poly(k).mul(*otherwise))
+                Expr::ifpos(Arc::unwrap_or_clone(cond), Expr::Poly(k.clone()).mul(Arc::unwrap_or_clone(then)), Expr::Poly(k).mul(Arc::unwrap_or_clone(otherwise)))
             }
             // A constant goes into a product's first factor, as reading the printed product
             // left to right puts it there: printing stays a fixed point.
@@ -564,7 +565,7 @@ impl Expr {
         if b.is_one() {
             return a;
         }
-        Expr::FloorDiv(Box::new(a), Box::new(b))
+        Expr::FloorDiv(Arc::new(a), Arc::new(b))
     }
     pub fn ceil_div(a: Expr, b: Expr) -> Expr {
         if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
@@ -575,7 +576,7 @@ impl Expr {
         if b.is_one() {
             return a;
         }
-        Expr::CeilDiv(Box::new(a), Box::new(b))
+        Expr::CeilDiv(Arc::new(a), Arc::new(b))
     }
     pub fn modulo(a: Expr, b: Expr) -> Expr {
         if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
@@ -583,7 +584,7 @@ impl Expr {
                 return Expr::int(x.num() % y.num());
             }
         }
-        Expr::Mod(Box::new(a), Box::new(b))
+        Expr::Mod(Arc::new(a), Arc::new(b))
     }
     pub fn min(a: Expr, b: Expr) -> Expr {
         if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
@@ -592,7 +593,7 @@ impl Expr {
         if a == b {
             return a;
         }
-        Expr::Min(Box::new(a), Box::new(b))
+        Expr::Min(Arc::new(a), Arc::new(b))
     }
     pub fn max(a: Expr, b: Expr) -> Expr {
         if let (Some(x), Some(y)) = (a.as_constant(), b.as_constant()) {
@@ -601,7 +602,7 @@ impl Expr {
         if a == b {
             return a;
         }
-        Expr::Max(Box::new(a), Box::new(b))
+        Expr::Max(Arc::new(a), Arc::new(b))
     }
     pub fn ifpos(cond: Expr, then: Expr, otherwise: Expr) -> Expr {
         if let Some(c) = cond.as_constant() {
@@ -618,7 +619,7 @@ impl Expr {
                 }
             }
         }
-        Expr::IfPos { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) }
+        Expr::IfPos { cond: Arc::new(cond), then: Arc::new(then), otherwise: Arc::new(otherwise) }
     }
     /// max(0, e) written as a conditional so summation can split on it.
     pub fn clamp0(e: Expr) -> Expr {
@@ -696,10 +697,10 @@ impl Expr {
             Expr::IfPos { cond, then, otherwise } => Expr::ifpos(s(cond), s(then), s(otherwise)),
             Expr::Sum { var: v, lo, hi, body } => {
                 let body = if v == var { (**body).clone() } else { body.subst(var, by) };
-                Expr::Sum { var: v.clone(), lo: Box::new(s(lo)), hi: Box::new(s(hi)), body: Box::new(body) }
+                Expr::Sum { var: v.clone(), lo: Arc::new(s(lo)), hi: Arc::new(s(hi)), body: Arc::new(body) }
             }
             Expr::LogCount { start, bound, factor } => {
-                Expr::LogCount { start: Box::new(s(start)), bound: Box::new(s(bound)), factor: *factor }
+                Expr::LogCount { start: Arc::new(s(start)), bound: Arc::new(s(bound)), factor: *factor }
             }
         }
     }
@@ -886,8 +887,8 @@ fn sum_depth(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Expr
                         inside.iter().enumerate().filter(|(i, _)| *i != pos).map(|(_, f)| (*f).clone()).fold(Expr::int(1), Expr::mul);
                     let split = Expr::IfPos {
                         cond: cond.clone(),
-                        then: Box::new((**then).clone().mul(others.clone())),
-                        otherwise: Box::new((**otherwise).clone().mul(others)),
+                        then: Arc::new((**then).clone().mul(others.clone())),
+                        otherwise: Arc::new((**otherwise).clone().mul(others)),
                     };
                     return k.mul(sum_depth(var, lo, hi, &split, depth + 1));
                 }
@@ -919,7 +920,7 @@ fn split_bound(var: &str, lo: &Expr, hi: &Expr, body: &Expr, depth: usize) -> Op
 }
 
 fn explicit_sum(var: &str, lo: &Expr, hi: &Expr, body: &Expr) -> Expr {
-    Expr::Sum { var: var.to_string(), lo: Box::new(lo.clone()), hi: Box::new(hi.clone()), body: Box::new(body.clone()) }
+    Expr::Sum { var: var.to_string(), lo: Arc::new(lo.clone()), hi: Arc::new(hi.clone()), body: Arc::new(body.clone()) }
 }
 
 impl Expr {
@@ -1336,7 +1337,7 @@ impl Parser<'_> {
                     .filter(|c| c.is_int() && c.num() >= 2)
                     .and_then(|c| i64::try_from(c.num()).ok())
                     .ok_or_else(|| self.err("logcount factor must be an integer from 2 to 2^63 - 1"))?;
-                Ok(PE::E(Expr::LogCount { start: Box::new(start), bound: Box::new(bound), factor }))
+                Ok(PE::E(Expr::LogCount { start: Arc::new(start), bound: Arc::new(bound), factor }))
             }
             _ => Err(self.err(&format!("unknown function {name}"))),
         }

@@ -88,3 +88,109 @@ mod tests {
         }
     }
 }
+
+/// Op counts of a block by class: a vector sorted by class, read and written as a JSON object
+/// like a map. Blocks hold one each and an analysis holds hundreds of thousands of blocks: a
+/// BTreeMap's node, sized for eleven entries, took about 600 bytes for a block's two or three.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OpCounts(Vec<(OpClass, crate::model::expr::Expr)>);
+
+impl OpCounts {
+    pub fn new() -> OpCounts {
+        OpCounts(Vec::new())
+    }
+
+    fn find(&self, c: &OpClass) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.cmp(c))
+    }
+
+    pub fn get(&self, c: &OpClass) -> Option<&crate::model::expr::Expr> {
+        self.find(c).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, c: &OpClass) -> bool {
+        self.find(c).is_ok()
+    }
+
+    /// Sets the count of `c`, returning the previous one.
+    pub fn insert(&mut self, c: OpClass, e: crate::model::expr::Expr) -> Option<crate::model::expr::Expr> {
+        match self.find(&c) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, e)),
+            Err(i) => {
+                self.0.insert(i, (c, e));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, c: &OpClass) -> Option<crate::model::expr::Expr> {
+        self.find(c).ok().map(|i| self.0.remove(i).1)
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&OpClass, &mut crate::model::expr::Expr) -> bool) {
+        self.0.retain_mut(|(c, e)| keep(c, e));
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// (class, count) in class order.
+    pub fn iter(&self) -> impl Iterator<Item = (&OpClass, &crate::model::expr::Expr)> {
+        self.0.iter().map(|(c, e)| (c, e))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &crate::model::expr::Expr> {
+        self.0.iter().map(|(_, e)| e)
+    }
+
+    /// Gives the vector's spare capacity back (a finished block's counts do not grow).
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
+    }
+}
+
+impl<'a> IntoIterator for &'a OpCounts {
+    type Item = (&'a OpClass, &'a crate::model::expr::Expr);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (OpClass, crate::model::expr::Expr)>, fn(&'a (OpClass, crate::model::expr::Expr)) -> (&'a OpClass, &'a crate::model::expr::Expr)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(c, e)| (c, e))
+    }
+}
+
+impl IntoIterator for OpCounts {
+    type Item = (OpClass, crate::model::expr::Expr);
+    type IntoIter = std::vec::IntoIter<(OpClass, crate::model::expr::Expr)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl FromIterator<(OpClass, crate::model::expr::Expr)> for OpCounts {
+    fn from_iter<I: IntoIterator<Item = (OpClass, crate::model::expr::Expr)>>(items: I) -> OpCounts {
+        let mut m = OpCounts::new();
+        for (c, e) in items {
+            m.insert(c, e);
+        }
+        m
+    }
+}
+
+impl Serialize for OpCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(c, e)| (c, e)))
+    }
+}
+
+impl<'de> Deserialize<'de> for OpCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OpCounts, D::Error> {
+        let m = std::collections::BTreeMap::<OpClass, crate::model::expr::Expr>::deserialize(d)?;
+        Ok(OpCounts(m.into_iter().collect()))
+    }
+}
