@@ -859,7 +859,9 @@ fn fuzz_findings_stay_fixed() {
     );
     // A constant times a product printed as `-1*a*b`, which reads back as `(-1*a)*b`: the
     // constant went into a conditional `a` the second time only.
-    for t in ["-ifpos(c, 1, 0)*ifpos(d, 1, 0)", "3*(ifpos(c, x, 0)*y)", "(x*ifpos(c, 1, 0))*-2"] {
+    // A product with polynomial factors on both sides of another: `rank*-floor(n/size)` inside
+    // a difference printed `-rank*floor(n/size)*-1`, which reads back as `rank*floor(n/size)`.
+    for t in ["-ifpos(c, 1, 0)*ifpos(d, 1, 0)", "3*(ifpos(c, x, 0)*y)", "(x*ifpos(c, 1, 0))*-2", "max(0, n - rank*-floor(n/size))", "a*(floor(n/2)*-3)*b"] {
         let once = Expr::parse(t).unwrap().to_string();
         assert_eq!(Expr::parse(&once).unwrap().to_string(), once, "{t}");
     }

@@ -417,6 +417,44 @@ pub enum Expr {
     LogCount { start: Arc<Expr>, bound: Arc<Expr>, factor: i64 },
 }
 
+/// A product of factors in one canonical form: nested products flattened and every polynomial
+/// factor multiplied into one, which leads (`-rank*floor(n/size)*-1` was printed for what reads
+/// back as `rank*floor(n/size)`: printing was not a fixed point).
+fn product(factors: Vec<Expr>) -> Expr {
+    let mut poly = Poly::int(1);
+    let mut rest = Vec::new();
+    let mut stack = factors;
+    stack.reverse();
+    while let Some(f) = stack.pop() {
+        match f {
+            Expr::Poly(q) => poly = poly.mul(&q),
+            Expr::Mul(v) => stack.extend(v.into_iter().rev()),
+            other => rest.push(other),
+        }
+    }
+    if poly.is_zero() {
+        return Expr::int(0);
+    }
+    let lead = Expr::Poly(poly);
+    if rest.is_empty() {
+        return lead;
+    }
+    if lead.is_one() {
+        return if rest.len() == 1 { rest.remove(0) } else { Expr::Mul(rest) };
+    }
+    // A constant times a conditional goes into it (summation still sees the condition).
+    if lead.as_constant().is_some() && matches!(rest[0], Expr::IfPos { .. }) {
+        let first = lead.mul(rest.remove(0));
+        if rest.is_empty() {
+            return first;
+        }
+        rest.insert(0, first);
+        return Expr::Mul(rest);
+    }
+    rest.insert(0, lead);
+    Expr::Mul(rest)
+}
+
 /// Why an expression could not be evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvalError {
@@ -549,11 +587,7 @@ impl Expr {
                 }
                 out
             }
-            (Expr::Mul(mut v), b) => {
-                v.push(b);
-                Expr::Mul(v)
-            }
-            (a, b) => Expr::Mul(vec![a, b]),
+            (a, b) => product(vec![a, b]),
         }
     }
     pub fn floor_div(a: Expr, b: Expr) -> Expr {
