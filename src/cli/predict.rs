@@ -121,6 +121,11 @@ pub struct Args {
     /// Keep the simulated per-rank timeline in the JSON.
     #[arg(long)]
     timeline: bool,
+    /// Simulate every iteration of the main loop. By default a loop that every rank runs the
+    /// same number of times is simulated until its iterations repeat in time (within 0.2%),
+    /// and the remaining ones are added.
+    #[arg(long)]
+    no_fold: bool,
     /// Also write the HTML report (source view, timeline, tables) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
@@ -213,6 +218,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         mapping,
         what_if,
         timeline: args.timeline || args.html.is_some() || args.chrome_trace.is_some(),
+        no_fold: args.no_fold,
         top: args.top,
         assumptions: notes,
         save_traces: args.save_traces.clone(),
@@ -744,6 +750,15 @@ pub fn render(p: &Prediction) -> String {
         "\n({} messages simulated; prediction took {:.2} s)",
         p.messages, p.wall_s
     );
+    if let Some(f) = &p.folded {
+        let _ = writeln!(
+            o,
+            "(steady state: {} of the main loop's {} iterations simulated, {} each; --no-fold simulates all)",
+            f.simulated,
+            f.iterations,
+            crate::report::table::seconds(f.period_s)
+        );
+    }
     o
 }
 

@@ -48,6 +48,9 @@ pub struct Args {
     /// Record the per-rank event timeline in the JSON result.
     #[arg(long)]
     timeline: bool,
+    /// Simulate every iteration of the main loop (no steady-state folding).
+    #[arg(long)]
+    no_fold: bool,
     /// Also write the traces in SimGrid's time-independent format into this directory (for
     /// `smpirun -replay`).
     #[arg(long, hide = true)]
@@ -91,6 +94,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
         reduce_flops_per_byte: args.reduce_flops_per_byte,
         timeline: args.timeline,
+        no_fold: args.no_fold,
         ..ReplayOptions::default()
     };
     let result = crate::sim::replay(

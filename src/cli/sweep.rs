@@ -194,6 +194,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             ..WhatIf::default()
         },
         timeline: false,
+        no_fold: false,
         top: 10,
         assumptions: notes,
         save_traces: None,

@@ -48,6 +48,9 @@ pub struct Prediction {
     pub messages: u64,
     pub simulation_wall_s: f64,
     pub wall_s: f64,
+    /// The main loop simulated for a few iterations, the rest added (steady-state folding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<crate::model::trace::FoldInfo>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineEvent>,
     /// Set when the traces were scaled from fewer (or more) ranks than predicted.

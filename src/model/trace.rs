@@ -221,6 +221,9 @@ pub struct ReplayOptions {
     /// Track per-link bytes (SimGrid's link-load plugin).
     #[serde(default = "yes")]
     pub link_usage: bool,
+    /// Simulate every iteration of the main loop (no steady-state folding).
+    #[serde(default)]
+    pub no_fold: bool,
 }
 
 fn yes() -> bool {
@@ -235,6 +238,7 @@ impl Default for ReplayOptions {
             block_seconds: Vec::new(),
             timeline: false,
             link_usage: true,
+            no_fold: false,
         }
     }
 }
@@ -277,6 +281,20 @@ pub struct ReplayResult {
     /// Per-rank events, when asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelineEvent>,
+    /// The main loop simulated for a few iterations and the rest added (steady-state folding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded: Option<FoldInfo>,
+}
+
+/// What steady-state folding simulated of the main loop.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FoldInfo {
+    /// The loop's iterations in the traces.
+    pub iterations: u64,
+    /// Iterations simulated (the last run of three).
+    pub simulated: u64,
+    /// Simulated seconds per iteration in the steady state.
+    pub period_s: f64,
 }
 
 impl Artifact for ReplayResult {

@@ -657,7 +657,6 @@ pub struct Interp<'s, 'p, 'a> {
     coll_seq: HashMap<(String, u32), u32>,
     consumed: HashMap<(u32, u32, u32), Vec<bool>>,
     reqs: Vec<(usize, u64)>,
-    next_req: u64,
     cart_dims: Vec<i64>,
     cart_periods: Vec<bool>,
     next_char: usize,
@@ -787,7 +786,6 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             coll_seq: HashMap::new(),
             consumed: HashMap::new(),
             reqs: Vec::new(),
-            next_req: 0,
             cart_dims: Vec::new(),
             cart_periods: Vec::new(),
             next_char: 0,
@@ -5500,8 +5498,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "P2Psend" => {
                 let to = self.need_int(v.first(), call, "peer", a(0))?;
                 if let Some(Peer::Rank(to)) = self.peer(to, self.size, call, "peer")? {
-                    let req = self.next_req;
-                    self.next_req += 1;
+                    let req = self.fresh_req();
                     let b = self.need_int(v.get(2), call, "size", a(2)).unwrap_or(0);
                     sink.action(TraceAction::Isend {
                         req,
@@ -5560,9 +5557,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         Ok(r as u32)
     }
 
+    /// The smallest request id not outstanding, as the trace runtime gives them: every
+    /// iteration of a loop uses the same ids, and the rank's trace folds.
+    fn fresh_req(&self) -> u64 {
+        (0..).find(|id| !self.reqs.iter().any(|(_, r)| r == id)).unwrap_or(0)
+    }
+
     fn new_req(&mut self, v: Option<&Val>) -> u64 {
-        let id = self.next_req;
-        self.next_req += 1;
+        let id = self.fresh_req();
         let key = match v {
             Some(Val::P(c, o)) => self.elem(*c, *o).unwrap_or(usize::MAX),
             _ => usize::MAX,

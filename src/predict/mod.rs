@@ -178,6 +178,8 @@ pub struct Options {
     pub mapping: Mapping,
     pub what_if: WhatIf,
     pub timeline: bool,
+    /// Simulate every iteration of the main loop (no steady-state folding).
+    pub no_fold: bool,
     pub top: usize,
     pub assumptions: Vec<String>,
     /// Keep the skeleton's per-rank traces (compute in seconds) in this directory.
@@ -303,7 +305,7 @@ fn block_seconds(
 
 /// Writes one rank's skeleton into a trace, in seconds, and keeps per-block totals.
 struct TraceSink<'w> {
-    writer: Option<&'w mut TraceWriter>,
+    writer: Option<&'w mut crate::trace::fold::FoldingWriter>,
     secs: &'w [f64],
     factor: f64,
     /// Per block: executions.
@@ -501,7 +503,7 @@ fn evaluate(
         for r in 0..n {
             let env = rank_env(opts, r, n);
             let secs = block_seconds(model, &costs.nominal, &costs.bounds, &env);
-            let mut w = TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?;
+            let mut w = crate::trace::fold::FoldingWriter::new(TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?);
             scratch.iter_mut().for_each(|x| *x = 0.0);
             let mut row = [0.0; 3];
             let mut it = eval::Interp::new(sh, r, n, 0.5, enums.clone());
@@ -1032,6 +1034,7 @@ fn finish(
     let options = ReplayOptions {
         eager_threshold_bytes: eager,
         timeline: opts.timeline,
+        no_fold: opts.no_fold,
         ..Default::default()
     };
     let result = crate::sim::replay(
@@ -1088,6 +1091,7 @@ fn finish(
         messages: result.messages,
         simulation_wall_s: result.wall_s,
         wall_s: t0.elapsed().as_secs_f64(),
+        folded: result.folded,
         timeline: result.timeline,
         scaling: None,
         fallback: None,

@@ -8,6 +8,7 @@ mod ffi;
 
 pub mod child;
 mod coll;
+pub mod fold;
 #[allow(unsafe_code)]
 pub mod engine;
 pub mod job;
@@ -68,5 +69,10 @@ pub fn replay(
         cfg,
         options,
     };
+    if !job.options.no_fold {
+        if let Some(r) = fold::replay_folded(&job, &child::replay)? {
+            return Ok(r);
+        }
+    }
     child::replay(&job)
 }

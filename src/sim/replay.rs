@@ -1212,6 +1212,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         wall_s: started.elapsed().as_secs_f64(),
         warnings,
         timeline: std::mem::take(&mut w.timeline),
+        folded: None,
     })
 }
 

@@ -3,6 +3,7 @@
 //! writer per rank, directory discovery and validation, and the export to SimGrid's
 //! time-independent format (`smpi`).
 
+pub mod fold;
 pub mod smpi;
 
 use std::fs::File;
