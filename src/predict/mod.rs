@@ -913,8 +913,10 @@ pub fn predict_trace_scaled(
             [(&costs.nominal, &costs.bounds), (&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].map(|(t, b)| block_seconds(&model, t, b, &env));
         let path = crate::trace::rank_file(dir, r);
         let mut rd = crate::trace::TraceReader::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut w = TraceWriter::create(out.path(), r, ranks)
-            .with_context(|| format!("{}: cannot write", out.path().display()))?;
+        // The reader unrolls loops; the writer folds them again (steady-state folding needs them).
+        let mut w = crate::trace::fold::FoldingWriter::new(
+            TraceWriter::create(out.path(), r, ranks).with_context(|| format!("{}: cannot write", out.path().display()))?,
+        );
         let mut row = [0.0; 3];
         let mut pending = 0.0;
         let cost = |blocks: &[(u32, u64)], execs: &mut [f64], row: &mut [f64; 3]| -> Result<f64> {
