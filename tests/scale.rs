@@ -16,7 +16,7 @@ use mpicast::scale::detect::{from_analysis, from_graph, grid_neighbours, Graph, 
 use mpicast::scale::items::Item;
 
 fn sendrecv(to: u32, from: u32) -> Item {
-    Item::Act(TraceAction::Sendrecv { to, send_bytes: 64, send_tag: 0, from: Peer::Rank(from), recv_bytes: Some(64), recv_tag: Tag::Value(0), comm: 0 })
+    Item::Action(TraceAction::Sendrecv { to, send_bytes: 64, send_tag: 0, from: Peer::Rank(from), recv_bytes: Some(64), recv_tag: Tag::Value(0), comm: 0 })
 }
 
 /// Every rank exchanges with its grid neighbours, in a loop.
@@ -25,7 +25,7 @@ fn grid_traces(dims: &[u32], periodic: &[bool]) -> Vec<Vec<Item>> {
     (0..n)
         .map(|r| {
             let body: Vec<Item> = grid_neighbours(r, dims, periodic).into_iter().map(|p| sendrecv(p, p)).collect();
-            vec![Item::Loop(10, body), Item::Act(TraceAction::Allreduce { bytes: 8, comm: 0 })]
+            vec![Item::Loop(10, body), Item::Action(TraceAction::Allreduce { bytes: 8, comm: 0 })]
         })
         .collect()
 }
@@ -49,13 +49,13 @@ fn graphs_give_their_topology_and_dimensions() {
         assert_eq!(d.topology, Some(grid(&dims, &periodic)), "{dims:?} {periodic:?}: {:?}", d.evidence);
     }
     // A master and five workers, the master receiving from any source.
-    let mut star = vec![vec![Item::Loop(5, vec![Item::Act(TraceAction::Recv { from: Peer::Any, bytes: Some(8), tag: Tag::Value(1), comm: 0 })])]];
+    let mut star = vec![vec![Item::Loop(5, vec![Item::Action(TraceAction::Recv { from: Peer::Any, bytes: Some(8), tag: Tag::Value(1), comm: 0 })])]];
     for _ in 1..6 {
-        star.push(vec![Item::Act(TraceAction::Send { to: 0, bytes: 8, tag: 1, comm: 0, buffered: false })]);
+        star.push(vec![Item::Action(TraceAction::Send { to: 0, bytes: 8, tag: 1, comm: 0, buffered: false })]);
     }
     assert_eq!(from_graph(&Graph::from_traces(&star)).topology, Some(Topology::MasterWorker { root: 0 }));
     // Collectives only.
-    let coll: Vec<Vec<Item>> = (0..4).map(|_| vec![Item::Act(TraceAction::Allreduce { bytes: 8, comm: 0 })]).collect();
+    let coll: Vec<Vec<Item>> = (0..4).map(|_| vec![Item::Action(TraceAction::Allreduce { bytes: 8, comm: 0 })]).collect();
     assert_eq!(from_graph(&Graph::from_traces(&coll)).topology, Some(Topology::Independent));
     // Pairs 0-3 and 1-2: no grid, no star; the evidence names the neighbours.
     let pairs = vec![vec![sendrecv(3, 3)], vec![sendrecv(2, 2)], vec![sendrecv(1, 1)], vec![sendrecv(0, 0)]];

@@ -7,11 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::model::trace::TraceAction;
 use crate::trace::{parse_line, Line, TraceWriter};
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Item {
-    Act(TraceAction),
-    Loop(u64, Vec<Item>),
-}
+pub use crate::trace::fold::Item;
 
 /// Reads one rank's trace file into its tree (the file has been validated).
 pub fn read(path: &Path) -> Result<Vec<Item>> {
@@ -32,7 +28,7 @@ pub fn read(path: &Path) -> Result<Vec<Item>> {
         }
         match parse_line(line).map_err(|e| anyhow!("{}:{}: {e}", path.display(), no + 1))? {
             None => {}
-            Some(Line::Action(a)) => stack.last_mut().expect("root frame").1.push(Item::Act(a)),
+            Some(Line::Action(a)) => stack.last_mut().expect("root frame").1.push(Item::Action(a)),
             Some(Line::Loop(k)) => stack.push((k, Vec::new())),
             Some(Line::End) => {
                 if stack.len() < 2 {
@@ -54,25 +50,8 @@ pub fn read(path: &Path) -> Result<Vec<Item>> {
 /// Writes a tree as rank `rank`'s trace of `size` ranks in `dir`.
 pub fn write(dir: &Path, rank: u32, size: u32, items: &[Item]) -> Result<()> {
     let mut w = TraceWriter::create(dir, rank, size).with_context(|| format!("{}: cannot write", dir.display()))?;
-    write_items(&mut w, items).with_context(|| format!("{}: cannot write", w.path().display()))?;
+    crate::trace::fold::write_items(&mut w, items).with_context(|| format!("{}: cannot write", w.path().display()))?;
     w.finish().with_context(|| format!("{}: cannot write", dir.display()))?;
-    Ok(())
-}
-
-fn write_items(w: &mut TraceWriter, items: &[Item]) -> std::io::Result<()> {
-    for it in items {
-        match it {
-            Item::Act(a) => w.action(a)?,
-            Item::Loop(k, body) => {
-                if body.is_empty() || *k == 0 {
-                    continue;
-                }
-                w.begin_loop(*k)?;
-                write_items(w, body)?;
-                w.end_loop()?;
-            }
-        }
-    }
     Ok(())
 }
 
@@ -80,7 +59,7 @@ fn write_items(w: &mut TraceWriter, items: &[Item]) -> std::io::Result<()> {
 pub fn walk(items: &[Item], mult: u64, f: &mut dyn FnMut(&TraceAction, u64)) {
     for it in items {
         match it {
-            Item::Act(a) => f(a, mult),
+            Item::Action(a) => f(a, mult),
             Item::Loop(k, body) => walk(body, mult.saturating_mul(*k), f),
         }
     }
@@ -91,7 +70,7 @@ pub fn map_actions(items: &[Item], f: &mut dyn FnMut(&TraceAction) -> Vec<TraceA
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
-            Item::Act(a) => out.extend(f(a).into_iter().map(Item::Act)),
+            Item::Action(a) => out.extend(f(a).into_iter().map(Item::Action)),
             Item::Loop(k, body) => {
                 let b = map_actions(body, f);
                 if !b.is_empty() {

@@ -181,9 +181,9 @@ fn map_items(items: &[Item], f: &mut dyn FnMut(&TraceAction) -> Result<Option<Tr
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
-            Item::Act(a) => {
+            Item::Action(a) => {
                 if let Some(b) = f(a)? {
-                    out.push(Item::Act(b));
+                    out.push(Item::Action(b));
                 }
             }
             Item::Loop(k, body) => {
@@ -243,7 +243,7 @@ fn any_recv(a: &TraceAction) -> bool {
 
 fn has_any_recv(items: &[Item]) -> bool {
     items.iter().any(|i| match i {
-        Item::Act(a) => any_recv(a),
+        Item::Action(a) => any_recv(a),
         Item::Loop(_, b) => has_any_recv(b),
     })
 }
@@ -263,7 +263,7 @@ impl Mw {
         let mut i = 0;
         while i < items.len() {
             match &items[i] {
-                Item::Act(a) if peer_of(a) == w.first().copied() && is_message(a) => {
+                Item::Action(a) if peer_of(a) == w.first().copied() && is_message(a) => {
                     // A sweep: one message of this kind to each worker in order.
                     let kind = op_name(a);
                     let mut segs: Vec<Vec<Item>> = vec![vec![items[i].clone()]];
@@ -271,7 +271,7 @@ impl Mw {
                     let mut j = i + 1;
                     while j < items.len() && segs.len() < w.len() {
                         match &items[j] {
-                            Item::Act(b) if is_message(b) && peer_of(b).is_some() => {
+                            Item::Action(b) if is_message(b) && peer_of(b).is_some() => {
                                 if peer_of(b) == Some(w[segs.len()]) && op_name(b) == kind {
                                     let mut s = std::mem::take(&mut gap);
                                     s.push(items[j].clone());
@@ -280,7 +280,7 @@ impl Mw {
                                     break;
                                 }
                             }
-                            Item::Act(b) if matches!(b, TraceAction::Compute { .. }) || is_waitish(b) => gap.push(items[j].clone()),
+                            Item::Action(b) if matches!(b, TraceAction::Compute { .. }) || is_waitish(b) => gap.push(items[j].clone()),
                             _ => break,
                         }
                         j += 1;
@@ -297,7 +297,7 @@ impl Mw {
                             let origin = if idx == 0 || segs.len() == 1 { w[0] } else { w[(1 + proportional(idx as u32 - 1, nw.len() as u32 - 1, segs.len() as u32 - 1)) as usize] };
                             for it in seg {
                                 match it {
-                                    Item::Act(b) if peer_of(&b) == Some(origin) => out.push(Tagged::Act(with_peer(&b, *p), Some((origin, *p)))),
+                                    Item::Action(b) if peer_of(&b) == Some(origin) => out.push(Tagged::Act(with_peer(&b, *p), Some((origin, *p)))),
                                     other => out.push(Tagged::plain(&other)),
                                 }
                             }
@@ -315,7 +315,7 @@ impl Mw {
                     out.push(Tagged::Loop(count, body_x));
                     i += 1;
                 }
-                Item::Act(a) if any_recv(a) => {
+                Item::Action(a) if any_recv(a) => {
                     // Consecutive receives from any source, one per worker.
                     let mut j = i;
                     while j < items.len() && items[j] == items[i] {
@@ -402,7 +402,7 @@ fn map_tagged(items: &[Tagged], f: &mut dyn FnMut(&TraceAction, Option<(u32, u32
         match it {
             Tagged::Act(a, p) => {
                 if let Some(b) = f(a, *p)? {
-                    out.push(Item::Act(b));
+                    out.push(Item::Action(b));
                 }
             }
             Tagged::Loop(k, body) => {
@@ -426,7 +426,7 @@ enum Tagged {
 impl Tagged {
     fn plain(it: &Item) -> Tagged {
         match it {
-            Item::Act(a) => Tagged::Act(a.clone(), None),
+            Item::Action(a) => Tagged::Act(a.clone(), None),
             Item::Loop(k, b) => Tagged::Loop(*k, b.iter().map(Tagged::plain).collect()),
         }
     }
@@ -611,8 +611,8 @@ impl<'c, 'a> Grid<'c, 'a> {
         };
         for it in items {
             match it {
-                Item::Act(a) if is_message(a) || is_waitish(a) || matches!(a, TraceAction::Compute { .. }) => run.push(a.clone()),
-                Item::Act(a) => {
+                Item::Action(a) if is_message(a) || is_waitish(a) || matches!(a, TraceAction::Compute { .. }) => run.push(a.clone()),
+                Item::Action(a) => {
                     flush(&mut run, &mut out);
                     if let Some(c) = comm_of(a) {
                         if c != 0 && !matches!(a, TraceAction::CommDef { .. }) {
@@ -887,14 +887,14 @@ impl<'c, 'a> Grid<'c, 'a> {
                         }
                         _ => {
                             if let Some(b) = common(self.ctx, a, *origin, &old_env, new_env, uniform, origin_of)? {
-                                out.push(Item::Act(b));
+                                out.push(Item::Action(b));
                             }
                             continue;
                         }
                     };
                     if let Some(b) = b {
                         let b = if is_message(&b) { resize(self.ctx, &b, &old_env, new_env, (old_peer, new_peer), ff) } else { b };
-                        out.push(Item::Act(b));
+                        out.push(Item::Action(b));
                     }
                 }
             }

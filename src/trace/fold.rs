@@ -203,12 +203,16 @@ impl FoldingWriter {
     }
 }
 
-/// Writes folded items (loops as `loop N` ... `end`).
+/// Writes items (loops as `loop N` ... `end`; a loop run no times, or with nothing in it, is
+/// left out).
 pub fn write_items(w: &mut TraceWriter, items: &[Item]) -> std::io::Result<()> {
     for it in items {
         match it {
             Item::Action(a) => w.action(a)?,
             Item::Loop(count, body) => {
+                if body.is_empty() || *count == 0 {
+                    continue;
+                }
                 w.begin_loop(*count)?;
                 write_items(w, body)?;
                 w.end_loop()?;
@@ -217,6 +221,10 @@ pub fn write_items(w: &mut TraceWriter, items: &[Item]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
 /// The actions the items stand for, loops unrolled.
 pub fn unfold(items: &[Item]) -> Vec<TraceAction> {
@@ -234,10 +242,6 @@ pub fn unfold(items: &[Item]) -> Vec<TraceAction> {
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     fn compute(s: f64) -> TraceAction {
         TraceAction::Compute { compute: Compute::Seconds(s) }
