@@ -435,6 +435,21 @@ fn memory_references_have_strides_and_reuse_distances() {
     let chains = |line: u32| -> Vec<(String, Vec<&'static str>)> {
         block_at(&m, BlockKind::Straight, line).chains.iter().map(|c| (c.var.clone(), c.ops.iter().map(|o| o.name()).collect())).collect()
     };
+    // sweep: both rows of u move 8 bytes along j (one stream) and come back when the nest
+    // runs again: its footprint, cols rows w apart (cols = floor(n/3) + 1 at coord 0, w =
+    // cols + 2).
+    let sw = refs(70);
+    let u = get(&sw, "u", "load");
+    let cols = (n / 3.0).floor() + 1.0;
+    let w = cols + 2.0;
+    assert_eq!(u.count.eval_map(&env).unwrap(), 1.0, "{sw:#?}");
+    assert_eq!((val(&u.stride), val(&u.reuse_bytes)), (Some(8.0), Some(8.0 * (w * (cols - 1.0) + cols))), "{sw:#?}");
+    // planes: c is the innermost body's own local (an earlier loop's c is another variable):
+    // both references stream along j, one stream; the nest's footprint (rows n apart).
+    let pl = refs(83);
+    let u = get(&pl, "u", "load");
+    assert_eq!(u.count.eval_map(&env).unwrap(), 1.0, "{pl:#?}");
+    assert_eq!((val(&u.stride), val(&u.reuse_bytes)), (Some(8.0), Some(8.0 * (n * (n - 3.0) + n - 2.0))), "{pl:#?}");
     assert_eq!(chains(33), vec![("s".to_string(), vec!["double_add"])]);
     assert_eq!(chains(52), vec![("s".to_string(), vec!["double_add"])]);
     assert!(chains(19).is_empty(), "y[i] += is an array element, not a scalar chain");
@@ -442,7 +457,7 @@ fn memory_references_have_strides_and_reuse_distances() {
     // inside the program's own allocator is not counted again).
     let allocs = |line: u32| -> Vec<f64> { block_at(&m, BlockKind::Straight, line).allocs.iter().map(|a| a.eval_map(&env).unwrap()).collect() };
     assert_eq!(allocs(40), vec![4.0 * 4096.0]);
-    assert_eq!(allocs(62), vec![8.0 * n * n, 8.0 * n, 8.0 * n, 8.0 * n, 4.0 * n]);
+    assert_eq!(allocs(90), vec![8.0 * n * n, 8.0 * n, 8.0 * n, 8.0 * n, 4.0 * n]);
     assert!(m.blocks.iter().filter(|b| b.function == "xalloc").all(|b| b.allocs.is_empty()));
 }
 

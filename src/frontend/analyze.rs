@@ -99,6 +99,12 @@ pub struct Analyzer<'a> {
     /// Arrays filled by MPI_Dims_create (dims) and MPI_Cart_coords (coords): their elements are
     /// per-rank symbols cart_dims<k>, cart_coord<k> that skeleton execution computes.
     cart_arrays: HashMap<String, &'static str>,
+    /// Integer locals declared with a value and not assigned again in the rest of their
+    /// compound statement: that value there, in the loop variables of the nest (`size_t c =
+    /// i * sx + j * sy + k;` before `u[c - sx]`), whatever other variables of the same name
+    /// elsewhere in the function hold. Entries are undone when their compound ends.
+    scoped: HashMap<String, Expr>,
+    scoped_log: Vec<(String, Option<Expr>)>,
 }
 
 impl<'a> Analyzer<'a> {
@@ -124,6 +130,8 @@ impl<'a> Analyzer<'a> {
             seen_ids: HashSet::new(),
             params_seen: HashSet::new(),
             cart_arrays: HashMap::new(),
+            scoped: HashMap::new(),
+            scoped_log: Vec::new(),
         }
     }
 
@@ -366,8 +374,46 @@ impl<'a> Analyzer<'a> {
     // ---- Statements -----------------------------------------------------------------------
 
     fn stmts(&mut self, list: &[Stmt], parent: &str, ctx: &Ctx, seg: &mut Segment) {
-        for s in list {
+        let mark = self.scoped_log.len();
+        for (k, s) in list.iter().enumerate() {
             self.stmt(s, parent, ctx, seg);
+            if let Stmt::Decl(decls, _) = s {
+                self.scope_values(decls, &list[k + 1..], ctx);
+            }
+        }
+        while self.scoped_log.len() > mark {
+            let (name, old) = self.scoped_log.pop().expect("above the mark");
+            match old {
+                Some(v) => self.scoped.insert(name, v),
+                None => self.scoped.remove(&name),
+            };
+        }
+    }
+
+    /// Integer scalars of `decls` whose value `rest` (the statements after them in their
+    /// compound) does not change: their value for the rest of the compound (see `scoped`).
+    fn scope_values(&mut self, decls: &[VarDecl], rest: &[Stmt], ctx: &Ctx) {
+        let mut later: Option<HashMap<String, Vec<CExpr>>> = None;
+        for d in decls {
+            let Some(init) = &d.init else { continue };
+            let integer = d.ty.indirection == 0 && d.dims.is_empty() && !d.ty.is_scalar_fp() && !matches!(d.ty.base, Base::Struct(_) | Base::Void | Base::Unknown);
+            if !integer || cexpr_idents(init).iter().any(|i| *i == d.name) {
+                continue;
+            }
+            let later = later.get_or_insert_with(|| {
+                let mut out = HashMap::new();
+                let mut locals = HashMap::new();
+                for r in rest {
+                    collect_assignments(r, &mut out, &mut locals);
+                }
+                out
+            });
+            if later.contains_key(&d.name) {
+                continue;
+            }
+            let Some(v) = self.index_value(init, ctx) else { continue };
+            let old = self.scoped.insert(d.name.clone(), v);
+            self.scoped_log.push((d.name.clone(), old));
         }
     }
 
@@ -742,6 +788,9 @@ impl<'a> Analyzer<'a> {
         if self.loop_vars.contains(id) {
             // Inside its own loop (for_loop checked that the body does not write it).
             return Some(Expr::var(id));
+        }
+        if let Some(v) = self.scoped.get(id) {
+            return Some(v.clone());
         }
         if let Some(v) = self.opts.bindings.get(id) {
             if !self.locals.contains_key(id) || self.is_param(id) {

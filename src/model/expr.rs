@@ -700,6 +700,32 @@ impl Expr {
         self.vars().contains(var)
     }
 
+    /// The coefficient `c` of `var` when the formula is `c*var + r` with neither `c` nor `r`
+    /// mentioning `var`; None when it is not linear in `var`. Subterms that are not
+    /// polynomials (`floor(n/size)`, `min(..)`) are factors like any other as long as they do
+    /// not mention `var`: `(i - 1)*(floor(n/p) + 2) + j` is linear in `j` with coefficient 1,
+    /// which subtracting the formula at `j` from the one at `j + 1` does not show (the terms
+    /// without `j` are not polynomials and do not cancel).
+    pub fn linear_coefficient(&self, var: &str) -> Option<Expr> {
+        if !self.mentions(var) {
+            return Some(Expr::int(0));
+        }
+        match self {
+            Expr::Poly(p) => {
+                let cs = p.coefficients_in(var);
+                (cs.len() == 2 && !cs[1].vars().contains(var)).then(|| Expr::Poly(cs[1].clone()))
+            }
+            Expr::Add(v) => v.iter().try_fold(Expr::int(0), |acc, t| Some(acc.add(t.linear_coefficient(var)?))),
+            Expr::Mul(v) => {
+                let mut with = v.iter().filter(|f| f.mentions(var));
+                let (Some(f), None) = (with.next(), with.next()) else { return None };
+                let rest = v.iter().filter(|g| !g.mentions(var)).fold(Expr::int(1), |acc, g| acc.mul(g.clone()));
+                Some(rest.mul(f.linear_coefficient(var)?))
+            }
+            _ => None,
+        }
+    }
+
     /// Replaces variable `var` by `by`.
     pub fn subst(&self, var: &str, by: &Expr) -> Expr {
         let s = |e: &Expr| e.subst(var, by);
@@ -1459,6 +1485,22 @@ mod tests {
         }
         assert!(Expr::parse("n/size").is_err());
         assert!(Expr::parse("floor(").is_err());
+    }
+
+    #[test]
+    fn linear_coefficients_see_through_terms_that_are_not_polynomials() {
+        let coef = |text: &str, var: &str| Expr::parse(text).unwrap().linear_coefficient(var).map(|c| c.to_string());
+        let w = "(floor(n/p) + ifpos(mod(n, p) - c, 1, 0) + 2)";
+        assert_eq!(coef(&format!("(i - 1)*{w} + j"), "j").as_deref(), Some("1"));
+        let along_i = Expr::parse(&format!("(i - 1)*{w} + j")).unwrap().linear_coefficient("i").unwrap();
+        let env = [("n", 100.0), ("p", 3.0), ("c", 0.0)];
+        assert_eq!(ev(&along_i, &env), 36.0, "{along_i}");
+        assert_eq!(coef("3*j*k + floor(n/2)", "j").as_deref(), Some("3*k"));
+        assert_eq!(coef("floor(n/2)", "j").as_deref(), Some("0"));
+        // Not linear: a square, a product of two factors with j, j inside a floor.
+        assert_eq!(coef("j^2 + 1", "j"), None);
+        assert_eq!(coef("(j + 1)*floor(j/2)", "j"), None);
+        assert_eq!(coef("floor(j/2)", "j"), None);
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl Analyzer<'_> {
 
     /// The value of an index in the loop variables of the nest, those of loops counted only at
     /// run time included.
-    fn index_value(&mut self, e: &CExpr, ctx: &Ctx) -> Option<Expr> {
+    pub(super) fn index_value(&mut self, e: &CExpr, ctx: &Ctx) -> Option<Expr> {
         let added: Vec<String> = ctx.nest.iter().filter_map(|l| l.var.as_ref().map(|v| v.0.clone())).filter(|v| self.loop_vars.insert(v.clone())).collect();
         if added.is_empty() {
             return self.value_expr(e);
@@ -308,8 +308,7 @@ fn coef(idx: Option<&Expr>, l: &NestLoop) -> Option<Expr> {
     if !f.mentions(v) {
         return Some(Expr::int(0));
     }
-    let c = f.subst(v, &Expr::var(v).add(Expr::int(*step))).sub(f.clone());
-    (!c.mentions(v)).then_some(c)
+    Some(f.linear_coefficient(v)?.mul(Expr::int(*step)))
 }
 
 /// `e` with every loop variable of the nest replaced by its largest value (innermost first, as
