@@ -1171,6 +1171,40 @@ fn memory_bound_blocks_cost_what_their_level_does() {
     assert!(close(poly["seconds"].as_f64().unwrap(), ops.max(102400.0 * 1e-9), 1e-9), "{poly}");
 }
 
+/// A memory bound whose footprint depends on the rank's place in a Cartesian grid
+/// (tests/fixtures/memory/grid.c: a column walk of each rank's block of a 2048 x 2048 matrix
+/// of longs, rows and columns n / dims[d]): the static path costs it once the rank's grid is
+/// known, trace counts with the grid the program's MPI_Dims_create gives, and both agree. At 4
+/// ranks each block is a quarter of the matrix (8 MiB, under the 128 MiB working set): each
+/// access costs less than at 1 rank (32 MiB), still from DRAM.
+#[test]
+fn memory_bounds_are_costed_with_the_ranks_place_in_the_grid() {
+    let walk = |p: &serde_json::Value| -> serde_json::Value {
+        p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 34).cloned().unwrap_or_else(|| panic!("no walk block: {p}"))
+    };
+    let per_access = |b: &serde_json::Value| b["memory"]["seconds"].as_f64().unwrap_or_else(|| panic!("no memory bound: {b}")) / b["executions"].as_f64().unwrap();
+    let run = |ranks: &str, trace: bool| {
+        let mut a = vec!["tests/fixtures/memory/grid.c", "-n", ranks, "--ops", "source", "--platform", LOCALHOST];
+        if trace {
+            a.extend(["--trace-ranks", ranks]);
+        }
+        a.extend(["--", "2048", "1"]);
+        json(&a)
+    };
+    let one = run("1", false);
+    let four = run("4", false);
+    let traced = run("4", true);
+    let (b1, b4, bt) = (walk(&one), walk(&four), walk(&traced));
+    for b in [&b1, &b4, &bt] {
+        assert_eq!(b["memory"]["level"], "DRAM", "{b}");
+        assert!(close(b["seconds"].as_f64().unwrap(), b["memory"]["seconds"].as_f64().unwrap(), 1e-9), "bound by memory: {b}");
+    }
+    assert!(per_access(&b4) < 0.9 * per_access(&b1), "8 MiB blocks cost less per access than 32 MiB: {b4} {b1}");
+    assert!(close(per_access(&bt), per_access(&b4), 1e-9), "trace counts cost the same grid: {bt} {b4}");
+    let (ps, pt) = (four["predicted_s"].as_f64().unwrap(), traced["predicted_s"].as_f64().unwrap());
+    assert!(close(pt, ps, 1e-3), "trace counts {pt} s, static {ps} s");
+}
+
 /// Fresh pages: a table that says what a page costs the first time it is written (here 2 ns
 /// per 8 bytes, added to the fixture table) charges each allocation of 128 KiB or more at the
 /// block that makes it: 16 MiB of doubles cost 2 Mi words x 2 ns. Smaller allocations come

@@ -4912,6 +4912,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         self.comm_size(c)
                     )));
                 }
+                sink.cartesian(&dims, &cart_coords(self.my_rank(c) as i64, &dims));
                 self.cart_dims = dims;
                 self.cart_periods = periods;
                 // Without reordering (mpicast does not reorder) rank r keeps its place.

@@ -306,7 +306,11 @@ fn block_seconds(
 /// Writes one rank's skeleton into a trace, in seconds, and keeps per-block totals.
 struct TraceSink<'w> {
     writer: Option<&'w mut crate::trace::fold::FoldingWriter>,
-    secs: &'w [f64],
+    /// Seconds per execution of each block, costed again (`recost`) once the rank knows its
+    /// place in a Cartesian grid: the formulas of a decomposed array's footprint (a block's
+    /// memory bound) are in cart_dims<k> and cart_coord<k>.
+    secs: Vec<f64>,
+    recost: Recost<'w>,
     factor: f64,
     /// Per block: executions.
     execs: &'w mut [f64],
@@ -315,6 +319,53 @@ struct TraceSink<'w> {
     mult: Vec<f64>,
     /// Compute seconds not yet written: consecutive bursts become one line.
     unwritten: f64,
+}
+
+/// What costs a rank's blocks: the model, a cost table and its bounds, the rank's formula
+/// environment.
+struct Recost<'w> {
+    model: &'w ProgramModel,
+    table: &'w BTreeMap<OpClass, f64>,
+    bounds: &'w Bounds,
+    env: HashMap<String, f64>,
+}
+
+impl Recost<'_> {
+    fn secs(&self) -> Vec<f64> {
+        block_seconds(self.model, self.table, self.bounds, &self.env)
+    }
+}
+
+/// A rank's place in the program's Cartesian grid as its calls define it without running:
+/// MPI_Dims_create's dimensions for the world's size (the given ones kept), else
+/// MPI_Cart_create's constant ones; None when the program makes no grid or it is not known.
+/// (The traced run does not record it; trace-mode costing needs it for the same formulas.)
+fn grid_of(model: &ProgramModel, env: &HashMap<String, f64>, rank: u32) -> Option<(Vec<i64>, Vec<i64>)> {
+    let value = |e: &Option<crate::model::expr::Expr>| e.as_ref().and_then(|e| e.eval_map(env).ok());
+    let list = |site: &crate::model::analysis::CommSite, k: u32, n: usize| -> Option<Vec<i64>> {
+        let v = site.arg_lists.get(&k)?;
+        (v.len() == n).then(|| v.iter().map(|e| value(e).map(|x| x as i64)).collect()).flatten()
+    };
+    let dims = if let Some(site) = model.comm.iter().find(|c| c.call == "MPI_Dims_create") {
+        let nnodes = value(site.arg_values.first()?)? as i64;
+        let ndims = value(site.arg_values.get(1)?)? as usize;
+        let given = list(site, 2, ndims).unwrap_or_else(|| vec![0; ndims]);
+        skeleton::dims_create(nnodes, &given, ndims)?
+    } else {
+        let site = model.comm.iter().find(|c| c.call == "MPI_Cart_create")?;
+        let ndims = value(site.arg_values.get(1)?)? as usize;
+        list(site, 2, ndims)?
+    };
+    let coords = skeleton::cart_coords(rank as i64, &dims);
+    Some((dims, coords))
+}
+
+/// `env` with a rank's place in a Cartesian grid.
+fn grid_env(env: &mut HashMap<String, f64>, dims: &[i64], coords: &[i64]) {
+    for (k, (d, c)) in dims.iter().zip(coords).enumerate() {
+        env.insert(format!("cart_dims{k}"), *d as f64);
+        env.insert(format!("cart_coord{k}"), *c as f64);
+    }
 }
 
 impl TraceSink<'_> {
@@ -354,6 +405,10 @@ impl Sink for TraceSink<'_> {
             w.action(&a).map_err(io_unresolved)?;
         }
         Ok(())
+    }
+    fn cartesian(&mut self, dims: &[i64], coords: &[i64]) {
+        grid_env(&mut self.recost.env, dims, coords);
+        self.secs = self.recost.secs();
     }
     fn begin_loop(&mut self, k: u64) -> Result<(), Unresolved> {
         self.write_compute()?;
@@ -501,16 +556,17 @@ fn evaluate(
         // Ranks with data-dependent branches: their bounds are evaluated once the passes settle.
         let mut bounds_wanted = Vec::new();
         for r in 0..n {
-            let env = rank_env(opts, r, n);
-            let secs = block_seconds(model, &costs.nominal, &costs.bounds, &env);
+            let mut env = rank_env(opts, r, n);
             let mut w = crate::trace::fold::FoldingWriter::new(TraceWriter::create(dir.path(), r, n).map_err(io_unresolved)?);
             scratch.iter_mut().for_each(|x| *x = 0.0);
             let mut row = [0.0; 3];
             let mut it = eval::Interp::new(sh, r, n, 0.5, enums.clone());
             let res = {
+                let recost = Recost { model, table: &costs.nominal, bounds: &costs.bounds, env };
                 let mut sink = TraceSink {
                     writer: Some(&mut w),
-                    secs: &secs,
+                    secs: recost.secs(),
+                    recost,
                     factor,
                     execs: &mut scratch,
                     compute_s: 0.0,
@@ -520,6 +576,7 @@ fn evaluate(
                 let res = ended(it.run(&mut sink));
                 let res = res.and_then(|_| sink.write_compute());
                 row[0] = sink.compute_s;
+                env = std::mem::take(&mut sink.recost.env);
                 res
             };
             w.finish().map_err(io_unresolved)?;
@@ -581,16 +638,16 @@ fn evaluate(
             return Err(e);
         }
         for (i, r) in bounds_wanted {
-            let env = rank_env(opts, r, n);
             for (k, (table, bounds, p)) in [(&costs.low, &costs.bounds_low, 0.0), (&costs.high, &costs.bounds_high, 1.0)]
                 .into_iter()
                 .enumerate()
             {
-                let s = block_seconds(model, table, bounds, &env);
+                let recost = Recost { model, table, bounds, env: rank_env(opts, r, n) };
                 let mut bound = vec![0.0; model.blocks.len()];
                 let mut sink = TraceSink {
                     writer: None,
-                    secs: &s,
+                    secs: recost.secs(),
+                    recost,
                     factor,
                     execs: &mut bound,
                     compute_s: 0.0,
@@ -909,6 +966,9 @@ pub fn predict_trace_scaled(
         let mut env = base_env.clone();
         env.insert("rank".into(), r as f64);
         env.insert("size".into(), ranks as f64);
+        if let Some((dims, coords)) = grid_of(&model, &env, r) {
+            grid_env(&mut env, &dims, &coords);
+        }
         let secs =
             [(&costs.nominal, &costs.bounds), (&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].map(|(t, b)| block_seconds(&model, t, b, &env));
         let path = crate::trace::rank_file(dir, r);
@@ -1055,12 +1115,18 @@ fn finish(
         up = up.max(row[2] - row[0]);
     }
     let factor = opts.what_if.compute_factor();
+    // The block table costs all ranks' executions in one environment: rank 0's, with its
+    // place in the grid (a block's memory bound may depend on it).
+    let mut report_env: HashMap<String, f64> = rank_env(opts, 0, opts.ranks);
+    if let Some((dims, coords)) = grid_of(model, &report_env, 0) {
+        grid_env(&mut report_env, &dims, &coords);
+    }
     let (blocks, functions, op_classes) = attribute(
         model,
         &sk.execs,
         &costs.nominal,
         &costs.bounds,
-        &opts.bindings,
+        &report_env.into_iter().collect(),
         factor,
         opts.top,
     );

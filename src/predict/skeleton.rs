@@ -362,6 +362,9 @@ pub trait Sink {
     fn action(&mut self, a: TraceAction) -> Result<(), Unresolved>;
     fn begin_loop(&mut self, k: u64) -> Result<(), Unresolved>;
     fn end_loop(&mut self) -> Result<(), Unresolved>;
+    /// MPI_Cart_create made this rank part of a grid: `dims` and its `coords` there, the
+    /// per-rank symbols cart_dims<k> and cart_coord<k> of the analysis's formulas.
+    fn cartesian(&mut self, _dims: &[i64], _coords: &[i64]) {}
 }
 
 /// One rank's state while walking.
