@@ -40,6 +40,9 @@ pub struct Level {
     pub random_store: f64,
     /// Loads a page apart; tables measured before the kernel existed use random_load.
     pub stride_load: f64,
+    /// Bytes of the cache that served the working set (the smallest data or unified cache the
+    /// host has of at least `ws`); None past the last cache or where the table does not say.
+    pub capacity: Option<f64>,
 }
 
 /// The table's working sets, smallest first; empty when the table has no memory figures (then
@@ -65,6 +68,7 @@ impl MemoryModel {
                 names.push(&m.level);
             }
         }
+        let caches: Vec<f64> = t.host.caches.iter().filter(|c| c.kind != "Instruction").map(|c| c.size_bytes as f64).collect();
         let mut levels = Vec::new();
         for name in names {
             let get = |pattern: &str, access: &str| t.memory_cost(name, pattern, access);
@@ -72,9 +76,11 @@ impl MemoryModel {
                 continue;
             };
             let random_load = pick(&rl.throughput);
+            let ws = sl.working_set_bytes as f64;
             levels.push(Level {
                 name: name.to_string(),
-                ws: sl.working_set_bytes as f64,
+                ws,
+                capacity: caches.iter().copied().filter(|c| *c >= ws).min_by(f64::total_cmp),
                 stream_load: pick(&sl.throughput),
                 stream_store: pick(&ss.throughput),
                 random_load,
@@ -88,8 +94,11 @@ impl MemoryModel {
 
     /// The figures for data reused after `bytes`: none within the smallest working set (L1,
     /// where formula (1)'s loads and stores were measured); between two measured working sets,
-    /// each figure interpolated geometrically in the working set's size; past the largest, its
-    /// figures. The name is the first measured level at or above `bytes`.
+    /// each figure interpolated geometrically in the working set's size up to the capacity of
+    /// the cache that served the smaller one, and the larger one's figures once the data no
+    /// longer fit there (35 MB reused past a 32 MiB L3 come from memory: interpolating from
+    /// the L3 figure at 8 MiB to the memory one at 128 MiB costed them at half the memory's);
+    /// past the largest, its figures. The name is the first measured level at or above `bytes`.
     pub fn level_for(&self, bytes: f64) -> Option<Level> {
         let first = self.levels.first()?;
         if bytes <= first.ws {
@@ -99,7 +108,11 @@ impl MemoryModel {
             return self.levels.last().cloned();
         };
         let (a, b) = (&self.levels[k - 1], &self.levels[k]);
-        let t = (bytes / a.ws).ln() / (b.ws / a.ws).ln();
+        let end = a.capacity.map_or(b.ws, |c| c.min(b.ws));
+        if bytes >= end {
+            return Some(Level { ws: bytes, ..b.clone() });
+        }
+        let t = (bytes / a.ws).ln() / (end / a.ws).ln();
         let mix = |x: f64, y: f64| if x > 0.0 && y > 0.0 { x * (y / x).powf(t) } else { y };
         Some(Level {
             name: b.name.clone(),
@@ -109,6 +122,7 @@ impl MemoryModel {
             random_load: mix(a.random_load, b.random_load),
             random_store: mix(a.random_store, b.random_store),
             stride_load: mix(a.stride_load, b.stride_load),
+            capacity: a.capacity,
         })
     }
 
@@ -169,6 +183,7 @@ mod tests {
             random_load: 10.0 * k,
             random_store: 5.0 * k,
             stride_load: 8.0 * k,
+            capacity: None,
         };
         MemoryModel { levels: vec![level("L1", 1024.0, 0.1), level("L2", 4096.0, 0.4), level("DRAM", 65536.0, 1.6)] }
     }
@@ -195,6 +210,23 @@ mod tests {
         assert!((mid.stream_load - (0.1f64 * 0.4).sqrt()).abs() < 1e-12);
         let far = m.level_for(1e9).unwrap();
         assert_eq!((far.name.as_str(), far.stream_load), ("DRAM", 1.6));
+    }
+
+    /// The L2 figures were measured at 4096 bytes in a cache of 8192: from 4096 to 8192 the
+    /// figures go from L2's to DRAM's (halfway at 5793, the geometric midpoint), past 8192
+    /// the data come from DRAM; a level without a capacity interpolates to the next one.
+    #[test]
+    fn data_past_a_caches_capacity_cost_the_next_level() {
+        let mut m = model();
+        m.levels[1].capacity = Some(8192.0);
+        let mid = m.level_for((4096.0f64 * 8192.0).sqrt()).unwrap();
+        assert!((mid.stream_load - (0.4f64 * 1.6).sqrt()).abs() < 1e-12, "{mid:?}");
+        let past = m.level_for(8192.0).unwrap();
+        assert_eq!((past.name.as_str(), past.stream_load), ("DRAM", 1.6));
+        let further = m.level_for(16384.0).unwrap();
+        assert_eq!(further.stream_load, 1.6);
+        m.levels[1].capacity = None;
+        assert!(m.level_for(16384.0).unwrap().stream_load < 1.6);
     }
 
     /// Per access at DRAM: stride 4 is half a streaming figure, 256 a line (8 figures), a page
