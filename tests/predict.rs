@@ -1173,6 +1173,39 @@ fn memory_bound_blocks_cost_what_their_level_does() {
     assert!(close(poly["seconds"].as_f64().unwrap(), ops.max(102400.0 * 1e-9), 1e-9), "{poly}");
 }
 
+/// A time loop that reads its variable only by its period and against bounds
+/// (tests/fixtures/eval/periodic.c: a reduction every 7 steps, a barrier at step 50 of 101, an
+/// exchange in the last): the static path folds the 7 whole periods before step 50 and gives
+/// what the traced run gives, to the message.
+#[test]
+fn loops_that_read_their_variable_by_period_fold_and_agree_with_the_trace() {
+    let args = ["--", "1000", "101", "7"];
+    let mut st = vec!["tests/fixtures/eval/periodic.c", "-n", "2", "--platform", LOCALHOST];
+    st.extend(args);
+    let split = st.iter().position(|a| *a == "--").unwrap();
+    let mut a = st[..split].to_vec();
+    a.extend(["--machine", MACHINE, "--json", "-"]);
+    a.extend(&st[split..]);
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .current_dir(root())
+        .arg("predict")
+        .args(&a)
+        .env("MPICAST_EVAL_DEBUG", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("periodic.c:21 folded by periods: 7 of 7 iterations"), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut tr = st.clone();
+    tr.splice(split..split, ["--trace-ranks", "2"]);
+    let t = json(&tr);
+    assert_eq!((s["mode"].as_str(), t["mode"].as_str()), (Some("static"), Some("trace")));
+    assert_eq!(s["messages"], t["messages"]);
+    let (ps, pt) = (s["predicted_s"].as_f64().unwrap(), t["predicted_s"].as_f64().unwrap());
+    assert!(close(pt, ps, 1e-6), "trace path {pt} s, static path {ps} s");
+}
+
 /// A memory bound whose footprint depends on the rank's place in a Cartesian grid
 /// (tests/fixtures/memory/grid.c: a column walk of each rank's block of a 2048 x 2048 matrix
 /// of longs, rows and columns n / dims[d]): the static path costs it once the rank's grid is

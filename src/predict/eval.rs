@@ -2569,6 +2569,17 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     }
                 }
             }
+            // One whose iterations read the loop variable only through `var % m` and
+            // comparisons with bounds the body does not change: iterations a period of the
+            // moduli apart are alike until the first comparison changes; two periods are
+            // recorded and, alike, the periods before that iteration fold into `loop K`.
+            if has_comm && var_in_body && !folded_once && k == 0 && !self.strict_comm {
+                folded_once = true;
+                if let Some(plan) = shape.as_ref().and_then(|sh| self.periodic_plan(body, sh, &written)) {
+                    k = self.try_fold_periods(body, lb, update, shape.as_ref(), plan, &written, sink)?;
+                    continue;
+                }
+            }
             let start = self.pending.len();
             let before: Vec<(String, Val)> = if has_comm {
                 Vec::new()
@@ -2851,6 +2862,110 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         Ok(Some(Flow::Normal))
+    }
+
+    /// The period and stretch of a loop whose body reads its variable (stepping by 1) only as
+    /// `var + c` (c a constant) inside `% m` or compared with a bound, m and the bounds not
+    /// written by the body: (period, iterations from now before any comparison can change),
+    /// None otherwise or when folding would not pay (fewer than three periods).
+    fn periodic_plan(&mut self, body: &'p Stmt, sh: &crate::frontend::analyze::LoopShape, written: &HashSet<String>) -> Option<(u64, u64)> {
+        if !matches!(sh.step, Step::Add(1)) {
+            return None;
+        }
+        let uses = var_uses(body, &sh.var)?;
+        let now = self.get(self.lookup(&sh.var)?).int()?;
+        let invariant = |e: &CExpr| !mentions_any(e, written) && !expr_any(e, &|x| matches!(x, CExpr::Call { .. } | CExpr::Assign { .. } | CExpr::Update { .. }));
+        let mut period: u64 = 1;
+        let mut stretch = self.remaining(Some(sh))?;
+        for u in uses {
+            match u {
+                VarUse::Modulo(m) => {
+                    if !invariant(m) {
+                        return None;
+                    }
+                    let m = u64::try_from(self.eval(m).ok()?.int()?).ok().filter(|m| *m >= 1)?;
+                    period = lcm(period, m);
+                    if period > 4096 {
+                        return None;
+                    }
+                }
+                VarUse::Compare(offset, bound) => {
+                    if !invariant(bound) {
+                        return None;
+                    }
+                    // var + offset against the bound: the truth may change where var reaches
+                    // bound - offset (or the iteration after).
+                    let flip = self.eval(bound).ok()?.int()? - offset;
+                    if flip >= now {
+                        stretch = stretch.min(u64::try_from(flip - now).ok()?);
+                    }
+                }
+            }
+        }
+        (stretch >= 3 * period).then_some((period, stretch))
+    }
+
+    /// Records two periods of `plan.0` iterations; alike, the whole periods within the
+    /// stretch fold into one `loop` of one period's records, the scalars advanced by their
+    /// trend per period and the loop variable by the iterations folded. Returns the
+    /// iterations done (the loop goes on from there: what is left of the stretch and
+    /// beyond it runs as usual).
+    #[allow(clippy::too_many_arguments)]
+    fn try_fold_periods(
+        &mut self,
+        body: &'p Stmt,
+        lb: Option<usize>,
+        update: Option<&'p CExpr>,
+        shape: Option<&crate::frontend::analyze::LoopShape>,
+        (period, stretch): (u64, u64),
+        written: &HashSet<String>,
+        sink: &mut dyn Sink,
+    ) -> R<u64> {
+        let loop_line = self.line;
+        self.flush(sink)?;
+        let mut recs: Vec<Vec<Rec>> = Vec::new();
+        let mut snaps = vec![self.snapshot(written)];
+        for _ in 0..2 {
+            let mut rec = Recorder { recs: Vec::new() };
+            for _ in 0..period {
+                self.charge(lb);
+                let f = self.stmt(body, &mut rec)?;
+                if !matches!(f, Flow::Normal | Flow::Continue) {
+                    // var_uses refuses bodies that leave the loop: not reached.
+                    return Err(self.err("a loop folded by periods left early"));
+                }
+                if let Some(u) = update {
+                    self.eval_sink(u, &mut rec)?;
+                }
+            }
+            self.flush(&mut rec)?;
+            recs.push(rec.recs);
+            snaps.push(self.snapshot(written));
+        }
+        let periods = stretch / period;
+        if recs[0] != recs[1] {
+            for r in &recs {
+                replay(r, sink)?;
+            }
+            return Ok(2 * period);
+        }
+        if std::env::var_os("MPICAST_EVAL_DEBUG").is_some() {
+            eprintln!("eval: rank {}: loop at {}:{loop_line} folded by periods: {periods} of {period} iterations", self.rank, self.file);
+        }
+        sink.begin_loop(periods)?;
+        replay(&recs[0], sink)?;
+        sink.end_loop()?;
+        self.rng_skipped(body);
+        if let Some(sh) = shape {
+            let line = self.line;
+            self.advance(&[&snaps[1], &snaps[2]], periods - 2, &sh.var, line, &HashSet::new());
+            if let Some(c) = self.lookup(&sh.var) {
+                if let Some(v) = self.get(c).int() {
+                    self.put(c, Cell::V(Val::I(v + ((periods - 2) * period) as i64)));
+                }
+            }
+        }
+        Ok(periods * period)
     }
 
     // ---- Expressions ----------------------------------------------------------------------
@@ -6560,6 +6675,94 @@ fn lvalues<'e>(s: &'e Stmt, out: &mut Vec<&'e CExpr>) {
 }
 
 /// Does the statement mention identifier `v`?
+/// How a loop body reads its variable `v`: `(v + c) % m` (the modulus) or `v + c` compared
+/// with a bound (c, the bound).
+enum VarUse<'e> {
+    Modulo(&'e CExpr),
+    Compare(i64, &'e CExpr),
+}
+
+/// Every read of `v` in `s` when each is one of `VarUse`'s forms (casts allowed); None when
+/// `v` is read, or written, any other way, or when `s` may leave the loop (a break outside an
+/// inner loop or switch, a return, a goto).
+fn var_uses<'e>(s: &'e Stmt, v: &str) -> Option<Vec<VarUse<'e>>> {
+    /// `v`, `v + c`, `v - c`, `c + v` (through casts): c.
+    fn shifted(e: &CExpr, v: &str) -> Option<i64> {
+        match e {
+            CExpr::Ident(n) if n == v => Some(0),
+            CExpr::Cast { value, .. } => shifted(value, v),
+            CExpr::Binary { op, left, right } if op == "+" || op == "-" => {
+                let constant = |x: &CExpr| match x {
+                    CExpr::Int(k) => i64::try_from(*k).ok(),
+                    _ => None,
+                };
+                match (shifted(left, v), constant(right), constant(left), shifted(right, v)) {
+                    (Some(a), Some(k), _, _) => Some(if op == "+" { a + k } else { a - k }),
+                    (_, _, Some(k), Some(a)) if op == "+" => Some(a + k),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+    fn ex<'e>(e: &'e CExpr, v: &str, out: &mut Vec<VarUse<'e>>) -> bool {
+        if let CExpr::Binary { op, left, right } = e {
+            if op == "%" && shifted(left, v).is_some() && !expr_any(right, &|x| matches!(x, CExpr::Ident(n) if n == v)) {
+                out.push(VarUse::Modulo(right));
+                return true;
+            }
+            if matches!(op.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=") {
+                let mine = |x: &CExpr| expr_any(x, &|y| matches!(y, CExpr::Ident(n) if n == v));
+                if let (Some(c), false) = (shifted(left, v), mine(right)) {
+                    out.push(VarUse::Compare(c, right));
+                    return true;
+                }
+                if let (Some(c), false) = (shifted(right, v), mine(left)) {
+                    out.push(VarUse::Compare(c, left));
+                    return true;
+                }
+            }
+        }
+        match e {
+            CExpr::Ident(n) => n != v,
+            CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } | CExpr::Comma(left, right) => ex(left, v, out) && ex(right, v, out),
+            CExpr::Index { array, index } => ex(array, v, out) && ex(index, v, out),
+            CExpr::Update { arg, .. } | CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) | CExpr::Cast { value: arg, .. } => ex(arg, v, out),
+            CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().all(|a| ex(a, v, out)),
+            CExpr::Field { base, .. } => ex(base, v, out),
+            CExpr::Cond { cond, then, otherwise } => ex(cond, v, out) && ex(then, v, out) && ex(otherwise, v, out),
+            CExpr::Sizeof { value: Some(x), .. } => ex(x, v, out),
+            _ => true,
+        }
+    }
+    fn st<'e>(s: &'e Stmt, v: &str, inner: bool, out: &mut Vec<VarUse<'e>>) -> bool {
+        match s {
+            Stmt::Compound(xs, _) => xs.iter().all(|x| st(x, v, inner, out)),
+            Stmt::Expr(e, _) => ex(e, v, out),
+            Stmt::Decl(ds, _) => ds.iter().all(|d| d.name != v && d.init.as_ref().is_none_or(|e| ex(e, v, out))),
+            Stmt::If { cond, then, otherwise, .. } => ex(cond, v, out) && st(then, v, inner, out) && otherwise.as_ref().is_none_or(|o| st(o, v, inner, out)),
+            Stmt::For { init, cond, update, body, .. } => {
+                init.as_ref().is_none_or(|i| st(i, v, true, out)) && cond.as_ref().is_none_or(|c| ex(c, v, out)) && update.as_ref().is_none_or(|u| ex(u, v, out)) && st(body, v, true, out)
+            }
+            Stmt::While { cond, body, .. } | Stmt::DoWhile { body, cond, .. } | Stmt::Switch { cond, body, .. } => ex(cond, v, out) && st(body, v, true, out),
+            Stmt::Case { value, body, .. } => value.as_ref().is_none_or(|x| ex(x, v, out)) && body.iter().all(|x| st(x, v, inner, out)),
+            Stmt::Label(x, _) => st(x, v, inner, out),
+            Stmt::Break(_) => inner,
+            Stmt::Return(..) | Stmt::Goto(_) => false,
+            _ => true,
+        }
+    }
+    let mut out = Vec::new();
+    st(s, v, false, &mut out).then_some(out)
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    a / gcd(a, b) * b
+}
+
 fn mentions(s: &Stmt, v: &str) -> bool {
     fn ex(e: &CExpr, v: &str) -> bool {
         match e {
