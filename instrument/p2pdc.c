@@ -4,23 +4,16 @@
  * Three duplicates of MPI_COMM_WORLD keep the runtime's traffic apart from the program's and
  * from each other: `data` carries P2Psend messages (one tag), `conv` the termination epochs of
  * P2Pconverged, `ctl` the blocking collectives (P2Pallreduce, P2Pbarrier, the quiescence
- * exchange); `group` (the hybrid group of this rank) keeps a group's decisions in step.
- * Messages to a sync peer are MPI_Isends of a private copy, kept in a list until they
- * complete. Messages to an async peer go through a per-peer slot: at most one message on its
- * way, at most one message staged behind it (a newer send replaces it). A message is on its
- * way until the peer has received it and said so (an empty message with TAG_ACK): an MPI send
- * completes once its data are buffered, and a peer that runs more often than the one it sends
- * to could otherwise pile up thousands of messages, which that one then reads, oldest first,
- * as if they were new (it never converged on such stale halos: its termination epochs all
- * failed while every peer's own updates were below tolerance).
+ * exchange); `group` (the hybrid group of this rank) keeps a group's decisions in step. Messages to a sync peer are MPI_Isends of a private copy, kept in a list until
+ * they complete. Messages to an async peer go through a per-peer slot: at most one MPI_Isend
+ * in flight, at most one message staged behind it (a newer send replaces it).
  * Arrivals that the program has not asked for yet are received by drain(): into a FIFO queue
  * for a sync peer, into a one-message slot (the latest wins) for an async peer.
  *
  * Quiescence (P2Pfinalize, P2Pset_scheme): every rank counts the messages it posted to each
  * peer and the termination epochs it posted; a nonblocking all-to-all exchanges the counts,
  * and each rank keeps receiving until it has received what was sent to it, its own sends are
- * complete and acknowledged, the acknowledgements it owes are sent, and it has posted (and
- * completed) as many epochs as the rank that posted most.
+ * complete and it has posted (and completed) as many epochs as the rank that posted most.
  * A barrier then keeps any rank from sending the next phase's messages while another is still
  * draining the previous phase's. Afterwards no message is in flight and the communicators are
  * in step.
@@ -40,7 +33,6 @@
 #include <time.h>
 
 #define TAG_DATA 0
-#define TAG_ACK 1
 #define DEFAULT_GROUP 2
 /* An idle peer (see idle_wait) waits at most this long per iteration. */
 #define IDLE_LIMIT_NS 10000000L
@@ -67,13 +59,8 @@ struct peer {
     unsigned char *slot;
     size_t slot_bytes, slot_capacity;
     int slot_fresh;
-    /* sending to an async peer: the message on its way (its MPI send, then the peer's
-     * acknowledgement) and the one staged behind it */
+    /* sending to an async peer: the message in flight and the one staged behind it */
     MPI_Request in_flight;
-    int awaiting_ack;
-    /* receiving from an async peer: acknowledgements owed, the one being sent */
-    int acks_owed;
-    MPI_Request ack_out;
     unsigned char *flight_buf, *staged_buf;
     size_t flight_capacity, staged_capacity, staged_bytes;
     int has_staged;
@@ -188,22 +175,13 @@ static void drain(const char *call)
     for (;;) {
         int arrived = 0;
         MPI_Status status;
-        check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, rt.data, &arrived, &status), call,
-              "MPI_Iprobe");
+        check(MPI_Iprobe(MPI_ANY_SOURCE, TAG_DATA, rt.data, &arrived, &status), call, "MPI_Iprobe");
         if (!arrived)
             return;
-        int source = status.MPI_SOURCE;
-        struct peer *p = &rt.peers[source];
-        if (status.MPI_TAG == TAG_ACK) {
-            if (mpicast_rt_async_recv != NULL)
-                mpicast_rt_async_recv();
-            check(MPI_Recv(NULL, 0, MPI_BYTE, source, TAG_ACK, rt.data, MPI_STATUS_IGNORE), call,
-                  "MPI_Recv");
-            p->awaiting_ack = 0;
-            continue;
-        }
         int count = 0;
         check(MPI_Get_count(&status, MPI_BYTE, &count), call, "MPI_Get_count");
+        int source = status.MPI_SOURCE;
+        struct peer *p = &rt.peers[source];
         void *into;
         if (synchronous_with(source)) {
             struct message *m = allocate(sizeof *m + (size_t)count, call);
@@ -229,25 +207,7 @@ static void drain(const char *call)
         check(MPI_Recv(into, count, MPI_BYTE, source, TAG_DATA, rt.data, MPI_STATUS_IGNORE), call,
               "MPI_Recv");
         p->received++;
-        if (!synchronous_with(source))
-            p->acks_owed++;
     }
-}
-
-/* Sends the acknowledgements owed to `peer`, one at a time. */
-static void advance_acks(int peer, const char *call)
-{
-    struct peer *p = &rt.peers[peer];
-    if (p->ack_out != MPI_REQUEST_NULL) {
-        int done = 0;
-        check(MPI_Test(&p->ack_out, &done, MPI_STATUS_IGNORE), call, "MPI_Test");
-        if (!done)
-            return;
-    }
-    if (p->acks_owed == 0)
-        return;
-    check(MPI_Isend(NULL, 0, MPI_BYTE, peer, TAG_ACK, rt.data, &p->ack_out), call, "MPI_Isend");
-    p->acks_owed--;
 }
 
 /* Completes the async send in flight to `peer` if it is done, then posts the staged one. */
@@ -260,7 +220,7 @@ static void advance_async_send(int peer, const char *call)
         if (!done)
             return;
     }
-    if (p->awaiting_ack || !p->has_staged)
+    if (!p->has_staged)
         return;
     unsigned char *buf = p->flight_buf;
     size_t capacity = p->flight_capacity;
@@ -272,7 +232,6 @@ static void advance_async_send(int peer, const char *call)
     check(MPI_Isend(p->flight_buf, (int)p->staged_bytes, MPI_BYTE, peer, TAG_DATA, rt.data,
                     &p->in_flight),
           call, "MPI_Isend");
-    p->awaiting_ack = 1;
     p->sent++;
 }
 
@@ -295,10 +254,8 @@ static void progress(const char *call)
 {
     drain(call);
     for (int q = 0; q < rt.size; q++)
-        if (q != rt.rank) {
-            advance_acks(q, call);
+        if (q != rt.rank)
             advance_async_send(q, call);
-        }
     reclaim_sync_sends(call);
 }
 
@@ -358,7 +315,7 @@ int P2Pinit(int *argc, char ***argv)
     if (rt.peers == NULL)
         fail("P2Pinit", "out of memory");
     for (int q = 0; q < rt.size; q++)
-        rt.peers[q].in_flight = rt.peers[q].ack_out = MPI_REQUEST_NULL;
+        rt.peers[q].in_flight = MPI_REQUEST_NULL;
     rt.conv_request = MPI_REQUEST_NULL;
     rt.conv_acc = 1;
     rt.conv_completed = 1;
@@ -482,8 +439,7 @@ static void quiesce(const char *call)
                         rt.epochs == epochs_wanted;
             for (int q = 0; q < n && quiet; q++)
                 quiet = rt.peers[q].received == in[2 * q] &&
-                        rt.peers[q].in_flight == MPI_REQUEST_NULL && !rt.peers[q].awaiting_ack &&
-                        rt.peers[q].acks_owed == 0 && rt.peers[q].ack_out == MPI_REQUEST_NULL;
+                        rt.peers[q].in_flight == MPI_REQUEST_NULL;
             if (quiet)
                 break;
         }
