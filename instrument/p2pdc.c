@@ -34,8 +34,10 @@
 
 #define TAG_DATA 0
 #define DEFAULT_GROUP 2
-/* An idle peer (see idle_wait) waits at most this long per iteration. */
+/* An idle peer (see idle_wait) waits at most this long per iteration, and at least this long
+ * when what wakes it is a message. */
 #define IDLE_LIMIT_NS 10000000L
+#define IDLE_MIN_NS 1000000L
 #define IDLE_FIRST_PAUSE_NS 10000L
 #define IDLE_LONGEST_PAUSE_NS 1000000L
 
@@ -667,24 +669,30 @@ static long long elapsed_ns(const struct timespec *since)
     return (long long)(now.tv_sec - since->tv_sec) * 1000000000LL + (now.tv_nsec - since->tv_nsec);
 }
 
-/* An idle peer (its part converged, nothing received from an async peer since its previous
- * P2Pconverged call; in the hybrid scheme, every member of its group so) would compute the
- * same iterate again: its data only change when a message arrives, and its decision only when
- * an epoch completes. Spinning through such iterations is harmful when the
- * machine is shared (more ranks than cores, or other processes): the spinning peer keeps the
- * peers whose data it waits for off the processor, uses up the program's iteration limit
- * while they are descheduled, and the iteration stops unconverged at the limit. So the peer
- * sleeps, with growing pauses, until a message arrives or the posted epoch completes, or for
- * at most IDLE_LIMIT_NS (a bound for programs whose peers would wake it by no message). */
-static void idle_wait(const char *call)
+/* An idle peer (its part converged: its last update was under tolerance; in the hybrid
+ * scheme, every member of its group so) computes next what it just computed, or nearly: its
+ * data change only by what its peers send, and its decision only when an epoch completes.
+ * Spinning through such iterations is harmful when the machine is shared (more ranks than
+ * cores, or other processes): the spinning peer keeps the peers whose data it waits for off
+ * the processor, uses up the program's iteration limit while they are descheduled, and the
+ * iteration stops unconverged at the limit. Two converged peers that keep sending each other
+ * what they computed do exactly that if a message counts as work: under load, the middle
+ * ranks of a 4-rank chain ran their 2,000 iterations while the end ones, asleep, ran a few
+ * dozen, and every epoch saw an end rank's late news as an update over tolerance. So the
+ * peer sleeps, with growing pauses, until the posted epoch completes, or a message has come
+ * (`pending`: before this call) and IDLE_MIN_NS have passed, or for at most IDLE_LIMIT_NS (a
+ * bound for programs whose peers would wake it by no message). A peer whose update was over
+ * tolerance never waits: news travels at its pace. */
+static void idle_wait(const char *call, int pending)
 {
-    rt.arrived = 0; /* a group peer's next message wakes this one too */
+    rt.arrived = pending; /* a group peer's next message wakes this one too */
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     long pause = IDLE_FIRST_PAUSE_NS;
     for (;;) {
         progress(call);
-        if (rt.arrived || epoch_completed(call) || elapsed_ns(&start) >= IDLE_LIMIT_NS)
+        long long waited = elapsed_ns(&start);
+        if (epoch_completed(call) || waited >= IDLE_LIMIT_NS || (rt.arrived && waited >= IDLE_MIN_NS))
             return;
         struct timespec nap = {0, pause};
         nanosleep(&nap, NULL);
@@ -707,7 +715,7 @@ int P2Pconverged(int local_converged)
         rt.epochs++;
     } else {
         decided = epoch_step(local, call);
-        int busy = !local || rt.arrived_async;
+        int busy = !local;
         if (rt.scheme == P2P_HYBRID) {
             /* The peers of a group iterate in step (their receives block), so they must stop
              * after the same iteration: a member that has seen the deciding epoch complete
@@ -720,7 +728,7 @@ int P2Pconverged(int local_converged)
             busy = group[1];
         }
         if (!decided && !busy)
-            idle_wait(call);
+            idle_wait(call, rt.arrived_async);
         rt.arrived_async = 0;
     }
     rt.conv_done = decided;
