@@ -2869,7 +2869,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// written by the body: (period, iterations from now before any comparison can change),
     /// None otherwise or when folding would not pay (fewer than three periods).
     fn periodic_plan(&mut self, body: &'p Stmt, sh: &crate::frontend::analyze::LoopShape, written: &HashSet<String>) -> Option<(u64, u64)> {
-        if !matches!(sh.step, Step::Add(1)) {
+        if !matches!(sh.step, Step::Add(1)) || mentions_any(&sh.bound, written) {
             return None;
         }
         let uses = var_uses(body, &sh.var)?;
