@@ -383,6 +383,30 @@ fn library_calls_are_costed_by_their_classes() {
     assert_eq!(op(OpClass::Call), 1.0, "the program's own write(): {:?}", b.ops);
 }
 
+/// A program variable named like the analysis's own symbols keeps its meaning
+/// (tests/fixtures/memory/names.c): the matrix dimension `size`, read by sscanf after a
+/// default of 64, is the parameter `size'` (also as the kernel's parameter), while `size`
+/// stays the number of processes; the master's loop variable `rank` is `rank'`, so the
+/// receives it makes are summed over it (1 + 2 + 3 at 4 processes) and not tied to the
+/// process's own rank.
+#[test]
+fn program_variables_named_like_the_analysis_symbols_keep_their_meaning() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/names.c");
+    let m = analyze(&p, &[]);
+    let ps: Vec<(String, Option<u32>, Option<f64>)> = m.parameters.iter().map(|p| (p.name.clone(), p.argv_index, p.default)).collect();
+    assert_eq!(ps, vec![("size'".to_string(), Some(1), Some(64.0))]);
+    // The kernel's count is in its own terms (rows); its references, in main's.
+    let env: HashMap<String, f64> = [("size'".to_string(), 2048.0), ("size".to_string(), 2.0), ("rank".to_string(), 0.0), ("rows".to_string(), 1024.0)].into();
+    let walk = block_at(&m, BlockKind::Straight, 16);
+    assert_eq!(walk.count.expr.as_ref().unwrap().eval_map(&env).unwrap(), 2048.0 * 1024.0);
+    let load = walk.mem.first().expect("the column walk's load");
+    assert_eq!(load.stride.as_ref().unwrap().eval_map(&env).unwrap(), 8.0 * 2048.0);
+    assert_eq!(load.reuse_bytes.as_ref().unwrap().eval_map(&env).unwrap(), 8.0 * 2048.0 * 1024.0);
+    let recv = block_at(&m, BlockKind::Comm, 40);
+    assert_eq!(count_with(&recv, &[("size", 4.0), ("rank", 0.0)]), 6.0);
+    assert_eq!(count_with(&recv, &[("size", 4.0), ("rank", 1.0)]), 0.0);
+}
+
 /// The memory model's view of a loop nest (tests/fixtures/memory/nest.c): strides along the
 /// innermost loop, reuse distances through the nest, references that move together counted
 /// once, rows of a pointer-to-pointer, an index that depends on data sized by its allocation

@@ -1240,6 +1240,34 @@ fn memory_bounds_are_costed_with_the_ranks_place_in_the_grid() {
     assert!(close(pt, ps, 1e-3), "trace counts {pt} s, static {ps} s");
 }
 
+/// gemm calls its matrix dimension `size` (tests/fixtures/memory/names.c does the same): the
+/// column walk's footprint is the program's size (2048 x 1024 doubles a rank, from memory),
+/// not the number of processes (which made it fit in L1 and left the walk unbounded), in the
+/// static path and from the trace's counts alike.
+#[test]
+fn a_matrix_dimension_called_size_is_not_the_number_of_processes() {
+    let walk = |p: &serde_json::Value| -> serde_json::Value {
+        p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 16).cloned().unwrap_or_else(|| panic!("no walk block: {p}"))
+    };
+    let run = |trace: bool| {
+        let mut a = vec!["tests/fixtures/memory/names.c", "-n", "2", "--ops", "source", "--platform", LOCALHOST];
+        if trace {
+            a.extend(["--trace-ranks", "2"]);
+        }
+        a.extend(["--", "2048"]);
+        json(&a)
+    };
+    let (st, tr) = (run(false), run(true));
+    for p in [&st, &tr] {
+        let b = walk(p);
+        assert_eq!(b["executions"].as_f64(), Some(2.0 * 2048.0 * 1024.0), "{b}");
+        assert_eq!(b["memory"]["level"], "DRAM", "{b}");
+        assert!(close(b["seconds"].as_f64().unwrap(), b["memory"]["seconds"].as_f64().unwrap(), 1e-9), "bound by memory: {b}");
+    }
+    let (ps, pt) = (st["predicted_s"].as_f64().unwrap(), tr["predicted_s"].as_f64().unwrap());
+    assert!(close(pt, ps, 1e-3), "trace counts {pt} s, static {ps} s");
+}
+
 /// Fresh pages: a table that says what a page costs the first time it is written (here 2 ns
 /// per 8 bytes, added to the fixture table) charges each allocation of 128 KiB or more at the
 /// block that makes it: 16 MiB of doubles cost 2 Mi words x 2 ns. Smaller allocations come

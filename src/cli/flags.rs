@@ -82,8 +82,17 @@ impl BuildArgs {
     }
 
     /// The analysis' bindings: numeric macros of -D, --cflags and the compilation database.
+    /// A program variable named like one of the analysis's symbols (`-D size=512`) is bound
+    /// under its formula symbol too (`size'`).
     pub fn bindings(&self, spec: &BuildSpec, files: &[PathBuf]) -> BTreeMap<String, f64> {
-        spec.numeric_defines(files)
+        let mut b = spec.numeric_defines(files);
+        let primed: Vec<(String, f64)> = b
+            .iter()
+            .map(|(k, v)| (crate::frontend::analyze::program_symbol(k), *v))
+            .filter(|(k, _)| !b.contains_key(k))
+            .collect();
+        b.extend(primed);
+        b
     }
 
     /// The same flags as arguments of a child `mpicast` (validate's predictions).

@@ -456,10 +456,11 @@ pub(super) fn with_hint(
             .iter()
             .find(|p| p.name == name)
             .and_then(|p| p.argv_index);
+        let c_name = crate::frontend::analyze::program_name(name);
         let hint = match from_argv {
-            Some(k) => format!("pass program argument {k} after `--`, or -D {name}=VALUE"),
+            Some(k) => format!("pass program argument {k} after `--`, or -D {c_name}=VALUE"),
             None => {
-                format!("bind it with -D {name}=VALUE, or predict from a trace (--trace-ranks K)")
+                format!("bind it with -D {c_name}=VALUE, or predict from a trace (--trace-ranks K)")
             }
         };
         return anyhow::anyhow!("{text}; {hint}");

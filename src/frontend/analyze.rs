@@ -232,7 +232,7 @@ impl<'a> Analyzer<'a> {
         for p in &f.params {
             // A parameter never reassigned is a symbol of the function.
             if !self.assigned.contains_key(&p.name) && p.ty.indirection == 0 {
-                self.known.insert(p.name.clone(), Some(Expr::var(&p.name)));
+                self.known.insert(p.name.clone(), Some(Expr::var(&program_symbol(&p.name))));
             }
         }
         let fid = self.block_id(f.span, BlockKind::Function);
@@ -242,7 +242,7 @@ impl<'a> Analyzer<'a> {
             line_start: f.span.line_start,
             line_end: f.span.line_end,
             block: fid.clone(),
-            params: f.params.iter().map(|p| p.name.clone()).collect(),
+            params: f.params.iter().map(|p| program_symbol(&p.name)).collect(),
             recursive: false,
             ops_per_call: None,
         });
@@ -740,7 +740,7 @@ impl<'a> Analyzer<'a> {
             _ => return fail(self, "loop step not recognised".into()),
         };
         let mut body_ctx = ctx.clone();
-        body_ctx.loops.push(LoopCtx { var: range.map(|(lo, hi)| (shape.var.clone(), lo, hi)), trip: trip.clone() });
+        body_ctx.loops.push(LoopCtx { var: range.map(|(lo, hi)| (program_symbol(&shape.var), lo, hi)), trip: trip.clone() });
         self.loop_vars.insert(shape.var.clone());
         // The trip count relative to one entry of the loop (may depend on outer loop variables).
         let trip_count = self.count_of(trip);
@@ -787,7 +787,7 @@ impl<'a> Analyzer<'a> {
     fn ident_value(&mut self, id: &str, visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
         if self.loop_vars.contains(id) {
             // Inside its own loop (for_loop checked that the body does not write it).
-            return Some(Expr::var(id));
+            return Some(Expr::var(&program_symbol(id)));
         }
         if let Some(v) = self.scoped.get(id) {
             return Some(v.clone());
@@ -805,6 +805,14 @@ impl<'a> Analyzer<'a> {
                 return None;
             }
             let assigns = self.assigned.get(id).cloned().unwrap_or_default();
+            if let Some((index, default)) = argv_after_default(&assigns) {
+                // `int size = 0; sscanf(argv[1], "%d", &size);`, `n = 100; if (argc > 1) n =
+                // atoi(argv[1]);`: a parameter with that default.
+                self.add_parameter(&program_symbol(id), "argv", Some(index), Some(default));
+                let v = Some(self.opts.bindings.get(id).map_or_else(|| Expr::var(&program_symbol(id)), |v| num_expr(*v)));
+                self.known.insert(id.to_string(), v.clone());
+                return v;
+            }
             if assigns.len() != 1 {
                 self.known.insert(id.to_string(), None);
                 return None;
@@ -819,7 +827,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn is_param(&self, id: &str) -> bool {
-        self.params_seen.contains(id)
+        self.params_seen.contains(&program_symbol(id))
     }
 
     /// The value a local receives from its single assignment: a parameter when it is read from
@@ -834,11 +842,11 @@ impl<'a> Analyzer<'a> {
         }
         if let Some((index, default)) = argv_read(rhs) {
             let default = default.and_then(|d| self.value_expr(&d)).and_then(|d| d.value());
-            self.add_parameter(var, "argv", Some(index), default);
+            self.add_parameter(&program_symbol(var), "argv", Some(index), default);
             if let Some(v) = self.opts.bindings.get(var) {
                 return Some(num_expr(*v));
             }
-            return Some(Expr::var(var));
+            return Some(Expr::var(&program_symbol(var)));
         }
         let stripped = strip_casts(rhs);
         self.value_expr_in(stripped, visiting, depth)
@@ -1787,6 +1795,41 @@ fn strip_casts(e: &CExpr) -> &CExpr {
 
 /// `atoi(argv[k])`, `strtol(argv[k], ...)`, `helper(argc, argv, k, default)`: the argv index read,
 /// and the program's fallback when it can be seen.
+/// The formula symbol of a program variable: its name, with a prime where the name is one of
+/// the analysis's own symbols (`rank` and `size` of the world, `cart_dims<k>`, `cart_coord<k>`,
+/// the interpreter's `__`/`mpicast_` names). gemm's matrix `size` is `size'` in every formula,
+/// and never the number of processes.
+pub fn program_symbol(name: &str) -> String {
+    let reserved = matches!(name, "rank" | "size")
+        || ["cart_dims", "cart_coord", "mpicast_", "__"].iter().any(|p| name.starts_with(p));
+    if reserved {
+        format!("{name}'")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The program's name of a formula symbol (`program_symbol` undone).
+pub fn program_name(symbol: &str) -> &str {
+    symbol.strip_suffix('\'').unwrap_or(symbol)
+}
+
+/// Two assignments, an integer constant and then a read of the command line: the argument's
+/// index and the constant (the value when the argument is not given).
+fn argv_after_default(assigns: &[CExpr]) -> Option<(u32, f64)> {
+    let [first, second] = assigns else { return None };
+    let default = match strip_casts(first) {
+        CExpr::Int(k) => *k as f64,
+        CExpr::Unary { op, arg } if op == "-" => match strip_casts(arg) {
+            CExpr::Int(k) => -(*k as f64),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (index, None) = argv_read(second)? else { return None };
+    Some((index, default))
+}
+
 fn argv_read(e: &CExpr) -> Option<(u32, Option<CExpr>)> {
     let CExpr::Call { func, args, .. } = strip_casts(e) else { return None };
     let argv_index = |a: &CExpr| match a {

@@ -1173,6 +1173,11 @@ impl Expr {
                 while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
                     i += 1;
                 }
+                // A program variable named like one of the analysis's symbols ends in primes
+                // (`size'`).
+                while i < b.len() && b[i] == b'\'' {
+                    i += 1;
+                }
                 toks.push((s, Tok::Ident(text[s..i].to_string())));
             } else if "+-*/^(),".contains(c) {
                 toks.push((i, Tok::Sym(c)));
@@ -1473,13 +1478,14 @@ mod tests {
             "sum(i, 0, n, floor(i/3))",
             "logcount(1, n, 2)",
             "mod(rank, 2)",
+            "floor(size'/size)*rank",
         ];
         for c in cases {
             let e = Expr::parse(c).unwrap();
             let again = Expr::parse(&e.to_string()).unwrap();
             assert_eq!(e, again, "{c} -> {e}");
             for n in 1..20 {
-                let env = [("n", n as f64), ("size", 3.0), ("rank", 1.0)];
+                let env = [("n", n as f64), ("size", 3.0), ("rank", 1.0), ("size'", 2.0 * n as f64)];
                 assert_eq!(ev(&e, &env), ev(&again, &env));
             }
         }

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::frontend::analyze::{loop_shape, Step};
+use crate::frontend::analyze::{loop_shape, program_name, program_symbol, Step};
 use crate::frontend::ir::{Base, CExpr, CType, Function, Stmt, Unit, VarDecl};
 use crate::model::analysis::BlockKind;
 use crate::model::trace::{Counts, Peer, Tag, TraceAction, COMM_WORLD};
@@ -1974,11 +1974,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         };
         let mut env = HashMap::new();
         for v in prog.vars_of(b) {
-            // A program variable in scope means itself (gemm's matrix `size`); the analysis's
-            // own symbols (rank, size, the Cartesian grid) otherwise.
-            if let Some(x) = self.lookup(v).and_then(|c| self.get(c).num()) {
-                env.insert(v.clone(), x);
-                continue;
+            // A program variable in scope means itself; one named like the analysis's own
+            // symbols (gemm's matrix `size`) has a prime (`size'`) and those symbols (rank,
+            // size, the Cartesian grid) mean the interpreter's.
+            let name = program_name(v);
+            if name != v || program_symbol(v) == *v {
+                if let Some(x) = self.lookup(name).and_then(|c| self.get(c).num()) {
+                    env.insert(v.clone(), x);
+                    continue;
+                }
             }
             let x = match v.as_str() {
                 "rank" => Some(self.rank as f64),

@@ -55,7 +55,7 @@ impl Analyzer<'_> {
         if modified_vars(body).contains(&shape.var) {
             return NestLoop { trip, ..NestLoop::default() };
         }
-        NestLoop { var: Some((shape.var, step)), trip, hi: range.map(|(_, hi)| hi) }
+        NestLoop { var: Some((program_symbol(&shape.var), step)), trip, hi: range.map(|(_, hi)| hi) }
     }
 
     /// Adds the array references of `e` (evaluated once per execution of the statement).
@@ -168,7 +168,8 @@ impl Analyzer<'_> {
     /// The value of an index in the loop variables of the nest, those of loops counted only at
     /// run time included.
     pub(super) fn index_value(&mut self, e: &CExpr, ctx: &Ctx) -> Option<Expr> {
-        let added: Vec<String> = ctx.nest.iter().filter_map(|l| l.var.as_ref().map(|v| v.0.clone())).filter(|v| self.loop_vars.insert(v.clone())).collect();
+        // loop_vars holds the program's names; the nest, formula symbols.
+        let added: Vec<String> = ctx.nest.iter().filter_map(|l| l.var.as_ref().map(|v| program_name(&v.0).to_string())).filter(|v| self.loop_vars.insert(v.clone())).collect();
         if added.is_empty() {
             return self.value_expr(e);
         }
@@ -364,7 +365,7 @@ impl Analyzer<'_> {
         for c in &self.model.calls {
             sites.entry(c.callee.as_str()).or_default().push((c.caller.as_str(), &c.args));
         }
-        let params: HashMap<&str, Vec<&str>> = self.globals.functions.iter().map(|(f, (_, ps, _))| (f.as_str(), ps.iter().map(|p| p.name.as_str()).collect())).collect();
+        let params: HashMap<&str, Vec<String>> = self.globals.functions.iter().map(|(f, (_, ps, _))| (f.as_str(), ps.iter().map(|p| program_symbol(&p.name)).collect())).collect();
         let resolve = |e: &Expr, func: &str| resolve_in(e, func, &sites, &params, 0);
         let mut updates: Vec<(usize, Vec<MemRef>)> = Vec::new();
         for (i, b) in self.model.blocks.iter().enumerate() {
@@ -398,9 +399,9 @@ impl Analyzer<'_> {
 
 /// `e` (in `func`'s terms) with `func`'s parameters replaced by what its callers pass, when
 /// they all pass the same; None when some parameter cannot be replaced.
-fn resolve_in(e: &Expr, func: &str, sites: &HashMap<&str, Vec<(&str, &[Option<Expr>])>>, params: &HashMap<&str, Vec<&str>>, depth: usize) -> Option<Expr> {
+fn resolve_in(e: &Expr, func: &str, sites: &HashMap<&str, Vec<(&str, &[Option<Expr>])>>, params: &HashMap<&str, Vec<String>>, depth: usize) -> Option<Expr> {
     let ps = params.get(func)?;
-    if !e.vars().iter().any(|v| ps.contains(&v.as_str())) {
+    if !e.vars().iter().any(|v| ps.contains(v)) {
         return Some(e.clone());
     }
     if depth >= MAX_CALL_DEPTH {
