@@ -1293,33 +1293,64 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     Some((t[..k].parse().ok()?, &t[k..]))
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Quantity {
+/// A quantity in a platform file.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Quantity {
     Speed,
     Bandwidth,
     Latency,
 }
 
-fn unit_ok(q: Quantity, unit: &str) -> bool {
+impl Quantity {
+    /// The unit mpicast writes values in (flops, bytes per second, seconds).
+    pub fn base_unit(self) -> &'static str {
+        match self {
+            Quantity::Speed => "f",
+            Quantity::Bandwidth => "Bps",
+            Quantity::Latency => "s",
+        }
+    }
+}
+
+/// What one `unit` is in the quantity's base unit, for the units SimGrid takes (a bare number
+/// is in the base unit, as SimGrid reads it with a warning); None for any other. The platform
+/// checker and the what-if edits (`--bw-scale`, `--lat-scale`) both read units here.
+pub fn unit_factor(q: Quantity, unit: &str) -> Option<f64> {
     const DEC: &[&str] = &["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
     const BIN: &[&str] = &["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"];
-    const LONG: &[&str] = &[
-        "", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta",
-    ];
+    const LONG: &[&str] = &["", "kilo", "mega", "giga", "tera", "peta", "exa", "zeta", "yotta"];
+    let power = |list: &[&str], p: &str, base: f64, first: i32| list.iter().position(|x| *x == p).map(|i| base.powi(i as i32 + first));
+    let prefix = |p: &str| power(DEC, p, 1e3, 0).or_else(|| power(BIN, p, 1024.0, 1));
     if unit.is_empty() {
-        return true; // SimGrid takes a bare number in its default unit (with a warning)
+        return Some(1.0);
     }
     match q {
-        Quantity::Speed => {
-            DEC.iter().any(|p| unit.strip_prefix(p) == Some("f"))
-                || LONG.iter().any(|p| unit.strip_prefix(p) == Some("flops"))
-        }
-        Quantity::Bandwidth => DEC
-            .iter()
-            .chain(BIN)
-            .any(|p| matches!(unit.strip_prefix(p), Some("Bps" | "bps"))),
-        Quantity::Latency => ["w", "d", "h", "m", "s", "ms", "us", "ns", "ps"].contains(&unit),
+        Quantity::Speed => match unit.strip_suffix("flops") {
+            Some(p) => power(LONG, p, 1e3, 0),
+            None => unit.strip_suffix('f').and_then(|p| power(DEC, p, 1e3, 0)),
+        },
+        Quantity::Bandwidth => match (unit.strip_suffix("Bps"), unit.strip_suffix("bps")) {
+            (Some(p), _) => prefix(p),
+            (_, Some(p)) => prefix(p).map(|f| f / 8.0),
+            _ => None,
+        },
+        Quantity::Latency => Some(match unit {
+            "w" => 604800.0,
+            "d" => 86400.0,
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" => 1e-6,
+            "ns" => 1e-9,
+            "ps" => 1e-12,
+            _ => return None,
+        }),
     }
+}
+
+fn unit_ok(q: Quantity, unit: &str) -> bool {
+    unit_factor(q, unit).is_some()
 }
 
 fn check_quantity(

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::WhatIf;
+use crate::network::platform::{unit_factor, Quantity};
 
 /// The platform a simulation uses: the user's file, or an edited temporary copy.
 pub enum Prepared {
@@ -37,10 +38,10 @@ pub fn prepare(platform: &Path, w: &WhatIf) -> Result<Prepared> {
         None => std::fs::read_to_string(platform).with_context(|| format!("{}: cannot read", platform.display()))?,
     };
     if let Some(s) = w.bw_scale {
-        xml = scale_attr(&xml, "bandwidth", s, "Bps").with_context(|| platform.display().to_string())?;
+        xml = scale_attr(&xml, "bandwidth", s, Quantity::Bandwidth).with_context(|| platform.display().to_string())?;
     }
     if let Some(s) = w.lat_scale {
-        xml = scale_attr(&xml, "latency", s, "s").with_context(|| platform.display().to_string())?;
+        xml = scale_attr(&xml, "latency", s, Quantity::Latency).with_context(|| platform.display().to_string())?;
     }
     if let Some(c) = w.cores_per_host {
         xml = set_attr(&xml, "core", &c.to_string());
@@ -54,42 +55,9 @@ pub fn prepare(platform: &Path, w: &WhatIf) -> Result<Prepared> {
     Ok(Prepared::Edited(f))
 }
 
-/// SimGrid's units for bandwidths (bytes or bits per second) and latencies.
-fn unit_factor(unit: &str) -> Option<f64> {
-    let bits = |u: &str| -> Option<f64> {
-        Some(match u {
-            "" => 1.0,
-            "k" | "K" => 1e3,
-            "M" => 1e6,
-            "G" => 1e9,
-            "T" => 1e12,
-            "Ki" => 1024.0,
-            "Mi" => 1024.0 * 1024.0,
-            "Gi" => 1024.0 * 1024.0 * 1024.0,
-            _ => return None,
-        })
-    };
-    if let Some(p) = unit.strip_suffix("Bps") {
-        return bits(p);
-    }
-    if let Some(p) = unit.strip_suffix("bps") {
-        return bits(p).map(|f| f / 8.0);
-    }
-    Some(match unit {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" => 1e-6,
-        "ns" => 1e-9,
-        "ps" => 1e-12,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return None,
-    })
-}
-
 /// Multiplies every `name="VALUE UNIT"` attribute by `scale` (a bandwidth scale multiplies
 /// bandwidths; a latency scale multiplies latencies). Values are rewritten in base units.
-pub fn scale_attr(xml: &str, name: &str, scale: f64, base_unit: &str) -> Result<String> {
+pub fn scale_attr(xml: &str, name: &str, scale: f64, q: Quantity) -> Result<String> {
     if !(scale > 0.0 && scale.is_finite()) {
         bail!("scale {scale} must be positive");
     }
@@ -104,8 +72,8 @@ pub fn scale_attr(xml: &str, name: &str, scale: f64, base_unit: &str) -> Result<
         let split = value.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(value.len());
         let (num, unit) = value.split_at(split);
         let x: f64 = num.trim().parse().with_context(|| format!("{name}=\"{value}\" is not a number"))?;
-        let f = unit_factor(unit.trim()).with_context(|| format!("{name}=\"{value}\": unknown unit {unit:?}"))?;
-        out.push_str(&format!("{:e}{base_unit}", x * f * scale));
+        let f = unit_factor(q, unit.trim()).with_context(|| format!("{name}=\"{value}\": unknown unit {unit:?}"))?;
+        out.push_str(&format!("{:e}{}", x * f * scale, q.base_unit()));
         rest = &rest[end..];
     }
     out.push_str(rest);
@@ -147,12 +115,18 @@ mod tests {
     #[test]
     fn scales_units() {
         let x = r#"<link id="a" bandwidth="125MBps" latency="15us"/><link id="b" bandwidth="1Gbps" latency="1e-3"/>"#;
-        let y = scale_attr(x, "bandwidth", 2.0, "Bps").unwrap();
+        let y = scale_attr(x, "bandwidth", 2.0, Quantity::Bandwidth).unwrap();
         assert!(y.contains(r#"bandwidth="2.5e8Bps""#), "{y}");
         assert!(y.contains(r#"bandwidth="2.5e8Bps" latency="1e-3""#), "{y}");
-        let z = scale_attr(x, "latency", 10.0, "s").unwrap();
+        let z = scale_attr(x, "latency", 10.0, Quantity::Latency).unwrap();
         assert!(z.contains(r#"latency="1.5e-4s""#), "{z}");
         assert!(z.contains(r#"latency="1e-2s""#), "{z}");
-        assert!(scale_attr(r#" bandwidth="12furlongs""#, "bandwidth", 2.0, "Bps").is_err());
+        assert!(scale_attr(r#" bandwidth="12furlongs""#, "bandwidth", 2.0, Quantity::Bandwidth).is_err());
+        // The checker's units: days and binary prefixes are read, an upper-case K is not.
+        let d = scale_attr(r#" latency="1d""#, "latency", 1.0, Quantity::Latency).unwrap();
+        assert!(d.contains(r#"latency="8.64e4s""#), "{d}");
+        let t = scale_attr(r#" bandwidth="1TiBps""#, "bandwidth", 1.0, Quantity::Bandwidth).unwrap();
+        assert!(t.contains(r#"bandwidth="1.099511627776e12Bps""#), "{t}");
+        assert!(scale_attr(r#" bandwidth="1KBps""#, "bandwidth", 1.0, Quantity::Bandwidth).is_err());
     }
 }
