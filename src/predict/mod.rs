@@ -542,10 +542,10 @@ fn evaluate(
     let factor = opts.what_if.compute_factor();
     let mut result = None;
     let mut posted_before = 0;
+    // One directory for every pass: a pass rewrites each rank's file in place.
+    let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
     for pass in 0..eval::MAX_PASSES {
         let last = pass + 1 == eval::MAX_PASSES;
-        let dir =
-            crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
         let mut execs = vec![0.0; model.blocks.len()];
         let mut compute = Vec::with_capacity(n as usize);
         let mut outputs = Vec::new();

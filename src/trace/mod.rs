@@ -894,10 +894,10 @@ impl TraceReader {
 // ---- directories ------------------------------------------------------------------------------
 
 /// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present.
-/// A temporary directory for `ranks` trace files. Creating tens of thousands of files on a disk
-/// file system is slow (ext4 spends most of a 65,536-rank prediction allocating inodes), so large
-/// sets go to /dev/shm when its size limit leaves room for them; `MPICAST_SCRATCH` names another
-/// place.
+/// A temporary directory for `ranks` trace files. Creating many files on a disk file system is
+/// slow (ext4 spends most of a 65,536-rank prediction allocating inodes, a fifth of a 1,024-rank
+/// one), so sets of 256 or more go to /dev/shm when its size limit leaves room for them;
+/// `MPICAST_SCRATCH` names another place.
 pub fn scratch_dir(prefix: &str, ranks: u32) -> std::io::Result<tempfile::TempDir> {
     let mut b = tempfile::Builder::new();
     b.prefix(prefix);
@@ -906,7 +906,7 @@ pub fn scratch_dir(prefix: &str, ranks: u32) -> std::io::Result<tempfile::TempDi
     }
     // tmpfs gives every file at least a page: count 16 KiB per rank, twice over.
     let need = ranks as u64 * 32 * 1024;
-    if ranks > 4096 && shm_limit().is_some_and(|l| l > 4 * need) {
+    if ranks >= 256 && shm_limit().is_some_and(|l| l > 4 * need) {
         if let Ok(t) = b.tempdir_in("/dev/shm") {
             return Ok(t);
         }
