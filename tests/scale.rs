@@ -167,31 +167,46 @@ fn strong_and_weak_scaling_divide_or_keep_the_work() {
     assert_eq!(weak.scaling.as_ref().unwrap().messages_by_faces, 0);
 }
 
+/// What a trace cannot tell at N ranks: block benchmarking (whose times are the trace's) is
+/// refused; counts come from the program's own arithmetic at N ranks (the static path), with
+/// the reason the trace was not scaled first among the assumptions.
 #[test]
-fn scaling_refuses_what_it_cannot_know() {
+fn scaling_refuses_what_it_cannot_know_or_takes_it_from_the_program() {
     let s = Scratch::new("mpicast-scale-refuse");
     let src = example("jacobi2d");
-    // Two ranks are a 2x1 grid: nothing is known of exchanges along the second dimension.
-    let dir = s.trace("jacobi-2", &src, 2, &["32", "2", "1"]);
     let m = fixed_machine();
     let plat = platform("cluster-gige");
-    let out = mpicast(&["predict", src.to_str().unwrap(), "-n", "8", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--", "32", "2", "1"]);
+    // Two ranks are a 2x1 grid: nothing is known of exchanges along the second dimension.
+    let timed = s.path().join("jacobi-2-timed");
+    let mpirun = s.mpirun_args();
+    let out = mpicast(&["trace", src.to_str().unwrap(), "-n", "2", "-o", timed.to_str().unwrap(), "--all-blocks", "--time-blocks", "--mpirun-args", &mpirun, "--timeout", "120", "--", "32", "2", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mpicast(&["predict", src.to_str().unwrap(), "-n", "8", "--trace", timed.to_str().unwrap(), "--measured", "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--", "32", "2", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("dimension 1") && err.contains("trace with more ranks"), "{err}");
-    // A graph that is no known topology: refused, naming what was found and --force-topology.
+    let from_trace = predict(src.to_str().unwrap(), 8, &timed, &["32", "2", "1"], &[]);
+    assert_eq!(from_trace.mode, "static");
+    assert!(from_trace.assumptions[0].contains("2-rank trace was not scaled") && from_trace.assumptions[0].contains("dimension 1"), "{:?}", from_trace.assumptions);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("s.json");
+    let out = mpicast(&["predict", src.to_str().unwrap(), "-n", "8", "--static-only", "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--json", json.to_str().unwrap(), "--", "32", "2", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let st: Prediction = mpicast::model::read_artifact(&json).unwrap();
+    assert_eq!((from_trace.predicted_s, from_trace.messages), (st.predicted_s, st.messages));
+    // A graph that is no known topology: not scaled, naming what was found and
+    // --force-topology.
     let odd = s.path().join("odd");
     std::fs::create_dir_all(&odd).unwrap();
-    std::fs::copy(dir.join("analysis.json"), odd.join("analysis.json")).unwrap();
+    std::fs::copy(timed.join("analysis.json"), odd.join("analysis.json")).unwrap();
     let peers = [3, 2, 1, 0];
     for (r, p) in peers.iter().enumerate() {
         std::fs::write(odd.join(format!("rank-{r}.trace")), format!("mpicast-trace 1 rank {r} size 4\nsendrecv {p} 8 {p} 8\n")).unwrap();
     }
-    let out = mpicast(&["predict", src.to_str().unwrap(), "-n", "8", "--trace", odd.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--", "32", "2", "1"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot scale") && err.contains("--force-topology") && err.contains("0->{3}"), "{err}");
+    let p = predict(src.to_str().unwrap(), 8, &odd, &["32", "2", "1"], &[]);
+    let why = &p.assumptions[0];
+    assert!(why.contains("cannot scale") && why.contains("--force-topology") && why.contains("0->{3}"), "{why}");
 }
 
 #[test]

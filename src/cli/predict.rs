@@ -247,11 +247,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .map_err(|e| with_hint(e, &model))?;
         Ok(p)
     };
+    // A trace of another rank count that cannot be scaled (a mesh with one rank along a
+    // dimension, lists that differ between ranks): the program's own arithmetic at N ranks,
+    // the static path, when it resolves (counts only: measured bursts need the trace).
+    let scaled = |dir: &Path| -> Result<Prediction> {
+        let e = match from_trace(dir) {
+            Ok(p) => return Ok(p),
+            Err(e) => e,
+        };
+        let k = crate::trace::discover(dir).ok();
+        if args.measured || unbound.is_some() || k.is_none_or(|k| k == args.ranks) {
+            return Err(e);
+        }
+        let Ok(mut p) = predict::predict_static(&model, &popts) else { return Err(e) };
+        let why = super::one_line(&e);
+        eprintln!("mpicast: {why}");
+        eprintln!("mpicast: predicting at {} ranks from the program's own arithmetic instead (the static path)", args.ranks);
+        p.assumptions.insert(
+            0,
+            format!("the {}-rank trace was not scaled ({why}): counts and messages at {} ranks come from the program's own arithmetic (the static path)", k.unwrap_or(0), args.ranks),
+        );
+        Ok(p)
+    };
     let mut prediction = match (&args.trace, args.trace_ranks) {
-        (Some(d), _) => from_trace(d)?,
+        (Some(d), _) => scaled(d)?,
         (None, Some(k)) => {
             let (_tmp, out) = take_trace(&run, k)?;
-            from_trace(&out)?
+            scaled(&out)?
         }
         (None, None) => {
             let attempt = match unbound {

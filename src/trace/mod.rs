@@ -893,7 +893,6 @@ impl TraceReader {
 
 // ---- directories ------------------------------------------------------------------------------
 
-/// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present.
 /// A temporary directory for `ranks` trace files. Creating many files on a disk file system is
 /// slow (ext4 spends most of a 65,536-rank prediction allocating inodes, a fifth of a 1,024-rank
 /// one), so sets of 256 or more go to /dev/shm when its size limit leaves room for them;
@@ -937,6 +936,7 @@ fn shm_limit() -> Option<u64> {
     Some(kb * 1024 / 2)
 }
 
+/// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present.
 pub fn discover(dir: &Path) -> anyhow::Result<u32> {
     use anyhow::{bail, Context};
     let mut n = 0u32;
