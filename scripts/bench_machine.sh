@@ -1,5 +1,5 @@
 #!/bin/sh
-# MTC figures (issue 3): durations of `bench machine --quick` and of a full run, and the
+# MTC figures: durations of `bench machine --quick` and of a full run, and the
 # repeatability of two full runs in a row. Prints figures; fails only on generous thresholds
 # (quick > 40 s, full > 180 s: twice the targets, the machine may be shared).
 # Usage: scripts/bench_machine.sh [path/to/mpicast]   (default: target/release/mpicast)

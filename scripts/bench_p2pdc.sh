@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# P2PDC (issue 13). Part 1: obstacle3d_p2p in the sync, async and hybrid schemes, measured at 2 and
+# P2PDC. Part 1: obstacle3d_p2p in the sync, async and hybrid schemes, measured at 2 and
 # 4 ranks on this host (RUNS real runs, median and min) against the prediction from its trace
 # (block counts, and measured bursts), through `mpicast validate`. Part 2: each scheme traced at
 # 6 ranks (three groups of two in the hybrid scheme) and swept to 12 and 24 ranks on platforms/grid5000.xml (four sites, heterogeneous

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trace scaling (issue 9). Part 1: for each example, the prediction from a small trace (2 or 4
+# Trace scaling. Part 1: for each example, the prediction from a small trace (2 or 4
 # ranks) scaled to 8 and 16 ranks against the prediction from a real trace taken at 8 and 16
 # ranks, both through the same simulator (target: within 5%), in the default program scaling and,
 # for comparison, the strong and weak assumptions. Part 2: 65,536 ranks predicted by scaling a

@@ -1,4 +1,4 @@
-//! Front end (issue 5): one construct per fixture in tests/fixtures/c, each with the count it must
+//! Front end: one construct per fixture in tests/fixtures/c, each with the count it must
 //! give for the block marked `/* MARK */`, plus a property test of nested affine loops against
 //! brute-force enumeration.
 

@@ -1,4 +1,4 @@
-//! Mutation fuzzing without nightly (issue 12): cargo-fuzz needs a nightly toolchain, so these
+//! Mutation fuzzing without nightly: cargo-fuzz needs a nightly toolchain, so these
 //! are ignored tests that mutate a seed corpus for a while and catch panics in-process.
 //!
 //!     MPICAST_FUZZ_SECS=600 cargo test --release --test fuzz -- --ignored --test-threads=1

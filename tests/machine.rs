@@ -1,4 +1,4 @@
-//! MTC (issue 3): `mpicast bench machine` on this host. Two real runs: a --quick table at the
+//! MTC: `mpicast bench machine` on this host. Two real runs: a --quick table at the
 //! default flags (-O2), and a small -O0 table of a few arithmetic classes to compare with it.
 
 use std::path::Path;
@@ -55,7 +55,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
         .all(|k| k.measured.ns_per_op > 0.0 && k.error_fit.is_finite()));
     assert!(["perf_event", "clock"].contains(&o2.timer.source.as_str()));
 
-    // Sanity (issue 3).
+    // Sanity.
     let t = |c: OpClass| o2.classes[&c].throughput.ns_per_op;
     let l = |c: OpClass| o2.classes[&c].latency.ns_per_op;
     assert!(

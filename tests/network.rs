@@ -1,4 +1,4 @@
-//! CTC (issue 4): the segmented-regression fit on synthetic and recorded ping-pongs, the SMPI
+//! CTC: the segmented-regression fit on synthetic and recorded ping-pongs, the SMPI
 //! settings and self-check through mpicast's simulator, every shipped platform and template
 //! loading in SimGrid, and one real `mpicast bench network --quick`.
 

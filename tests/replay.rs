@@ -1,4 +1,4 @@
-//! Trace replay (issue 6): analytic cases (exact), MPI semantics (eager/rendezvous, matching,
+//! Trace replay: analytic cases (exact), MPI semantics (eager/rendezvous, matching,
 //! ANY_SOURCE, oversubscription, loops), the pattern suite cross-checked against SMPI's own replay
 //! (within 5%), deadlock reports and malformed-trace errors.
 //!
@@ -815,7 +815,7 @@ fn each_collective_algorithm_agrees_with_smpi() {
 
 #[test]
 fn zero_byte_messages_cost_what_smpi_says() {
-    // Regression (issue 6): a 0-byte transfer has no SMPI latency factor in SimGrid; MPI messages
+    // Regression: a 0-byte transfer has no SMPI latency factor in SimGrid; MPI messages
     // carry an envelope, so replay sends at least 1 byte, as SMPI does.
     let pp = vec![vec![send(1, 0), recv(1, 0)], vec![recv(0, 0), send(0, 0)]];
     cross_check("0-byte ping-pong", pp, &[]);

@@ -1,4 +1,4 @@
-//! Reports (issue 11): `mpicast predict --html --chrome-trace` and `mpicast report` on real
+//! Reports: `mpicast predict --html --chrome-trace` and `mpicast report` on real
 //! predictions of examples/pi_dartboard.c and examples/jacobi2d.c, a hand-written sweep, two
 //! machine tables side by side, hostile file names and sources, and bad input. The pages are
 //! opened in headless Chromium (Debian's `chromium`, installed by scripts/setup.sh): the test

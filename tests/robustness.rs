@@ -1,4 +1,4 @@
-//! Robustness (issue 12): real source trees, hand-edited platform files and traces from crashed
+//! Robustness: real source trees, hand-edited platform files and traces from crashed
 //! runs must end in a clear message, never a panic, a hang or a lost file.
 //!
 //! - Every reader (traces, platforms, mapping files, JSON artifacts, compile_commands.json)

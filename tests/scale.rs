@@ -1,4 +1,4 @@
-//! Scaling (issue 9): topology detection from traces and from the source, trace rewriting from K
+//! Scaling: topology detection from traces and from the source, trace rewriting from K
 //! to N' ranks checked against real traces taken at N' (same predicted time and messages),
 //! refusals, and `mpicast sweep`.
 //!

@@ -1,4 +1,4 @@
-//! `mpicast trace` (issue 7): instrumented runs of the example programs under real mpicc and
+//! `mpicast trace`: instrumented runs of the example programs under real mpicc and
 //! mpirun, whose traces must hold exactly the program's communication (derived here from each
 //! example's source as a function of its arguments), fold their loops, leave the user's tree
 //! untouched, replay, and fail clearly (partial traces flagged incomplete, exit status 2).

@@ -1,4 +1,4 @@
-//! `mpicast validate` (issue 10): real runs of an example against its predictions, the
+//! `mpicast validate`: real runs of an example against its predictions, the
 //! mpicast/validation JSON, bad input, and (as root) a run through the emulated network of
 //! scripts/netns.sh. Accuracy itself is not asserted here: these machines are shared and
 //! loaded; `make accuracy` measures it.
