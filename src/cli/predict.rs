@@ -249,14 +249,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     // A trace of another rank count that cannot be scaled (a mesh with one rank along a
     // dimension, lists that differ between ranks): the program's own arithmetic at N ranks,
-    // the static path, when it resolves (counts only: measured bursts need the trace).
+    // the static path, when it resolves (counts only: measured bursts need the trace; weak and
+    // strong scaling are assumptions the user chose).
     let scaled = |dir: &Path| -> Result<Prediction> {
         let e = match from_trace(dir) {
             Ok(p) => return Ok(p),
             Err(e) => e,
         };
         let k = crate::trace::discover(dir).ok();
-        if args.measured || unbound.is_some() || k.is_none_or(|k| k == args.ranks) {
+        if args.measured || args.scaling != "program" || unbound.is_some() || k.is_none_or(|k| k == args.ranks) {
             return Err(e);
         }
         let Ok(mut p) = predict::predict_static(&model, &popts) else { return Err(e) };

@@ -134,7 +134,13 @@ fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, n
         TraceAction::Allgatherv { counts, comm } => TraceAction::Allgatherv { counts: resize_counts(counts, ctx.n, origin_of), comm: *comm },
         TraceAction::ReduceScatter { counts, comm } => TraceAction::ReduceScatter { counts: resize_counts(counts, ctx.n, origin_of), comm: *comm },
         TraceAction::Alltoallv { send, recv, comm } => {
-            TraceAction::Alltoallv { send: resize_counts(send, ctx.n, origin_of), recv: resize_counts(recv, ctx.n, origin_of), comm: *comm }
+            // What a rank sends in all is what it holds: the same at N' ranks in program and
+            // weak scaling (a bucket sort's keys per rank), K/N' of it in strong; spread over
+            // N' peers instead of K. Copying the K-rank lists gave each rank N'/K times its data.
+            let kn = ctx.k as f64 / ctx.n as f64;
+            let f = if ctx.scaler.mode == Mode::Strong { kn * kn } else { kn };
+            let spread = |c: &[u64]| -> Vec<u64> { resize_counts(c, ctx.n, origin_of).into_iter().map(|x| (x as f64 * f).round() as u64).collect() };
+            TraceAction::Alltoallv { send: spread(send), recv: spread(recv), comm: *comm }
         }
         other => resize(ctx, other, old, new, (None, None), 1.0),
     }))
@@ -1134,4 +1140,29 @@ fn fuse(x: &Tok, y: &Tok) -> Option<Tok> {
         from: Some(rdir),
         origin: *origin,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::analysis::ProgramModel;
+
+    /// A bucket sort's exchange from 2 ranks to 8: each rank still sends what it holds (weak
+    /// and program scaling: 800 bytes in all, spread over 8 peers), a quarter of it in strong.
+    #[test]
+    fn alltoallv_lists_spread_what_a_rank_holds_over_the_new_peers() {
+        let model = ProgramModel::default();
+        let a = TraceAction::Alltoallv { send: vec![300, 500], recv: vec![400, 400], comm: 0 };
+        let origin_of = |j: u32| j * 2 / 8;
+        let env = HashMap::new();
+        for (mode, total) in [(Mode::Program, 800), (Mode::Weak, 800), (Mode::Strong, 200)] {
+            let scaler = Scaler::new(&model, mode, Vec::new());
+            let ctx = Ctx { k: 2, n: 8, scaler: &scaler, base_env: HashMap::new() };
+            let Some(TraceAction::Alltoallv { send, recv, .. }) = common(&ctx, &a, 0, &env, &env, 0.25, &origin_of).unwrap() else { panic!("an alltoallv") };
+            assert_eq!((send.len(), recv.len()), (8, 8), "{mode:?}");
+            assert_eq!((send.iter().sum::<u64>(), recv.iter().sum::<u64>()), (total, total), "{mode:?}: {send:?} {recv:?}");
+            // Peers 0-3 take after the first traced peer, 4-7 after the second.
+            assert!(send[0] < send[7], "{send:?}");
+        }
+    }
 }
