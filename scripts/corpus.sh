@@ -295,6 +295,24 @@ run_program() {
     (cd "$dir/run" && stage "$st" "predict_$mode" "$STAGE_TIMEOUT" "$dir/predict_$mode.log" \
       "$MPICAST" predict "$dir/stage" -n "$k" "${extra[@]}" "${FLAGS_OUT[@]}" --json "$dir/predict_$mode.json" -- "${argv[@]}")
   done
+
+  # Scaling 2 -> 4: the 2-rank trace scaled to 4 ranks against a trace taken at 4 (trace
+  # counts both, the same machine table and platform), where the program runs at both.
+  if [ "$k" = 2 ] && [[ ",$ranks," == *,4,* ]] && [ -d "$dir/trace" ]; then
+    argv=(); [ "$args" = - ] || read -ra argv <<<"$(subst "$args" 4)"
+    prepare_run 4
+    mpicast_flags trace
+    (cd "$dir/run" && stage "$st" trace4 "$STAGE_TIMEOUT" "$dir/trace4.log" \
+      "$MPICAST" trace "$dir/stage" -n 4 -o "$dir/trace4" --all-blocks "${FLAGS_OUT[@]}" \
+        --mpirun-args "--mca mpi_yield_when_idle 1" --timeout "$RUN_TIMEOUT" -- "${argv[@]}")
+    mpicast_flags predict
+    if [ -d "$dir/trace4" ]; then
+      (cd "$dir/run" && stage "$st" predict_real4 "$STAGE_TIMEOUT" "$dir/predict_real4.log" \
+        "$MPICAST" predict "$dir/stage" -n 4 --trace "$dir/trace4/" "${FLAGS_OUT[@]}" --json "$dir/predict_real4.json" -- "${argv[@]}")
+      (cd "$dir/run" && stage "$st" predict_scaled4 "$STAGE_TIMEOUT" "$dir/predict_scaled4.log" \
+        "$MPICAST" predict "$dir/stage" -n 4 --trace "$dir/trace/" "${FLAGS_OUT[@]}" --json "$dir/predict_scaled4.json" -- "${argv[@]}")
+    fi
+  fi
 }
 
 # --- main -----------------------------------------------------------------------------------------

@@ -167,6 +167,27 @@ fn strong_and_weak_scaling_divide_or_keep_the_work() {
     assert_eq!(weak.scaling.as_ref().unwrap().messages_by_faces, 0);
 }
 
+/// A kernel called from two sites, one under a branch on the program's text arguments
+/// (tests/fixtures/scale/branch_call.c, gemm's pattern): the call counts as the block around the
+/// branch, so the kernel's rows per rank come from the program's arithmetic (n / size) and the
+/// 2-rank trace scaled to 4 gives what the 4-rank trace gives. Before, its count was not known
+/// and the rows were kept (weak): twice the work.
+#[test]
+fn calls_under_branches_on_data_are_rescaled_by_the_program() {
+    let s = Scratch::new("mpicast-scale-branch-call");
+    let src = common::root().join("tests/fixtures/scale/branch_call.c");
+    let args = ["512", "run"];
+    let small = s.trace("bc-2", &src, 2, &args);
+    let big = s.trace("bc-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert!(sc.formula_share > 0.99, "{sc:?}");
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+}
+
 /// What a trace cannot tell at N ranks: block benchmarking (whose times are the trace's) is
 /// refused; counts come from the program's own arithmetic at N ranks (the static path), with
 /// the reason the trace was not scaled first among the assumptions.

@@ -88,6 +88,18 @@ for my $name (@names) {
         }
         $stages{"predict_$mode"} = $r;
     }
+    # Scaling 2 -> 4: the 2-rank trace scaled against a 4-rank trace, both as trace counts.
+    for my $st (qw(trace4 predict_real4 predict_scaled4)) {
+        my $r = $stage->($st) or next;
+        if ($r->{ok} && $st ne 'trace4') {
+            my $pj = slurp_json("$work/$name/$st.json");
+            if ($pj && defined $pj->{predicted_s}) {
+                $r->{predicted_s} = $pj->{predicted_s} + 0;
+                $r->{mode} = $pj->{mode} // '';
+            }
+        }
+        $stages{$st} = $r;
+    }
     $p{stages} = { map { $_ => $stages{$_} } grep { defined $stages{$_} } keys %stages };
     push @programs, \%p;
 }
@@ -210,6 +222,37 @@ for my $st (@stage_order) {
     push @md, sprintf('| %s | %d | %d | %.0f%% |', $stage_label{$st}, $s->{ok}, $s->{tried}, 100 * $s->{ok} / $s->{tried});
 }
 push @md, '', 'A prediction stage counts as tried only where its input exists (trace modes need a trace).', '';
+
+# Scaling 2 -> 4
+my @sc = grep { $_->{stages}{predict_real4} && $_->{stages}{predict_real4}{ok} } @programs;
+if (@sc) {
+    push @md, '## Scaling 2 -> 4', '',
+        'Where a program runs at 2 and 4 ranks: its 2-rank trace scaled to 4 (`predict -n 4 --trace TRACE2`, program',
+        'scaling; the static path at 4 where the trace cannot be scaled) against a trace taken at 4 (`predict -n 4',
+        '--trace TRACE4`), trace counts both, the same machine table and platform.', '',
+        '| program | from the 4-rank trace s | scaled s | difference | how |', '|---|---:|---:|---:|---|';
+    my @d;
+    for my $p (@sc) {
+        my ($real, $sc) = ($p->{stages}{predict_real4}, $p->{stages}{predict_scaled4});
+        if ($sc && $sc->{ok} && defined $sc->{predicted_s} && $real->{predicted_s}) {
+            my $diff = 100 * ($sc->{predicted_s} / $real->{predicted_s} - 1);
+            push @d, abs($diff);
+            push @md, sprintf('| %s | %.4f | %.4f | %+.1f%% | %s |', $p->{name}, $real->{predicted_s}, $sc->{predicted_s}, $diff, $sc->{mode});
+        } else {
+            my $why = $sc && $sc->{reason} ? $sc->{reason} : 'no prediction';
+            $why =~ s/\|/\\|/g;
+            push @md, sprintf('| %s | %.4f | FAIL | | %s |', $p->{name}, $real->{predicted_s} // 0, substr($why, 0, 160));
+        }
+    }
+    @d = sort { $a <=> $b } @d;
+    if (@d) {
+        my $mean = 0; $mean += $_ for @d; $mean /= @d;
+        my $within = grep { $_ <= 3 } @d;
+        push @md, '', sprintf('- %d of %d scaled; within 3%%: %d; mean absolute difference %.1f%%, median %.1f%%, max %.1f%%.',
+                              scalar @d, scalar @sc, $within, $mean, $d[int($#d / 2)], $d[-1]);
+    }
+    push @md, '';
+}
 
 # Performance set
 my @perf = grep { $_->{perf} } @programs;

@@ -170,7 +170,8 @@ impl<'m> Scaler<'m> {
     }
 
     /// Executions of block `b` in one run of main: its count per call of its function, summed
-    /// over the function's call sites with the parameters bound to each call's arguments.
+    /// over the function's call sites with the parameters bound to each call's arguments (a
+    /// site under a branch on data as if the branch were taken).
     fn total(&self, b: usize, env: &HashMap<String, f64>, depth: u32) -> Option<f64> {
         if depth > 8 {
             return None;
@@ -185,7 +186,17 @@ impl<'m> Scaler<'m> {
         for c in sites {
             let site = &self.model.calls[c];
             let cb = *self.block_of_id.get(&site.block)?;
-            let calls = self.total(cb, env, depth + 1)?;
+            // A call under a branch on data (gemm's `if (strcmp(argv[2], "sampling"))`) counts
+            // as the nearest enclosing block whose count is known: the branch goes the same way
+            // at both sizes.
+            let mut at = Some(cb);
+            let calls = loop {
+                let x = at?;
+                if let Some(t) = self.total(x, env, depth + 1) {
+                    break t;
+                }
+                at = self.parent[x].filter(|p| self.model.blocks[*p].function == self.model.blocks[cb].function);
+            };
             if calls == 0.0 {
                 continue;
             }
