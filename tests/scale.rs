@@ -188,6 +188,20 @@ fn calls_under_branches_on_data_are_rescaled_by_the_program() {
     assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
 }
 
+/// A loop whose bound the front end cannot know (tests/fixtures/scale/kept_loop.c: the work
+/// comes from a switch on the class letter, as in NAS EP) keeps its count when scaled, and the
+/// report says so: none of the compute under it counts as rescaled by the program's formulas
+/// (it said 100%: the loops inside have constant counts, ratio 1 by formula).
+#[test]
+fn compute_under_a_kept_loop_is_not_reported_as_rescaled() {
+    let s = Scratch::new("mpicast-scale-kept-loop");
+    let src = common::root().join("tests/fixtures/scale/kept_loop.c");
+    let small = s.trace("kl-2", &src, 2, &["S"]);
+    let scaled = predict(src.to_str().unwrap(), 4, &small, &["S"], &[]);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert!(sc.formula_share < 0.01, "{sc:?}");
+}
+
 /// What a trace cannot tell at N ranks: block benchmarking (whose times are the trace's) is
 /// refused; counts come from the program's own arithmetic at N ranks (the static path), with
 /// the reason the trace was not scaled first among the assumptions.

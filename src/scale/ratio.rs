@@ -245,28 +245,44 @@ impl<'m> Scaler<'m> {
         (r * call.0, ok && call.1)
     }
 
+    /// The block's executions per call at the new size over the old, and whether formulas gave
+    /// it: every factor on the way up known, or some known factor rescaling it (obstacle3d's
+    /// sweeps inside its convergence loop, whose count is kept). A chain of factors of 1 under
+    /// a kept loop (NAS EP's pairs under `k <= np`, np from a switch on the class letter) is
+    /// not "rescaled by the program's formulas".
     fn per_call(&self, b: usize, f: &str, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool) {
+        let (r, known, changed) = self.factors(b, f, old, new);
+        (r, known || changed)
+    }
+
+    /// (ratio, all factors known, some known factor other than 1).
+    fn factors(&self, b: usize, f: &str, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool, bool) {
         let blk = &self.model.blocks[b];
         if let Some(e) = blk.count.expr.as_ref() {
             if let (Ok(o), Ok(n)) = (e.eval_map(old), e.eval_map(new)) {
                 if o > 0.0 && n.is_finite() {
-                    return (n.max(0.0) / o, true);
+                    let r = n.max(0.0) / o;
+                    return (r, true, r != 1.0);
                 }
             }
         }
+        // A loop or an arm whose own count the front end does not know (a bound or a condition
+        // on data) is kept: its factor is 1, and not from a formula.
+        let own = !matches!(blk.kind, BlockKind::Loop | BlockKind::Branch);
         let (lf, lok) = match local_factor(self.model, b) {
-            None => (1.0, true),
+            None => (1.0, own),
             Some(e) => match (e.eval_map(old), e.eval_map(new)) {
                 (Ok(o), Ok(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
                 _ => (1.0, false),
             },
         };
+        let lchanged = lok && lf != 1.0;
         match self.parent[b] {
             Some(p) if self.model.blocks[p].function == f => {
-                let (up, uok) = self.per_call(p, f, old, new);
-                (lf * up, lok && uok)
+                let (up, uok, uchanged) = self.factors(p, f, old, new);
+                (lf * up, lok && uok, lchanged || uchanged)
             }
-            _ => (lf, lok),
+            _ => (lf, lok, lchanged),
         }
     }
 
