@@ -1142,8 +1142,7 @@ fn memory_bound_blocks_cost_what_their_level_does() {
     let hot = |args: &[&str], line: u64| -> serde_json::Value {
         let mut a = vec!["tests/fixtures/memory/walks.c", "-n", "1", "--ops", "source", "--platform", LOCALHOST, "--"];
         a.extend(args);
-        let p = json(&a);
-        p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == line).cloned().unwrap_or_else(|| panic!("no block at {line}: {p}"))
+        block_on_line(&json(&a), line)
     };
     let cells = 4096.0 * 4096.0;
     let col = hot(&["1", "4096", "1"], 29);
@@ -1240,6 +1239,11 @@ fn bulk_data_from_ranks_evaluated_later_needs_no_second_pass() {
     assert!(close(pt, ps, 1e-6), "trace path {pt} s, static path {ps} s");
 }
 
+/// The hottest-blocks entry of a prediction for the block that starts on `line`.
+fn block_on_line(p: &serde_json::Value, line: u64) -> serde_json::Value {
+    p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == line).cloned().unwrap_or_else(|| panic!("no block on line {line}: {p}"))
+}
+
 /// A memory bound whose footprint depends on the rank's place in a Cartesian grid
 /// (tests/fixtures/memory/grid.c: a column walk of each rank's block of a 2048 x 2048 matrix
 /// of longs, rows and columns n / dims[d]): the static path costs it once the rank's grid is
@@ -1248,9 +1252,7 @@ fn bulk_data_from_ranks_evaluated_later_needs_no_second_pass() {
 /// access costs less than at 1 rank (32 MiB), still from DRAM.
 #[test]
 fn memory_bounds_are_costed_with_the_ranks_place_in_the_grid() {
-    let walk = |p: &serde_json::Value| -> serde_json::Value {
-        p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 34).cloned().unwrap_or_else(|| panic!("no walk block: {p}"))
-    };
+    let walk = |p: &serde_json::Value| block_on_line(p, 34);
     let per_access = |b: &serde_json::Value| b["memory"]["seconds"].as_f64().unwrap_or_else(|| panic!("no memory bound: {b}")) / b["executions"].as_f64().unwrap();
     let run = |ranks: &str, trace: bool| {
         let mut a = vec!["tests/fixtures/memory/grid.c", "-n", ranks, "--ops", "source", "--platform", LOCALHOST];
@@ -1280,9 +1282,7 @@ fn memory_bounds_are_costed_with_the_ranks_place_in_the_grid() {
 /// static path and from the trace's counts alike.
 #[test]
 fn a_matrix_dimension_called_size_is_not_the_number_of_processes() {
-    let walk = |p: &serde_json::Value| -> serde_json::Value {
-        p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == 16).cloned().unwrap_or_else(|| panic!("no walk block: {p}"))
-    };
+    let walk = |p: &serde_json::Value| block_on_line(p, 16);
     let run = |trace: bool| {
         let mut a = vec!["tests/fixtures/memory/names.c", "-n", "2", "--ops", "source", "--platform", LOCALHOST];
         if trace {
