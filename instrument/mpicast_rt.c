@@ -1092,6 +1092,43 @@ int MPI_Testall(int n, MPI_Request reqs_[], int *flag, MPI_Status statuses[])
     return rc;
 }
 
+int MPI_Testany(int n, MPI_Request reqs_[], int *index, int *flag, MPI_Status *status)
+{
+    double t = enter();
+    long long *ids = find_ids(n, reqs_);
+    int rc = PMPI_Testany(n, reqs_, index, flag, status);
+    if (ids != NULL && rt_on && *flag && *index != MPI_UNDEFINED && *index >= 0 && *index < n)
+        reqs_event(t, "test", &ids[*index], 1);
+    free(ids);
+    return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request reqs_[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    double t = enter();
+    long long *ids = find_ids(n, reqs_);
+    int rc = PMPI_Testsome(n, reqs_, outcount, indices, statuses);
+    if (ids != NULL && rt_on && *outcount != MPI_UNDEFINED) {
+        for (int i = 0; i < *outcount; i++)
+            if (indices[i] >= 0 && indices[i] < n)
+                reqs_event(t, "test", &ids[indices[i]], 1);
+    }
+    free(ids);
+    return rc;
+}
+
+/* `cancel ID`: the replay drops a receive still unmatched at that point (MPI's own rule), so
+ * the wait that follows in the program is not traced: the request is done here. */
+int MPI_Cancel(MPI_Request *req)
+{
+    double t = enter();
+    long long id = rt_on ? req_find(*req, req) : -1;
+    int rc = PMPI_Cancel(req);
+    if (rt_on && id >= 0 && rc == MPI_SUCCESS)
+        reqs_event(t, "cancel", &id, 1);
+    return rc;
+}
+
 int MPI_Request_free(MPI_Request *req)
 {
     if (rt_on)

@@ -1067,3 +1067,34 @@ fn requests_sharing_a_handle_keep_their_own_ids() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// HPC Challenge's RandomAccess completes its receives with MPI_Testany and cancels the ones
+/// still posted at the end: every completion is a `test`, every cancel a `cancel` (the wait
+/// after it is not written), and the trace replays (a cancelled receive used to stay posted
+/// and the simulation deadlocked).
+#[test]
+fn testany_and_cancel_are_recorded_and_replay() {
+    let s = Scratch::new();
+    let size = 3u32;
+    let t = trace_ok(&s, &fixture("testany_cancel.c"), size, &["--time-blocks"], &[]);
+    let (nrecv, nmsg) = (3, 4);
+    for rank in 0..size {
+        let a = actions(&t.dir, rank);
+        let count = |f: &dyn Fn(&TraceAction) -> bool| a.iter().filter(|x| f(x)).count();
+        let arrivals = (nmsg + 1) * (size as usize - 1);
+        assert_eq!(count(&|x| matches!(x, TraceAction::Irecv { .. })), nrecv + arrivals, "rank {rank}");
+        assert_eq!(count(&|x| matches!(x, TraceAction::Test { .. })), arrivals, "rank {rank}");
+        assert_eq!(count(&|x| matches!(x, TraceAction::Cancel { .. })), nrecv, "rank {rank}");
+        assert_eq!(count(&|x| matches!(x, TraceAction::Wait { .. })), 0, "rank {rank}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .arg("replay")
+        .arg(&t.dir)
+        .arg("--platform")
+        .arg(root().join("platforms/localhost.xml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "replay failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("makespan"), "{text}");
+}

@@ -110,8 +110,12 @@ pub enum TraceAction {
     Waitall {
         reqs: Vec<u64>,
     },
-    /// Completes the request if its transfer is done, never blocks.
+    /// A successful MPI_Test: the request is done here (waited for if the simulation is behind).
     Test {
+        req: u64,
+    },
+    /// MPI_Cancel: a receive not matched yet is withdrawn; one already matched is waited for.
+    Cancel {
         req: u64,
     },
     Sendrecv {

@@ -134,7 +134,11 @@ impl Graph {
                             Peer::Any => g.any[r] += m,
                         }
                     }
-                    TraceAction::Compute { .. } | TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. } => {}
+                    TraceAction::Compute { .. }
+                    | TraceAction::Wait { .. }
+                    | TraceAction::Waitall { .. }
+                    | TraceAction::Test { .. }
+                    | TraceAction::Cancel { .. } => {}
                     _ => g.collectives[r] += m,
                 }
             });

@@ -151,7 +151,7 @@ fn is_message(a: &TraceAction) -> bool {
 }
 
 fn is_waitish(a: &TraceAction) -> bool {
-    matches!(a, TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. })
+    matches!(a, TraceAction::Wait { .. } | TraceAction::Waitall { .. } | TraceAction::Test { .. } | TraceAction::Cancel { .. })
 }
 
 /// The traced rank a new rank copies, at the same relative position among `from` ranks.
@@ -494,7 +494,11 @@ fn req_of(a: &TraceAction) -> Option<u64> {
 
 fn set_req(a: &mut TraceAction, f: &dyn Fn(u64) -> u64) {
     match a {
-        TraceAction::Isend { req, .. } | TraceAction::Irecv { req, .. } | TraceAction::Wait { req } | TraceAction::Test { req } => *req = f(*req),
+        TraceAction::Isend { req, .. }
+        | TraceAction::Irecv { req, .. }
+        | TraceAction::Wait { req }
+        | TraceAction::Test { req }
+        | TraceAction::Cancel { req } => *req = f(*req),
         TraceAction::Waitall { reqs } => reqs.iter_mut().for_each(|r| *r = f(*r)),
         _ => {}
     }
@@ -882,7 +886,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                             (None, None) => None,
                         },
                         TraceAction::Wait { req } => (!dropped.contains(req)).then(|| a.clone()),
-                        TraceAction::Test { req } => (!dropped.contains(req)).then(|| a.clone()),
+                        TraceAction::Test { req } | TraceAction::Cancel { req } => (!dropped.contains(req)).then(|| a.clone()),
                         TraceAction::Waitall { reqs } => {
                             if reqs.is_empty() {
                                 Some(a.clone())
@@ -1109,8 +1113,10 @@ fn merge_run(ra: &[&Tok], rb: &[&Tok], off: u64, reqmap: &mut HashMap<u64, u64>)
                 }
                 out.push(Tok::A { a: a2, to: None, from: None, origin: *origin });
             }
-            TraceAction::Wait { req } | TraceAction::Test { req } => {
-                let dup = out.iter().any(|x| matches!(x, Tok::A { a: TraceAction::Wait { req: r2 } | TraceAction::Test { req: r2 }, .. } if r2 == req));
+            TraceAction::Wait { req } | TraceAction::Test { req } | TraceAction::Cancel { req } => {
+                let dup = out.iter().any(|x| {
+                    matches!(x, Tok::A { a: TraceAction::Wait { req: r2 } | TraceAction::Test { req: r2 } | TraceAction::Cancel { req: r2 }, .. } if r2 == req)
+                });
                 if !dup {
                     out.push(Tok::A { a: a2, to: None, from: None, origin: *origin });
                 }

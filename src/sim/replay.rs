@@ -727,14 +727,33 @@ impl Rank {
                 self.complete(&mut rs);
             }
             A::Test { req } => {
-                let done = match self.reqs.get_mut(req) {
-                    Some(r) => r.comm.as_mut().is_none_or(|c| c.test()),
-                    None if self.tested_done.contains(req) => false,
+                // The traced run found the request done here and went on with its data (it
+                // may post a new request under the same id): where the simulated transfer is
+                // not over yet, the rank waits for it.
+                match self.reqs.remove(req) {
+                    Some(r) => {
+                        self.complete(&mut [r]);
+                        self.tested_done.insert(*req);
+                    }
+                    None if self.tested_done.contains(req) => {}
                     None => return Err(Stop(format!("no outstanding request {req}"))),
+                }
+            }
+            A::Cancel { req } => {
+                let Some(r) = self.take_req(*req)? else { return Ok(()) };
+                // A receive no send has matched yet is withdrawn (its private mailbox is never
+                // recycled, so nothing is ever put there); anything else completes as MPI's
+                // wait after a failed cancel would.
+                let withdrawn = r.pending.recv && {
+                    let mut w = self.world.borrow_mut();
+                    let q = &mut w.queues[self.me as usize].posted;
+                    match q.iter().position(|p| Rc::ptr_eq(&p.link, &r.link)) {
+                        Some(i) => q.remove(i).is_some(),
+                        None => false,
+                    }
                 };
-                if done {
-                    self.reqs.remove(req);
-                    self.tested_done.insert(*req);
+                if !withdrawn {
+                    self.complete(&mut [r]);
                 }
             }
             A::Sendrecv {
@@ -828,6 +847,7 @@ pub(crate) fn action_name(a: &TraceAction) -> &'static str {
         A::Wait { .. } => "wait",
         A::Waitall { .. } => "waitall",
         A::Test { .. } => "test",
+        A::Cancel { .. } => "cancel",
         A::Sendrecv { .. } => "sendrecv",
         A::Barrier { .. } => "barrier",
         A::Bcast { .. } => "bcast",

@@ -288,6 +288,10 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
             w.check(1, 1, &[], "test REQ")?;
             TraceAction::Test { req: num(p[0], "request")? }
         }
+        "cancel" => {
+            w.check(1, 1, &[], "cancel REQ")?;
+            TraceAction::Cancel { req: num(p[0], "request")? }
+        }
         "sendrecv" => {
             w.check(3, 4, &["stag", "rtag", "comm"], "sendrecv TO SBYTES FROM|any [RBYTES] [stag=T] [rtag=T|any] [comm=C]")?;
             TraceAction::Sendrecv {
@@ -545,6 +549,7 @@ pub fn format_action(a: &TraceAction) -> String {
             s
         }
         TraceAction::Test { req } => format!("test {req}"),
+        TraceAction::Cancel { req } => format!("cancel {req}"),
         TraceAction::Sendrecv {
             to,
             send_bytes,
@@ -1117,7 +1122,7 @@ fn check_action(
             }
             comms.insert(*id, members.len() as u32);
         }
-        A::Compute { .. } | A::Wait { .. } | A::Waitall { .. } | A::Test { .. } => {}
+        A::Compute { .. } | A::Wait { .. } | A::Waitall { .. } | A::Test { .. } | A::Cancel { .. } => {}
         A::Send { to, comm, .. } | A::Isend { to, comm, .. } => {
             rank_ok(*to, size(*comm, comms)?, "destination")?
         }

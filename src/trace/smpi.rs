@@ -149,6 +149,11 @@ fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> 
                 reqs.insert(*req, (s, r, t));
                 order.push(*req);
             }
+            // SMPI's replay has no cancel: the receive is left posted (never waited for).
+            A::Cancel { req } => {
+                reqs.remove(req);
+                order.retain(|x| x != req);
+            }
             A::Wait { req } | A::Test { req } => {
                 if let Some((s, d, t)) = reqs.remove(req) {
                     order.retain(|x| x != req);
