@@ -20,8 +20,9 @@ use crate::frontend::analyze::{loop_shape, program_name, program_symbol, Step};
 use crate::frontend::ir::{Base, CExpr, CType, Function, Stmt, Unit, VarDecl};
 use crate::model::analysis::BlockKind;
 use crate::model::trace::{Counts, Peer, Tag, TraceAction, COMM_WORLD};
+use crate::mpi::cart::{cart_coords, cart_rank, dims_create};
 
-use super::skeleton::{cart_coords, cart_rank, dims_create, Program, Sink, Unresolved, ASSUMED_P};
+use super::skeleton::{Program, Sink, Unresolved, ASSUMED_P};
 
 /// The error a sample run ends with when its budget is spent.
 const SAMPLE_DONE: &str = "\u{1}sample budget spent";
@@ -5158,7 +5159,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     );
                 }
                 let shifted = |by: i64| -> i64 {
-                    super::skeleton::cart_neighbour(
+                    crate::mpi::cart::cart_neighbour(
                         self.rank as i64,
                         &self.cart_dims,
                         &self.cart_periods,

@@ -350,13 +350,13 @@ fn grid_of(model: &ProgramModel, env: &HashMap<String, f64>, rank: u32) -> Optio
         let nnodes = value(site.arg_values.first()?)? as i64;
         let ndims = value(site.arg_values.get(1)?)? as usize;
         let given = list(site, 2, ndims).unwrap_or_else(|| vec![0; ndims]);
-        skeleton::dims_create(nnodes, &given, ndims)?
+        crate::mpi::cart::dims_create(nnodes, &given, ndims)?
     } else {
         let site = model.comm.iter().find(|c| c.call == "MPI_Cart_create")?;
         let ndims = value(site.arg_values.get(1)?)? as usize;
         list(site, 2, ndims)?
     };
-    let coords = skeleton::cart_coords(rank as i64, &dims);
+    let coords = crate::mpi::cart::cart_coords(rank as i64, &dims);
     Some((dims, coords))
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::analysis::ProgramModel;
 use crate::model::trace::{Peer, TraceAction};
-use crate::predict::skeleton::{cart_coords, cart_rank, dims_create};
+use crate::mpi::cart::{cart_coords, cart_rank, dims_create};
 
 use super::items::{walk, Item};
 

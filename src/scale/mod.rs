@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use crate::model::analysis::ProgramModel;
 use crate::model::prediction::Scaling;
 use crate::model::trace::TraceMeta;
-use crate::predict::skeleton::dims_create;
+use crate::mpi::cart::dims_create;
 
 pub use detect::Topology;
 pub use ratio::Mode;

@@ -21,7 +21,7 @@ use std::rc::Rc;
 use anyhow::{bail, Result};
 
 use crate::model::trace::{Peer, Tag, TraceAction};
-use crate::predict::skeleton::{cart_coords, cart_rank};
+use crate::mpi::cart::{cart_coords, cart_rank};
 
 use super::items::Item;
 use super::ratio::{Mode, Scaler};
