@@ -8,6 +8,7 @@ pub mod instrument;
 pub mod machine;
 pub mod network;
 pub mod objcode;
+pub mod platform;
 pub mod predict;
 pub mod report;
 pub mod scale;

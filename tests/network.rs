@@ -7,7 +7,8 @@ use std::process::Command;
 
 use mpicast::model::network::NetworkTable;
 use mpicast::model::simjob::{ActorSpec, SimAction, SimJob};
-use mpicast::network::{self, fit, platform, run};
+use mpicast::network::{self, fit, run};
+use mpicast::platform;
 
 mod common;
 use common::root;

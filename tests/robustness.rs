@@ -392,15 +392,15 @@ fn shipped_platforms_pass_the_check() {
         .collect();
     files.push(root().join("tests/fixtures/traces/cluster16.xml"));
     for f in &files {
-        mpicast::network::platform::check_platform(f)
+        mpicast::platform::check_platform(f)
             .unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
     }
-    for (name, _) in mpicast::network::platform::TEMPLATES {
+    for (name, _) in mpicast::platform::TEMPLATES {
         for hosts in [1, 2, 16] {
-            let xml = mpicast::network::platform::template(name, hosts).unwrap();
+            let xml = mpicast::platform::template(name, hosts).unwrap();
             let f = tempfile::NamedTempFile::new().unwrap();
             std::fs::write(f.path(), xml).unwrap();
-            mpicast::network::platform::check_platform(f.path())
+            mpicast::platform::check_platform(f.path())
                 .unwrap_or_else(|e| panic!("template {name} x{hosts}: {e:#}"));
         }
     }

@@ -5,7 +5,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use crate::model::network::NetworkTable;
-use crate::network::{self, platform, run};
+use crate::network::{self, run};
+use crate::platform;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

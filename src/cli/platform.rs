@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::network::platform::{template, TEMPLATES};
+use crate::platform::{template, TEMPLATES};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

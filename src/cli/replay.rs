@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !platform.is_file() {
         bail!("{}: no such platform file", platform.display());
     }
-    let platform_hosts = crate::network::platform::platform_hosts(&platform)?;
+    let platform_hosts = crate::platform::platform_hosts(&platform)?;
     let mapping = match &args.mapping {
         Some(p) => {
             let hosts = crate::sim::replay::read_mapping_file(p)?;
@@ -137,7 +137,7 @@ fn check_mapping(
     hosts: &[String],
     ranks: u32,
     platform: &Path,
-    declared: &crate::network::platform::PlatformHosts,
+    declared: &crate::platform::PlatformHosts,
 ) -> Result<()> {
     if hosts.len() != ranks as usize {
         bail!(

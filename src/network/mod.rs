@@ -1,12 +1,10 @@
 //! CTC: characterises a network with an MPI ping-pong (`run`), fits piecewise latency/bandwidth
-//! segments to it (`fit`), derives SimGrid SMPI settings that reproduce it (`smpi`), writes
-//! SimGrid platforms (`platform`: measured and scenario templates) and replays the ping-pong
+//! segments to it (`fit`), derives SimGrid SMPI settings that reproduce it (with
+//! `platform::smpi`; `platform::measured` writes the platform) and replays the ping-pong
 //! through the project's simulator as a self-check.
 
 pub mod fit;
-pub mod platform;
 pub mod run;
-pub mod smpi;
 
 use std::path::Path;
 
@@ -16,6 +14,7 @@ use crate::model::network::{
     Duplex, ExchangePoint, FitQuality, IntraHost, NetworkTable, PingPongPoint, Segment, SelfCheck, SelfCheckRow,
 };
 use crate::model::simjob::{ActorSpec, SimAction, SimJob};
+use crate::platform::{self, smpi};
 
 /// Self-check bound: simulated vs measured one-way time, relative, at every size.
 pub const SELF_CHECK_TOLERANCE: f64 = 0.05;

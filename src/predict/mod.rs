@@ -8,7 +8,6 @@
 
 pub mod eval;
 pub mod memory;
-pub mod platform;
 pub mod skeleton;
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +21,7 @@ use crate::model::machine::{MachineTable, Variant};
 use crate::model::ops::OpClass;
 use crate::model::prediction::{BlockCost, ChainShare, FunctionCost, MachineRef, MemoryShare, Prediction};
 use crate::model::trace::{Mapping, ReplayOptions, TraceAction};
+use crate::platform;
 use crate::trace::TraceWriter;
 use skeleton::{Program, Sink, Unresolved};
 
@@ -144,6 +144,16 @@ impl WhatIf {
             f /= 1.0 - l;
         }
         f
+    }
+
+    /// The knobs that edit the platform file (the rest act on compute).
+    pub fn platform_edits(&self) -> platform::edit::Edits {
+        platform::edit::Edits {
+            bw_scale: self.bw_scale,
+            lat_scale: self.lat_scale,
+            hosts: self.hosts,
+            cores_per_host: self.cores_per_host,
+        }
     }
 
     pub fn as_map(&self) -> BTreeMap<String, f64> {
@@ -1102,10 +1112,10 @@ fn finish(
             std::fs::copy(&from, &to).with_context(|| format!("{}: cannot write", to.display()))?;
         }
     }
-    let platform = platform::prepare(&opts.platform, &opts.what_if)?;
+    let platform = platform::edit::prepare(&opts.platform, &opts.what_if.platform_edits())?;
     let eager = opts
         .eager_threshold
-        .or_else(|| platform::eager_threshold(&opts.platform))
+        .or_else(|| platform::edit::eager_threshold(&opts.platform))
         .unwrap_or(65536);
     let options = ReplayOptions {
         eager_threshold_bytes: eager,

@@ -35,7 +35,7 @@ pub fn mpicast_exe() -> Result<PathBuf> {
 
 /// Runs `job` in a child `mpicast simulate` process and returns its outcome.
 pub fn simulate(job: &SimJob) -> Result<SimOutcome> {
-    crate::network::platform::check_platform(&job.platform)?;
+    crate::platform::check_platform(&job.platform)?;
     run_child(job, "--job")
 }
 

@@ -58,7 +58,7 @@ pub fn replay(
             tmp.path().to_path_buf()
         }
     };
-    crate::network::platform::check_platform(platform)?;
+    crate::platform::check_platform(platform)?;
     let ranks = crate::trace::discover(&dir)?;
     crate::trace::validate_dir(&dir, ranks)?;
     let job = ReplayJob {

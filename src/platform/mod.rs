@@ -1,5 +1,8 @@
-//! SimGrid platform files: the scenario templates (`mpicast platform --template`) and the platform
-//! written from a measured network table.
+//! SimGrid platform files: the scenario templates (`mpicast platform --template`), the platform
+//! written from a measured network table, the checker every simulation runs first
+//! (`check_platform`), SimGrid's units (`unit_factor`); `smpi`: the SMPI factor lists a platform's
+//! `<config>` carries; `edit`: what-if copies of a platform (bandwidths, latencies, hosts, cores).
+//! A leaf: it depends on `src/model` alone.
 //!
 //! Conventions the replay relies on: every host carries `<prop id="mpicast/order" value="k"/>`
 //! (rank k goes to the host of order k, wrapping around when there are more ranks than hosts),
@@ -7,12 +10,15 @@
 //! topologies use SimGrid's `routing="Cluster"` zones (one private link per host, optional
 //! backbone); a host-to-host route then crosses the sender's up link and the receiver's down link.
 
+pub mod edit;
+pub mod smpi;
+
 use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
 
 use crate::model::network::{NetworkTable, Segment};
-use crate::network::smpi::{segment_factors, FactorList};
+use smpi::{segment_factors, FactorList};
 
 /// Template names, in the order `--help` lists them.
 pub const TEMPLATES: &[(&str, &str)] = &[

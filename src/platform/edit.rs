@@ -6,8 +6,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::WhatIf;
-use crate::network::platform::{unit_factor, Quantity};
+use super::{unit_factor, Quantity};
+
+/// The platform's share of a what-if (predict's `WhatIf::platform_edits`): links' bandwidths
+/// and latencies scaled, hosts from the platform's template, cores per host.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Edits {
+    pub bw_scale: Option<f64>,
+    pub lat_scale: Option<f64>,
+    pub hosts: Option<u32>,
+    pub cores_per_host: Option<u32>,
+}
 
 /// The platform a simulation uses: the user's file, or an edited temporary copy.
 pub enum Prepared {
@@ -24,14 +33,14 @@ impl Prepared {
     }
 }
 
-pub fn prepare(platform: &Path, w: &WhatIf) -> Result<Prepared> {
+pub fn prepare(platform: &Path, w: &Edits) -> Result<Prepared> {
     if w.bw_scale.is_none() && w.lat_scale.is_none() && w.hosts.is_none() && w.cores_per_host.is_none() {
         return Ok(Prepared::Original(platform.to_path_buf()));
     }
     let mut xml = match w.hosts {
         Some(h) => {
             let stem = platform.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            crate::network::platform::template(&stem, h as usize).with_context(|| {
+            super::template(&stem, h as usize).with_context(|| {
                 format!("{}: --hosts needs a platform made from a template (mpicast platform --list)", platform.display())
             })?
         }
