@@ -3,7 +3,7 @@ CARGO ?= cargo
 MPIRUN_FLAGS ?= --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1
 RELEASE := target/release/mpicast
 
-.PHONY: setup build examples demo test accuracy stability bench corpus fuzz clean
+.PHONY: setup build examples demo test layers accuracy stability bench corpus fuzz clean
 
 setup:
 	@./scripts/setup.sh
@@ -17,8 +17,13 @@ examples: setup
 demo: build examples
 	@./scripts/demo.sh
 
-test: setup
+test: layers setup
 	$(CARGO) test --no-fail-fast
+
+# The layering docs/ARCHITECTURE.md states (no cycle between the folders of src/; src/mpi and
+# src/platform use only src/model): a grep, first, since it needs no build.
+layers:
+	@./scripts/check_layers.sh
 
 # Figures that are too slow or too noisy for the test suite: each script prints what it measured.
 bench: build
