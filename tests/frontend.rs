@@ -149,6 +149,34 @@ fn loop_over_n_divided_by_size() {
     assert_eq!(count_with(&b, &[("n", 1000.0), ("size", 3.0)]), 333.0);
 }
 
+/// A cyclic distribution steps by the number of processes: rank r of `size` takes r + 1,
+/// r + 1 + size, ... up to n.
+#[test]
+fn cyclic_share_steps_by_the_number_of_processes() {
+    let p = fixture("cyclic_share.c");
+    let b = marked(&p, &analyze(&p, &[]));
+    assert_eq!(b.count.status, CountStatus::Symbolic, "{:?}", b.count);
+    for (n, size, rank) in [(10000.0, 4.0, 0.0), (10000.0, 3.0, 2.0), (10.0, 4.0, 1.0), (2.0, 4.0, 3.0)] {
+        let want = (1..=n as i64).filter(|i| (i - 1 - rank as i64) % size as i64 == 0 && *i > rank as i64).count();
+        assert_eq!(count_with(&b, &[("n", n), ("size", size), ("rank", rank)]), want as f64, "n={n} size={size} rank={rank}");
+    }
+}
+
+/// A scalar broadcast in place has the root's value on every rank: known where the root's
+/// value does not depend on its rank.
+#[test]
+fn a_broadcast_scalar_keeps_the_roots_value() {
+    let p = fixture("bcast_bound.c");
+    let m = analyze(&p, &[]);
+    let b = marked(&p, &m);
+    assert_eq!(b.count.status, CountStatus::Exact, "{:?}", b.count);
+    assert_eq!(b.count.value, Some(1000.0), "{:?}", b.count);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let line = text.lines().position(|l| l.contains("/* SECOND */")).unwrap() as u32 + 1;
+    let second = m.blocks.iter().filter(|b| b.kind == BlockKind::Straight && b.line_start <= line && line <= b.line_end).last().unwrap();
+    assert_eq!(second.count.status, CountStatus::NeedsTrace, "{:?}", second.count);
+}
+
 #[test]
 fn while_loop_needs_trace() {
     let p = fixture("while_loop.c");

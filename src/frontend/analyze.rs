@@ -737,6 +737,22 @@ impl<'a> Analyzer<'a> {
                 let b1 = if shape.cmp == ">" { bound.clone().add(one()) } else { bound.clone() };
                 (Expr::LogCount { start: std::sync::Arc::new(b1), bound: std::sync::Arc::new(start.clone().add(one())), factor: f }, None)
             }
+            Step::AddBy(ref x) => {
+                // A loop counting up by a value (`i += size`); its sign is taken as positive,
+                // as a loop testing `<` needs.
+                if let Some(v) = cexpr_idents(x).into_iter().find(|v| modified.contains(v)) {
+                    return fail(self, format!("loop step variable {v} is modified in the body"));
+                }
+                let Some(s) = self.value_expr(x) else {
+                    return fail(self, format!("loop step {} is not known before running", cexpr_text(x)));
+                };
+                let span_e = match shape.cmp.as_str() {
+                    "<" => bound.clone().sub(start.clone()),
+                    "<=" => bound.clone().sub(start.clone()).add(one()),
+                    _ => return fail(self, format!("loop counts up by {} but tests {}", cexpr_text(x), shape.cmp)),
+                };
+                (Expr::clamp0(Expr::ceil_div(span_e, s)), None)
+            }
             _ => return fail(self, "loop step not recognised".into()),
         };
         let mut body_ctx = ctx.clone();
@@ -804,26 +820,34 @@ impl<'a> Analyzer<'a> {
             if visiting.contains(id) {
                 return None;
             }
-            let assigns = self.assigned.get(id).cloned().unwrap_or_default();
-            if let Some((index, default)) = argv_after_default(&assigns) {
-                // `int size = 0; sscanf(argv[1], "%d", &size);`, `n = 100; if (argc > 1) n =
-                // atoi(argv[1]);`: a parameter with that default.
-                self.add_parameter(&program_symbol(id), "argv", Some(index), Some(default));
-                let v = Some(self.opts.bindings.get(id).map_or_else(|| Expr::var(&program_symbol(id)), |v| num_expr(*v)));
-                self.known.insert(id.to_string(), v.clone());
-                return v;
-            }
-            if assigns.len() != 1 {
-                self.known.insert(id.to_string(), None);
-                return None;
-            }
+            let mut assigns = self.assigned.get(id).cloned().unwrap_or_default();
+            // `n = 10000; MPI_Bcast(&n, ...)`: every rank gets the root's value, which is the
+            // other assignments' where they do not depend on the rank.
+            let is_bcast = |a: &CExpr| matches!(a, CExpr::Call { func, .. } if func == BCAST_OUT);
+            let bcast = assigns.iter().any(is_bcast);
+            assigns.retain(|a| !is_bcast(a));
             visiting.insert(id.to_string());
-            let v = self.assignment_value(id, &assigns[0], visiting, depth + 1);
+            let v = self.assigns_value(id, &assigns, visiting, depth).filter(|e| !bcast || !e.mentions("rank"));
             visiting.remove(id);
             self.known.insert(id.to_string(), v.clone());
             return v;
         }
         self.globals.consts.get(id).cloned()
+    }
+
+    /// A local's value from its assignments: one assignment's value, or a parameter where a
+    /// constant is followed by a read of the command line.
+    fn assigns_value(&mut self, id: &str, assigns: &[CExpr], visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
+        if let Some((index, default)) = argv_after_default(assigns) {
+            // `int size = 0; sscanf(argv[1], "%d", &size);`, `n = 100; if (argc > 1) n =
+            // atoi(argv[1]);`: a parameter with that default.
+            self.add_parameter(&program_symbol(id), "argv", Some(index), Some(default));
+            return Some(self.opts.bindings.get(id).map_or_else(|| Expr::var(&program_symbol(id)), |v| num_expr(*v)));
+        }
+        match assigns {
+            [one] => self.assignment_value(id, one, visiting, depth + 1),
+            _ => None,
+        }
     }
 
     fn is_param(&self, id: &str) -> bool {
@@ -1872,6 +1896,9 @@ fn is_communication(_func: &str) -> bool {
     true
 }
 
+/// The pseudo-assignment of a scalar broadcast in place (`MPI_Bcast(&n, ...)`).
+const BCAST_OUT: &str = "MPI_Bcast(out)";
+
 /// Assignments per variable in a function body (declaration initialisers included), and the
 /// locals' types. `&v` passed to a call counts as an assignment, except the MPI routines that
 /// set rank and size, which become pseudo-calls the value resolver recognises.
@@ -1904,6 +1931,7 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
                             let v = match (func.as_str(), i) {
                                 ("MPI_Comm_rank", 1) => CExpr::Call { func: "MPI_Comm_rank(out)".into(), args: vec![], line: *line },
                                 ("MPI_Comm_size", 1) => CExpr::Call { func: "MPI_Comm_size(out)".into(), args: vec![], line: *line },
+                                ("MPI_Bcast", 0) => CExpr::Call { func: BCAST_OUT.into(), args: vec![], line: *line },
                                 ("MPI_Type_contiguous", 2) | ("MPI_Type_vector", 4) => {
                                     CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line }
                                 }
@@ -2021,6 +2049,8 @@ fn body_escapes(s: &Stmt) -> Option<String> {
 
 pub(crate) enum Step {
     Add(i64),
+    /// Adds a value that is not a constant (`i += size`: a cyclic distribution); counts up.
+    AddBy(CExpr),
     Mul(i64),
     Div(i64),
 }
@@ -2070,10 +2100,17 @@ pub(crate) fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Opti
         },
         _ => None,
     };
+    let mentions_var = |e: &CExpr| cexpr_idents(e).contains(&var);
+    // A step that is not a constant: an expression without the variable.
+    let add_by = |e: &CExpr| match int_of(e) {
+        Some(k) => Some(Step::Add(k)),
+        None if !mentions_var(e) => Some(Step::AddBy(e.clone())),
+        None => None,
+    };
     let step = match update? {
         CExpr::Update { op, arg, .. } if is_var(arg) => Step::Add(if op == "++" { 1 } else { -1 }),
         CExpr::Assign { op, left, right } if is_var(left) => match op.as_str() {
-            "+=" => Step::Add(int_of(right)?),
+            "+=" => add_by(right)?,
             "-=" => Step::Add(-int_of(right)?),
             "*=" => Step::Mul(int_of(right)?),
             "<<=" => Step::Mul(1i64 << int_of(right)?.clamp(0, 62)),
@@ -2081,8 +2118,8 @@ pub(crate) fn loop_shape(init: Option<&Stmt>, cond: Option<&CExpr>, update: Opti
             ">>=" => Step::Div(1i64 << int_of(right)?.clamp(0, 62)),
             "=" => match &**right {
                 CExpr::Binary { op, left: l, right: r } => match (op.as_str(), is_var(l), is_var(r)) {
-                    ("+", true, false) => Step::Add(int_of(r)?),
-                    ("+", false, true) => Step::Add(int_of(l)?),
+                    ("+", true, false) => add_by(r)?,
+                    ("+", false, true) => add_by(l)?,
                     ("-", true, false) => Step::Add(-int_of(r)?),
                     ("*", true, false) => Step::Mul(int_of(r)?),
                     ("*", false, true) => Step::Mul(int_of(l)?),

@@ -2727,13 +2727,22 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let sh = shape?;
         let v = self.get(self.lookup(&sh.var)?).int()?;
         let b = self.eval(&sh.bound).ok()?.int()?;
-        let n = match sh.step {
-            Step::Add(s) if s > 0 => match sh.cmp.as_str() {
+        let by = match &sh.step {
+            Step::AddBy(x) => Some(self.eval(x).ok()?.int()?).filter(|s| *s > 0),
+            _ => None,
+        };
+        let n = match (by, &sh.step) {
+            (Some(s), _) => match sh.cmp.as_str() {
+                "<" => (b - v + s - 1).div_euclid(s),
+                "<=" => (b - v + s).div_euclid(s),
+                _ => return None,
+            },
+            (None, &Step::Add(s)) if s > 0 => match sh.cmp.as_str() {
                 "<" | "!=" => (b - v + s - 1).div_euclid(s),
                 "<=" => (b - v + s).div_euclid(s),
                 _ => return None,
             },
-            Step::Add(s) if s < 0 => {
+            (None, &Step::Add(s)) if s < 0 => {
                 let s = -s;
                 match sh.cmp.as_str() {
                     ">" | "!=" => (v - b + s - 1).div_euclid(s),
