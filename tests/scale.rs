@@ -188,6 +188,26 @@ fn calls_under_branches_on_data_are_rescaled_by_the_program() {
     assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
 }
 
+/// A ring traced at 2 ranks looks like a chain of two; the source's peer formulas wrap around
+/// (`(rank + size - 1) % size`), so it scales as a ring: the token's trip at 4 ranks takes four
+/// hops, as the 4-rank trace says (Open MPI's ring_c was scaled as a chain, -45%).
+#[test]
+fn a_ring_traced_at_two_ranks_scales_as_a_ring() {
+    let s = Scratch::new("mpicast-scale-ring");
+    let src = common::root().join("tests/fixtures/scale/token_ring.c");
+    let args = ["50"];
+    let small = s.trace("ring-2", &src, 2, &args);
+    let big = s.trace("ring-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert_eq!(sc.topology, "ring 2", "{:?}", sc.evidence);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+}
+
 /// A loop whose bound the front end cannot know (tests/fixtures/scale/kept_loop.c: the work
 /// comes from a switch on the class letter, as in NAS EP) keeps its count when scaled, and the
 /// report says so: none of the compute under it counts as rescaled by the program's formulas

@@ -354,12 +354,29 @@ pub fn from_analysis(model: &ProgramModel, bindings: &BTreeMap<String, f64>, n: 
         ));
         return Detected { topology: Some(Topology::MasterWorker { root: 0 }), evidence: ev };
     }
+    // Every peer formula, evaluated for each rank of a few ranks more than the trace's, names
+    // rank - 1 or rank + 1: a chain, and a ring where some wraps around (`(rank + size - 1) %
+    // size`). A peer outside the ranks is MPI_PROC_NULL (an open end).
+    let m = n.max(6);
+    let mut wraps = false;
     let neighbourly = p2p.iter().all(|c| {
-        let t = peer_text(c).replace(' ', "");
-        t.contains("rank-1") || t.contains("rank+1") || t.contains("(rank-1)") || t.contains("(rank+1)")
+        let Some(e) = c.peer_expr.as_ref().filter(|e| e.mentions("rank")) else { return false };
+        (0..m).all(|r| {
+            let mut env = env.clone();
+            env.insert("size".into(), m as f64);
+            env.insert("rank".into(), r as f64);
+            let Ok(v) = e.eval_map(&env) else { return false };
+            let (r, v, m) = (r as f64, v, m as f64);
+            if (v - r).abs() == 1.0 || v < 0.0 || v >= m {
+                return true;
+            }
+            let wrap = (r == m - 1.0 && v == 0.0) || (r == 0.0 && v == m - 1.0);
+            wraps |= wrap;
+            wrap
+        })
     });
     if neighbourly {
-        let ring = p2p.iter().any(|c| peer_text(c).contains("mod"));
+        let ring = wraps;
         ev.push(format!("peers rank-1 and rank+1{} at {}", if ring { " modulo size" } else { "" }, p2p.iter().map(|c| at(c)).collect::<Vec<_>>().join(", ")));
         return Detected { topology: Some(Topology::Grid { dims: vec![n], periodic: vec![ring] }), evidence: ev };
     }

@@ -772,7 +772,20 @@ impl<'c, 'a> Grid<'c, 'a> {
                     .collect();
                 (r % g, members)
             });
-            let t = self.template_for(&s, phase)?;
+            // A traced rank of the class: the one at the same place where there is one, and for
+            // the others one that is not rank 0 (which programs single out: in a ring every
+            // place has the same class, and rank 0 alone starts the token).
+            let same = |q: u32| self.old_class(q) == s;
+            let traced = match self.group {
+                Some(_) => None,
+                None if r < k && same(r) => Some(r),
+                None if r != 0 => (1..k).find(|&q| same(q)),
+                None => None,
+            };
+            let t = match traced {
+                Some(q) => self.norm[q as usize].clone(),
+                None => self.template_for(&s, phase)?,
+            };
             let new_env = self.ctx.env(r, n, Some(&self.new_dims));
             let mut envs: HashMap<u32, HashMap<String, f64>> = HashMap::new();
             let mut dropped: HashSet<u64> = HashSet::new();
