@@ -208,6 +208,29 @@ fn a_ring_traced_at_two_ranks_scales_as_a_ring() {
     assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
 }
 
+/// Pairs of ranks (the partner rank ^ 1, set in an if/else chain) traced at 2 ranks scale as
+/// pairs: at 4 ranks, two independent ping-pongs, as the 4-rank trace says (MPICH's sendrecvl
+/// was scaled as a chain of 4, whose inner ranks talk both ways: +44%).
+#[test]
+fn pairs_traced_at_two_ranks_scale_as_pairs() {
+    let s = Scratch::new("mpicast-scale-pairs");
+    let src = common::root().join("tests/fixtures/scale/pairs.c");
+    let args = ["65536"];
+    let small = s.trace("pairs-2", &src, 2, &args);
+    let big = s.trace("pairs-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert_eq!(sc.topology, "pairs (rank 2i with 2i + 1)", "{:?}", sc.evidence);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+    // Detected from the 4-rank trace's graph alone, too.
+    let traces: Vec<Vec<Item>> = (0..4).map(|r| mpicast::scale::items::read(&big.join(format!("rank-{r}.trace"))).unwrap()).collect();
+    assert_eq!(from_graph(&Graph::from_traces(&traces)).topology, Some(Topology::Pairs));
+}
+
 /// A loop whose bound the front end cannot know (tests/fixtures/scale/kept_loop.c: the work
 /// comes from a switch on the class letter, as in NAS EP) keeps its count when scaled, and the
 /// report says so: none of the compute under it counts as rescaled by the program's formulas

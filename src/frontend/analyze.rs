@@ -1734,6 +1734,10 @@ fn to_expr(e: &CExpr, lookup: &dyn Fn(&str) -> Option<Expr>, call: &dyn Fn(&CExp
                 }
                 "<" | "<=" | ">" | ">=" | "==" | "!=" => compare(op, a, b),
                 "&&" => a.mul(b),
+                // x & (2^k - 1) is x mod 2^k for the non-negative ranks and counts it masks.
+                "&" if a.as_constant().is_none() && b.as_constant().is_some_and(|m| m.is_int() && m.num() > 0 && (m.num() + 1).count_ones() == 1) => {
+                    Expr::modulo(a, b.add(Expr::int(1)))
+                }
                 _ => {
                     // Bitwise ops on constants only.
                     let (x, y) = (a.as_constant()?, b.as_constant()?);
@@ -1896,6 +1900,26 @@ fn is_communication(_func: &str) -> bool {
     true
 }
 
+/// An if/else chain each of whose arms is one plain assignment to the same variable (the last
+/// arm an `else`): the variable and its value as a conditional expression.
+fn if_chain_value(s: &Stmt) -> Option<(String, CExpr)> {
+    fn arm(s: &Stmt) -> Option<(String, CExpr)> {
+        match s {
+            Stmt::Compound(v, _) if v.len() == 1 => arm(&v[0]),
+            Stmt::Expr(CExpr::Assign { op, left, right }, _) if op == "=" => match &**left {
+                CExpr::Ident(n) => Some((n.clone(), (**right).clone())),
+                _ => None,
+            },
+            Stmt::If { .. } => if_chain_value(s),
+            _ => None,
+        }
+    }
+    let Stmt::If { cond, then, otherwise: Some(o), .. } = s else { return None };
+    let (x, a) = arm(then)?;
+    let (y, b) = arm(o)?;
+    (x == y).then(|| (x, CExpr::Cond { cond: Box::new(cond.clone()), then: Box::new(a), otherwise: Box::new(b) }))
+}
+
 /// The pseudo-assignment of a scalar broadcast in place (`MPI_Bcast(&n, ...)`).
 const BCAST_OUT: &str = "MPI_Bcast(out)";
 
@@ -1982,6 +2006,12 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
                     out.entry(d.name.clone()).or_default().push(i.clone());
                 }
             }
+        }
+        Stmt::If { cond, .. } if if_chain_value(s).is_some() => {
+            // `if (c) x = a; else if (d) x = b; else x = e;`: one conditional assignment.
+            expr(cond, out);
+            let (x, v) = if_chain_value(s).expect("checked");
+            out.entry(x).or_default().push(v);
         }
         Stmt::If { cond, then, otherwise, .. } => {
             expr(cond, out);

@@ -22,6 +22,9 @@ pub enum Topology {
     /// A Cartesian grid in MPI's row-major rank order (the last dimension varies fastest);
     /// one dimension is a chain (or a ring when periodic).
     Grid { dims: Vec<u32>, periodic: Vec<bool> },
+    /// Ranks 2i and 2i + 1 talk to each other only (ping-pong benchmarks: the partner is
+    /// rank ^ 1).
+    Pairs,
 }
 
 impl std::fmt::Display for Topology {
@@ -30,6 +33,7 @@ impl std::fmt::Display for Topology {
             Topology::Single => write!(f, "one rank"),
             Topology::Independent => write!(f, "no point-to-point messages (collectives only)"),
             Topology::MasterWorker { root } => write!(f, "master-worker (master rank {root})"),
+            Topology::Pairs => write!(f, "pairs (rank 2i with 2i + 1)"),
             Topology::Grid { dims, periodic } => {
                 let d: Vec<String> = dims.iter().map(u32::to_string).collect();
                 let all = periodic.iter().all(|p| *p);
@@ -69,6 +73,7 @@ pub fn parse_topology(s: &str) -> Result<Topology, String> {
             Ok(Topology::MasterWorker { root })
         }
         "independent" => Ok(Topology::Independent),
+        "pairs" => Ok(Topology::Pairs),
         "mesh" | "chain" => {
             let d = dims(arg)?;
             Ok(Topology::Grid { periodic: vec![false; d.len()], dims: d })
@@ -77,7 +82,7 @@ pub fn parse_topology(s: &str) -> Result<Topology, String> {
             let d = dims(arg)?;
             Ok(Topology::Grid { periodic: vec![true; d.len()], dims: d })
         }
-        _ => Err(format!("{s}: not a topology (master-worker[:ROOT], independent, mesh:AxB, torus:AxBxC, chain:N, ring:N)")),
+        _ => Err(format!("{s}: not a topology (master-worker[:ROOT], independent, pairs, mesh:AxB, torus:AxBxC, chain:N, ring:N)")),
     }
 }
 
@@ -241,6 +246,11 @@ pub fn from_graph(g: &Graph) -> Detected {
             return Detected { topology: Some(Topology::MasterWorker { root }), evidence: ev };
         }
     }
+    // Pairs: from 4 ranks on (two ranks are also a chain of two; the source tells them apart).
+    if n >= 4 && static_fits(g, &Topology::Pairs) && (0..n).all(|r| !g.neighbours(r).is_empty()) {
+        ev.push("every rank 2i talks only to rank 2i + 1 and back".into());
+        return Detected { topology: Some(Topology::Pairs), evidence: ev };
+    }
     // Grids: 1 to 3 dimensions, every factorisation, open or periodic per dimension.
     let mut fits: Vec<(Vec<u32>, Vec<bool>)> = Vec::new();
     for k in 1..=3usize {
@@ -296,6 +306,7 @@ pub fn static_fits(g: &Graph, t: &Topology) -> bool {
         }
         Topology::Independent => !g.has_p2p(),
         Topology::Single => g.ranks == 1,
+        Topology::Pairs => g.ranks % 2 == 0 && (0..g.ranks).all(|r| g.any[r as usize] == 0 && g.neighbours(r).iter().all(|p| *p == r ^ 1)),
     }
 }
 
@@ -358,15 +369,26 @@ pub fn from_analysis(model: &ProgramModel, bindings: &BTreeMap<String, f64>, n: 
     // rank - 1 or rank + 1: a chain, and a ring where some wraps around (`(rank + size - 1) %
     // size`). A peer outside the ranks is MPI_PROC_NULL (an open end).
     let m = n.max(6);
+    let peer_at = |e: &crate::model::expr::Expr, r: u32| -> Option<f64> {
+        let mut env = env.clone();
+        env.insert("size".into(), m as f64);
+        env.insert("rank".into(), r as f64);
+        e.eval_map(&env).ok()
+    };
+    let paired = p2p.iter().all(|c| {
+        let Some(e) = c.peer_expr.as_ref().filter(|e| e.mentions("rank")) else { return false };
+        (0..m).all(|r| peer_at(e, r).is_some_and(|v| v == f64::from(r ^ 1) || v < 0.0 || v >= m as f64))
+    });
+    if paired {
+        ev.push(format!("peers rank ^ 1 (pairs) at {}", p2p.iter().map(|c| at(c)).collect::<Vec<_>>().join(", ")));
+        return Detected { topology: Some(Topology::Pairs), evidence: ev };
+    }
     let mut wraps = false;
     let neighbourly = p2p.iter().all(|c| {
         let Some(e) = c.peer_expr.as_ref().filter(|e| e.mentions("rank")) else { return false };
         (0..m).all(|r| {
-            let mut env = env.clone();
-            env.insert("size".into(), m as f64);
-            env.insert("rank".into(), r as f64);
-            let Ok(v) = e.eval_map(&env) else { return false };
-            let (r, v, m) = (r as f64, v, m as f64);
+            let Some(v) = peer_at(e, r) else { return false };
+            let (r, m) = (r as f64, m as f64);
             if (v - r).abs() == 1.0 || v < 0.0 || v >= m {
                 return true;
             }

@@ -123,6 +123,13 @@ pub fn scale_dir(dir: &Path, out: &Path, model: &ProgramModel, bindings: &BTreeM
             rewrite::master_worker(&ctx, *root, &traces, &mut emit, &mut notes)?;
             topology.clone()
         }
+        Topology::Pairs => {
+            if k % 2 != 0 || n % 2 != 0 {
+                bail!("pairs of ranks scale between even numbers of ranks only ({k} -> {n})");
+            }
+            rewrite::pairs(&ctx, &traces, &mut emit)?;
+            Topology::Pairs
+        }
         Topology::Grid { dims, periodic } => {
             if dims.iter().product::<u32>() != k {
                 bail!("the topology {topology} does not have {k} ranks");

@@ -117,8 +117,12 @@ fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, n
             let g = ranks.len() as u32;
             let first = ranks.first().copied().unwrap_or(0);
             let consecutive = ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32);
+            // The world reversed (MPICH's test harness splits it with key size - rank).
+            let reversed = g == ctx.k && ranks.iter().enumerate().all(|(i, r)| *r == g - 1 - i as u32);
             if consecutive && g == ctx.k {
                 TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
+            } else if reversed {
+                TraceAction::CommDef { id: *id, ranks: (0..ctx.n).rev().collect() }
             } else if consecutive && g > 0 && first % g == 0 {
                 // Groups of g consecutive ranks (MPI_Comm_split by rank / g, e.g. P2PDC's hybrid
                 // groups): the new rank's group.
@@ -178,6 +182,33 @@ pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Ve
         let old = ctx.env(o, ctx.k, None);
         let new = ctx.env(r, ctx.n, None);
         let items = map_items(&traces[o as usize], &mut |a| common(ctx, a, o, &old, &new, uniform, &origin_of))?;
+        emit(r, items)?;
+    }
+    Ok(())
+}
+
+// ---- pairs (rank 2i with 2i + 1) ------------------------------------------------------------------
+
+/// New rank r is traced rank r mod K (its place in its pair kept), its partner r ^ 1.
+pub fn pairs(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>) -> Result<()> {
+    let k = ctx.k;
+    let origin_of = |r: u32| -> u32 { r % k };
+    let uniform = ctx.k as f64 / ctx.n as f64;
+    for r in 0..ctx.n {
+        let o = origin_of(r);
+        let old = ctx.env(o, ctx.k, None);
+        let new = ctx.env(r, ctx.n, None);
+        let items = map_items(&traces[o as usize], &mut |a| {
+            if is_message(a) {
+                let a = match peer_of(a) {
+                    Some(p) if p == o ^ 1 => with_peer(a, r ^ 1),
+                    Some(p) => bail!("rank {o} talks to rank {p}, not to its partner {}", o ^ 1),
+                    None => a.clone(),
+                };
+                return Ok(Some(resize(ctx, &a, &old, &new, (Some(r ^ 1), Some(r ^ 1)), 1.0)));
+            }
+            common(ctx, a, o, &old, &new, uniform, &origin_of)
+        })?;
         emit(r, items)?;
     }
     Ok(())
@@ -1183,5 +1214,20 @@ mod tests {
             // Peers 0-3 take after the first traced peer, 4-7 after the second.
             assert!(send[0] < send[7], "{send:?}");
         }
+    }
+
+    /// A communicator of the world in reverse order stays the world reversed; any other order
+    /// is refused.
+    #[test]
+    fn a_reversed_world_communicator_is_reversed_at_the_new_size() {
+        let model = ProgramModel::default();
+        let scaler = Scaler::new(&model, Mode::Program, Vec::new());
+        let ctx = Ctx { k: 3, n: 5, scaler: &scaler, base_env: HashMap::new() };
+        let env = HashMap::new();
+        let id = |j: u32| j;
+        let def = |ranks: Vec<u32>| common(&ctx, &TraceAction::CommDef { id: 2, ranks }, 0, &env, &env, 1.0, &id);
+        let Some(TraceAction::CommDef { ranks, .. }) = def(vec![2, 1, 0]).unwrap() else { panic!("a communicator") };
+        assert_eq!(ranks, vec![4, 3, 2, 1, 0]);
+        assert!(def(vec![1, 2, 0]).is_err());
     }
 }
