@@ -54,7 +54,7 @@ impl std::fmt::Display for Topology {
     }
 }
 
-/// The parsed form of `--force-topology`: `master-worker[:ROOT]`, `independent`, `mesh:AxB[xC]`,
+/// The parsed form of `--force-topology`: `master-worker[:ROOT]`, `independent`, `pairs`, `mesh:AxB[xC]`,
 /// `torus:AxB[xC]`, `ring:N`, `chain:N` (dimensions of the traced run).
 pub fn parse_topology(s: &str) -> Result<Topology, String> {
     let (kind, arg) = s.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((s, None));

@@ -56,7 +56,7 @@ pub fn choose_topology(traces: &[Vec<items::Item>], model: &ProgramModel, bindin
             (None, s) => {
                 let what = dynamic.evidence.join("; ");
                 bail!(
-                    "cannot scale: no known topology ({what}{}); scaling would be a guess: --force-topology says which it is (master-worker, independent, mesh:AxB, torus:AxBxC, chain:N, ring:N)",
+                    "cannot scale: no known topology ({what}{}); scaling would be a guess: --force-topology says which it is (master-worker, independent, pairs, mesh:AxB, torus:AxBxC, chain:N, ring:N)",
                     match s {
                         Some(s) => format!("; the source says {s} but the trace does not follow it"),
                         None => String::new(),
