@@ -51,6 +51,13 @@ pub fn choose_topology(traces: &[Vec<items::Item>], model: &ProgramModel, bindin
             // two ranks, dimensions of one).
             (Some(d), Some(s)) if detect::static_fits(&g, s) => (s.clone(), format!("agree (the trace alone also fits a {d})")),
             (Some(d), Some(s)) => (d.clone(), format!("disagree: the source says {s}, the trace shows {d}; the trace's is used")),
+            // Two ranks that talk are a chain of two whatever the program does (a ring, pairs,
+            // rank 0 with the last rank, ranks 0 and 1 only): without the source's word it
+            // is a guess.
+            (Some(d @ Topology::Grid { .. }), None) if k == 2 => bail!(
+                "cannot scale: a 2-rank trace whose ranks talk fits a {d} whatever the program does, and the source's peers are not recognised ({}); trace with more ranks, or --force-topology says which it is",
+                stat.evidence.join("; ")
+            ),
             (Some(d), None) => (d.clone(), "trace only".to_string()),
             (None, Some(s)) if detect::static_fits(&g, s) => (s.clone(), "static only".to_string()),
             (None, s) => {
