@@ -4,7 +4,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::frontend;
-use crate::model::analysis::{CountStatus, ProgramModel};
 use crate::model::{to_json, write_artifact};
 
 #[derive(clap::Args, Debug)]
@@ -55,87 +54,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.summary {
-        print_summary(&model);
+        print!("{}", crate::report::analysis_summary(&model));
     } else {
-        print_tree(&model);
+        print!("{}", crate::report::analysis_tree(&model));
     }
     for d in &model.diagnostics {
         eprintln!("mpicast: {}:{}: {}", d.file, d.line, d.message);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn status_word(s: CountStatus) -> &'static str {
-    match s {
-        CountStatus::Exact => "exact",
-        CountStatus::Symbolic => "symbolic",
-        CountStatus::NeedsTrace => "trace",
-    }
-}
-
-fn print_summary(m: &ProgramModel) {
-    println!("{:<40} {:>7} {:>7} {:>9} {:>7} {:>9}", "file", "blocks", "exact", "symbolic", "trace", "static");
-    let mut total = (0, 0, 0, 0);
-    for f in &m.files {
-        let bs: Vec<_> = m.blocks.iter().filter(|b| &b.file == f).collect();
-        let c = |s: CountStatus| bs.iter().filter(|b| b.count.status == s).count();
-        let (e, s, t) = (c(CountStatus::Exact), c(CountStatus::Symbolic), c(CountStatus::NeedsTrace));
-        let frac = if bs.is_empty() { 1.0 } else { (e + s) as f64 / bs.len() as f64 };
-        println!("{:<40} {:>7} {:>7} {:>9} {:>7} {:>8.0}%", f, bs.len(), e, s, t, frac * 100.0);
-        total = (total.0 + bs.len(), total.1 + e, total.2 + s, total.3 + t);
-    }
-    println!(
-        "{:<40} {:>7} {:>7} {:>9} {:>7} {:>8.0}%",
-        "total",
-        total.0,
-        total.1,
-        total.2,
-        total.3,
-        m.static_fraction() * 100.0
-    );
-}
-
-fn print_tree(m: &ProgramModel) {
-    let depth_of = |id: &str| {
-        let mut d = 0;
-        let mut cur = m.blocks.iter().find(|b| b.id == id).and_then(|b| b.parent.clone());
-        while let Some(p) = cur {
-            d += 1;
-            cur = m.blocks.iter().find(|b| b.id == p).and_then(|b| b.parent.clone());
-        }
-        d
-    };
-    let mut file = String::new();
-    for b in &m.blocks {
-        if b.file != file {
-            file = b.file.clone();
-            println!("{file}");
-        }
-        let indent = "  ".repeat(depth_of(&b.id) + 1);
-        let count = match (&b.count.status, &b.count.expr, b.count.value) {
-            (CountStatus::NeedsTrace, _, _) => "trace".to_string(),
-            (_, Some(e), Some(v)) if !e.vars().is_empty() => format!("{e} = {v}"),
-            (_, Some(e), _) => e.to_string(),
-            _ => "?".into(),
-        };
-        let mut ops: Vec<(String, String)> = b.ops.iter().map(|(c, n)| (c.name().to_string(), n.to_string())).collect();
-        ops.truncate(4);
-        let ops: Vec<String> = ops.into_iter().map(|(c, n)| format!("{c}:{n}")).collect();
-        let what = match b.kind {
-            crate::model::analysis::BlockKind::Function => format!("fn {}", b.function),
-            crate::model::analysis::BlockKind::Comm => {
-                let c = m.comm.iter().find(|c| c.block == b.id);
-                c.map(|c| format!("comm {}", c.call)).unwrap_or_else(|| "comm".into())
-            }
-            k => k.name().to_string(),
-        };
-        println!(
-            "{indent}{what:<24} L{}-{}  x {} [{}]  {}",
-            b.line_start,
-            b.line_end,
-            count,
-            status_word(b.count.status),
-            ops.join(" ")
-        );
-    }
 }

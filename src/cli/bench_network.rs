@@ -4,7 +4,6 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::model::network::NetworkTable;
 use crate::network::{self, run};
 use crate::platform;
 
@@ -140,8 +139,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         table.intra_host = Some(network::intra_host(raw.context("the ping-pong of two ranks on one host")?));
     }
     table.load = meter.finish();
-    print_osu(&table);
-    print_links(&table);
+    print!("{}", crate::report::network_text(&table));
 
     let mut status = ExitCode::SUCCESS;
     if let Some(p) = &args.platform_out {
@@ -156,31 +154,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         std::fs::write(p, xml).with_context(|| format!("{}: cannot write", p.display()))?;
         let check = network::self_check(&table, p)
             .with_context(|| format!("{}: self-check", p.display()))?;
-        println!(
-            "\n# Self-check: ping-pong replayed through mpicast's simulator on {}",
-            p.display()
-        );
-        println!(
-            "# {:>10} {:>14} {:>14} {:>9} {:>14}",
-            "Size", "Measured (us)", "Simulated (us)", "Error", "Segments (us)"
-        );
-        for r in &check.rows {
-            println!(
-                "  {:>10} {:>14.3} {:>14.3} {:>8.2}% {:>14.3}",
-                r.size_bytes,
-                r.measured_s * 1e6,
-                r.simulated_s * 1e6,
-                r.rel_error * 100.0,
-                r.fitted_s * 1e6
-            );
-        }
+        print!("{}", crate::report::self_check_text(&check, p));
         let ok = check.max_rel_error <= check.tolerance;
-        println!(
-            "# self-check {}: largest error {:.2}% (bound {:.0}%)",
-            if ok { "passed" } else { "FAILED" },
-            check.max_rel_error * 100.0,
-            check.tolerance * 100.0
-        );
         if !ok {
             status = ExitCode::from(1);
         }
@@ -201,144 +176,4 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("mpicast: warning: {w} (the table says so: load.under_load)");
     }
     Ok(status)
-}
-
-fn print_osu(t: &NetworkTable) {
-    println!(
-        "# mpicast CTC ping-pong: {} ({} ranks, rank 0 on {})",
-        t.launch.command.first().map(String::as_str).unwrap_or("?"),
-        t.launch.ranks,
-        t.launch.host0
-    );
-    println!("# one-way time = round trip / 2; median of the repetitions; min and p90 beside it");
-    println!(
-        "# {:<10} {:>12} {:>12} {:>12} {:>8} {:>7}",
-        "Size", "Latency (us)", "Min (us)", "P90 (us)", "Reps", "SE"
-    );
-    for p in &t.pingpong {
-        println!(
-            "{:<12} {:>12.3} {:>12.3} {:>12.3} {:>8} {:>6.1}%",
-            p.size_bytes,
-            p.median_s * 1e6,
-            p.min_s * 1e6,
-            p.p90_s * 1e6,
-            p.reps,
-            p.rel_stderr * 100.0
-        );
-    }
-    println!("\n# {:<10} {:>16}", "Size", "Bandwidth (MB/s)");
-    for p in t.pingpong.iter().filter(|p| p.size_bytes > 0) {
-        println!(
-            "{:<12} {:>16.2}",
-            p.size_bytes,
-            p.size_bytes as f64 / p.median_s / 1e6
-        );
-    }
-    println!(
-        "\n# {:<10} {:>14} {:>14}",
-        "Size", "Isend post (us)", "Irecv post (us)"
-    );
-    for o in &t.overheads {
-        println!(
-            "{:<12} {:>14.3} {:>14.3}",
-            o.size_bytes,
-            o.send_s * 1e6,
-            o.recv_s * 1e6
-        );
-    }
-    if !t.collectives.is_empty() {
-        println!(
-            "\n# {:<10} {:>10} {:>14} {:>12}",
-            "Collective", "Size", "Avg (us)", "Min (us)"
-        );
-        for c in &t.collectives {
-            println!(
-                "{:<12} {:>10} {:>14.3} {:>12.3}",
-                c.name,
-                c.size_bytes,
-                c.mean_s * 1e6,
-                c.min_s * 1e6
-            );
-        }
-    }
-    println!("\n# Fitted segments: T(s) = L + s / B");
-    print_segments(&t.segments);
-    println!(
-        "# break points: {}; eager/rendezvous switch: {}",
-        if t.break_points_bytes.is_empty() {
-            "none".to_string()
-        } else {
-            t.break_points_bytes
-                .iter()
-                .map(|b| format!("{b} B"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        },
-        t.eager_threshold_bytes
-            .map(|b| format!("{b} B"))
-            .unwrap_or_else(|| "not seen".into())
-    );
-    if !t.fit.outlier_sizes_bytes.is_empty() {
-        println!(
-            "# left out of the fit as outliers (host busy?): {}",
-            t.fit
-                .outlier_sizes_bytes
-                .iter()
-                .map(|b| format!("{b} B"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    println!(
-        "# fit error: held-out sizes ({} of {}, fit on the others) max {:.1}%, mean {:.1}%; sizes of the final fit max {:.1}%",
-        t.fit.heldout_sizes_bytes.len(),
-        t.pingpong.len(),
-        t.fit.heldout_max_rel_error * 100.0,
-        t.fit.heldout_mean_rel_error * 100.0,
-        t.fit.fit_max_rel_error * 100.0
-    );
-}
-
-/// The exchange both ways, the sharing policy it shows, and the intra-host fit.
-fn print_links(t: &NetworkTable) {
-    if !t.exchange.is_empty() {
-        println!("\n# {:<10} {:>16} {:>16} {:>8}", "Size", "Exchange (us)", "One way (us)", "Ratio");
-        for x in &t.exchange {
-            let one = t.pingpong.iter().find(|p| p.size_bytes == x.size_bytes).map(|p| p.median_s);
-            println!(
-                "{:<12} {:>16.3} {:>16} {:>8}",
-                x.size_bytes,
-                x.median_s * 1e6,
-                one.map(|o| format!("{:.3}", o * 1e6)).unwrap_or_else(|| "-".into()),
-                one.map(|o| format!("{:.2}", x.median_s / o)).unwrap_or_else(|| "-".into())
-            );
-        }
-    }
-    if let Some(d) = &t.duplex {
-        println!(
-            "# both directions at once: {:.2}x the one-way time at {} B: {} (sharing_policy {})",
-            d.ratio,
-            d.size_bytes,
-            if d.sharing_policy == "SHARED" { "the directions share the link" } else { "each direction has its own bandwidth" },
-            d.sharing_policy
-        );
-    }
-    if let Some(i) = &t.intra_host {
-        println!("\n# Two ranks on {}: T(s) = L + s / B", i.host);
-        print_segments(&i.segments);
-    }
-}
-
-fn print_segments(segments: &[crate::model::network::Segment]) {
-    println!("# {:>10} {:>10} {:>12} {:>14}", "From (B)", "To (B)", "L (us)", "B (MB/s)");
-    for g in segments {
-        // A flat segment (the time does not grow with the size: a minimum frame, a copy too
-        // short to see) says nothing of a bandwidth.
-        let bw = if g.bandwidth_bytes_per_s >= crate::network::fit::FLAT_BANDWIDTH {
-            "flat".to_string()
-        } else {
-            format!("{:.1}", g.bandwidth_bytes_per_s / 1e6)
-        };
-        println!("  {:>10} {:>10} {:>12.3} {:>14}", g.from_bytes, g.to_bytes, g.latency_s * 1e6, bw);
-    }
 }

@@ -10,7 +10,6 @@ use anyhow::{bail, Context, Result};
 use crate::model::prediction::Prediction;
 use crate::model::sweep::Sweep;
 use crate::model::{read_artifact, Artifact};
-use crate::report::table::{self, Align, Table};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -85,7 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         let out = args.output.as_ref().expect("checked above");
         write(out, &crate::report::html_sweep(sweep)?)?;
-        print!("{}", sweep_summary(sweep));
+        print!("{}", crate::report::sweep_table(sweep));
         println!("wrote {}", out.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -130,7 +129,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let (Some(t), Some(trace)) = (&args.chrome_trace, &trace) {
         write(t, trace)?;
     }
-    print!("{}", predictions_summary(&preds));
+    print!("{}", crate::report::predictions_table(&preds));
     if let Some(out) = &args.output {
         println!("wrote {}", out.display());
     }
@@ -138,50 +137,4 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("wrote {} ({} events, from {})", t.display(), first.timeline.len(), first_path.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One line per prediction: machine table, platform, ranks, predicted time and interval.
-fn predictions_summary(preds: &[(PathBuf, Prediction)]) -> String {
-    let mut t = Table::new(&[
-        ("prediction", Align::Left),
-        ("machine table", Align::Left),
-        ("platform", Align::Left),
-        ("ranks", Align::Right),
-        ("predicted", Align::Right),
-        ("interval", Align::Right),
-        ("timeline", Align::Right),
-    ]);
-    for (path, p) in preds {
-        t.row(vec![
-            path.display().to_string(),
-            format!("{} ({})", p.machine.path, p.machine.hostname),
-            p.platform.clone(),
-            p.ranks.to_string(),
-            table::seconds(p.predicted_s),
-            format!("{} .. {}", table::seconds(p.interval_s[0]), table::seconds(p.interval_s[1])),
-            format!("{} events", p.timeline.len()),
-        ]);
-    }
-    t.render()
-}
-
-/// The sweep's points as a table: platform, ranks, predicted time, speedup, efficiency.
-fn sweep_summary(s: &Sweep) -> String {
-    let mut t = Table::new(&[
-        ("platform", Align::Left),
-        ("ranks", Align::Right),
-        ("predicted", Align::Right),
-        ("speedup", Align::Right),
-        ("efficiency", Align::Right),
-    ]);
-    for p in &s.points {
-        t.row(vec![
-            p.platform.clone(),
-            p.ranks.to_string(),
-            table::seconds(p.predicted_s),
-            format!("{:.2}", p.speedup),
-            format!("{:.1} %", 100.0 * p.efficiency),
-        ]);
-    }
-    t.render()
 }

@@ -71,7 +71,7 @@ pub fn page(title: &str, body: &str, scripts: &[&str]) -> String {
 
 /// Seconds with a unit chosen by magnitude: `2.53 ms`, `687.73 µs`, `4.0 ns`, `1.234 s`.
 pub fn seconds(s: f64) -> String {
-    super::table::seconds_in(s, "µs", "")
+    super::table::seconds_as(s, super::table::PAGE)
 }
 
 /// A count: integers as such up to 10^9 (with thin separators), larger or fractional ones in

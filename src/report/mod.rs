@@ -9,20 +9,31 @@
 //! JSON here is built as `serde_json::Value` or written by hand: only `src/model` types derive
 //! `Serialize`.
 
+mod analysis_text;
 mod chrome;
 mod html;
+mod network_text;
 mod prediction_page;
+mod prediction_text;
+mod replay_text;
 mod source;
+mod summary_text;
 mod svg;
 mod sweep_page;
+mod sweep_text;
 pub mod table;
+mod validation_text;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::model::analysis::ProgramModel;
+use crate::model::network::{NetworkTable, SelfCheck};
 use crate::model::prediction::Prediction;
 use crate::model::sweep::Sweep;
+use crate::model::trace::ReplayResult;
+use crate::model::validation::Validation;
 
 /// One self-contained HTML page for a prediction (no network access needed to view it): the
 /// header, the source with blocks highlighted by predicted share of time, the block panel,
@@ -58,6 +69,59 @@ pub fn chrome_trace(p: &Prediction) -> Result<String> {
 /// and efficiency against ranks, one curve per platform, with a legend.
 pub fn sweep_svg(s: &Sweep) -> String {
     svg::sweep(s)
+}
+
+/// The prediction as text: header, predicted time and interval, per-rank split, hottest blocks
+/// and functions, op classes, assumptions.
+pub fn prediction_text(p: &Prediction) -> String {
+    prediction_text::prediction(p)
+}
+
+/// The sweep as text: one table per platform (time, interval, speedup, efficiency, the slowest
+/// rank's split).
+pub fn sweep_text(s: &Sweep) -> String {
+    sweep_text::sweep(s)
+}
+
+/// The validation as text: one line per rank count, the measured median (min), then per mode the
+/// prediction and its error; n/a reasons as numbered notes, then `notes`.
+pub fn validation_text(v: &Validation, name: &str, notes: &[String]) -> String {
+    validation_text::validation(v, name, notes)
+}
+
+/// A replay's result as text: makespan, per-rank (or min/median/max) times, hosts and links.
+pub fn replay_text(r: &ReplayResult) -> String {
+    replay_text::replay(r)
+}
+
+/// The CTC's measurements and fit as text.
+pub fn network_text(t: &NetworkTable) -> String {
+    network_text::network(t)
+}
+
+/// The CTC's self-check on the platform it wrote, as text.
+pub fn self_check_text(check: &SelfCheck, platform: &std::path::Path) -> String {
+    network_text::self_check(check, platform)
+}
+
+/// The analysis' blocks as an indented tree.
+pub fn analysis_tree(m: &ProgramModel) -> String {
+    analysis_text::tree(m)
+}
+
+/// The analysis' summary per file.
+pub fn analysis_summary(m: &ProgramModel) -> String {
+    analysis_text::summary(m)
+}
+
+/// One line per prediction file: machine table, platform, ranks, predicted time and interval.
+pub fn predictions_table(preds: &[(PathBuf, Prediction)]) -> String {
+    summary_text::predictions(preds)
+}
+
+/// A sweep's points: platform, ranks, predicted time, speedup, efficiency.
+pub fn sweep_table(s: &Sweep) -> String {
+    summary_text::sweep_points(s)
 }
 
 #[cfg(test)]

@@ -60,29 +60,61 @@ impl Table {
     }
 }
 
-/// Seconds for a terminal column: `2.53 ms`, `687.73 us`, `4.0 ns`, `1.234  s` (units two
-/// characters wide).
-pub fn seconds(s: f64) -> String {
-    seconds_in(s, "us", " ")
+/// How seconds are written: the unit is chosen by magnitude (ns, us, ms, s).
+#[derive(Clone, Copy, Debug)]
+pub struct SecondsStyle {
+    /// The microsecond unit: `us` on a terminal, `µs` in a page.
+    pub micro: &'static str,
+    /// Between the number and a one-letter unit: `" "` lines up with two-letter units.
+    pub pad: &'static str,
+    /// Decimals of milliseconds and microseconds (seconds have 3, nanoseconds 1).
+    pub digits: usize,
+    /// Nanoseconds below a microsecond; else microseconds down to zero.
+    pub nanos: bool,
+    /// What a value that is not finite reads as (None: Rust's own `inf`, `NaN`).
+    pub not_finite: Option<&'static str>,
 }
 
-/// Seconds with a unit chosen by magnitude; `micro` spells the microsecond unit and `pad` goes
-/// between the number and a one-letter unit (`" "` lines up with two-letter units).
-pub fn seconds_in(s: f64, micro: &str, pad: &str) -> String {
+/// Terminal columns: `2.53 ms`, `687.73 us`, `4.0 ns`, `1.234  s` (units two characters wide).
+pub const COLUMN: SecondsStyle = SecondsStyle { micro: "us", pad: " ", digits: 2, nanos: true, not_finite: None };
+/// Terminal text: as [`COLUMN`], with `1.234 s`.
+pub const TEXT: SecondsStyle = SecondsStyle { pad: "", ..COLUMN };
+/// HTML pages: as [`TEXT`], with `µs`.
+pub const PAGE: SecondsStyle = SecondsStyle { micro: "µs", ..TEXT };
+/// Short cells (validation): one decimal, no nanoseconds, `-` for what is not a time.
+pub const BRIEF: SecondsStyle = SecondsStyle { digits: 1, nanos: false, not_finite: Some("-"), ..TEXT };
+
+/// Seconds for a terminal column ([`COLUMN`]).
+pub fn seconds(s: f64) -> String {
+    seconds_as(s, COLUMN)
+}
+
+/// Seconds in a style: the one formatter of times for people (terminal tables, text reports,
+/// pages).
+pub fn seconds_as(s: f64, style: SecondsStyle) -> String {
+    let SecondsStyle { micro, pad, digits, nanos, not_finite } = style;
     let a = s.abs();
     if !s.is_finite() {
-        format!("{s}")
+        not_finite.map_or_else(|| format!("{s}"), str::to_string)
     } else if a == 0.0 {
         format!("0 {pad}s")
-    } else if a < 1e-6 {
+    } else if nanos && a < 1e-6 {
         format!("{:.1} ns", s * 1e9)
     } else if a < 1e-3 {
-        format!("{:.2} {micro}", s * 1e6)
+        format!("{:.digits$} {micro}", s * 1e6)
     } else if a < 1.0 {
-        format!("{:.2} ms", s * 1e3)
+        format!("{:.digits$} ms", s * 1e3)
     } else {
         format!("{s:.3} {pad}s")
     }
+}
+
+/// A path's file name (the path itself when it has none): how reports name files.
+pub fn short_path(p: &str) -> String {
+    std::path::Path::new(p)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.to_string())
 }
 
 #[cfg(test)]
