@@ -32,7 +32,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let spec = args.build.spec(&args.inputs)?;
     let files = frontend::collect_sources(&args.inputs)?;
-    let bindings = args.build.bindings(&spec, &files);
+    let bindings = crate::predict::session::bindings(&spec, &files);
     let opts = frontend::Options { bindings, assume_branches: args.assume_branches };
     let mut model = frontend::analyze_built(&files, &opts, &spec);
     if args.compiled {

@@ -1,7 +1,6 @@
 //! Flag groups shared by the subcommands that build or run the user's program (analyze, trace,
 //! predict, sweep, validate): one spelling and one meaning everywhere.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
@@ -79,20 +78,6 @@ impl BuildArgs {
             libs,
             compile_commands,
         })
-    }
-
-    /// The analysis' bindings: numeric macros of -D, --cflags and the compilation database.
-    /// A program variable named like one of the analysis's symbols (`-D size=512`) is bound
-    /// under its formula symbol too (`size'`).
-    pub fn bindings(&self, spec: &BuildSpec, files: &[PathBuf]) -> BTreeMap<String, f64> {
-        let mut b = spec.numeric_defines(files);
-        let primed: Vec<(String, f64)> = b
-            .iter()
-            .map(|(k, v)| (crate::frontend::analyze::program_symbol(k), *v))
-            .filter(|(k, _)| !b.contains_key(k))
-            .collect();
-        b.extend(primed);
-        b
     }
 
     /// The same flags as arguments of a child `mpicast` (validate's predictions).

@@ -108,15 +108,26 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// An error and its causes on one line: `outer: inner: root`.
-pub fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        // Contexts often repeat their cause verbatim; keep each piece once.
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
+pub use crate::model::one_line;
+
+/// Writes a text output file (a report, a plot), naming it when it cannot.
+fn write_text(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// `--json FILE` (`-`: stdout). True when the artifact went to stdout, which then holds nothing
+/// else.
+fn json_out<T: crate::model::Artifact>(path: Option<&std::path::Path>, artifact: &T) -> anyhow::Result<bool> {
+    match path {
+        Some(p) if p.as_os_str() == "-" => {
+            print!("{}", crate::model::to_json(artifact));
+            Ok(true)
         }
+        Some(p) => {
+            crate::model::write_artifact(p, artifact)?;
+            Ok(false)
+        }
+        None => Ok(false),
     }
-    parts.join(": ").replace('\n', " ")
 }

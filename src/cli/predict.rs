@@ -2,16 +2,14 @@
 //! [-- PROGRAM ARGS]`: the predicted run time of a program, without running it (static path) or
 //! from an instrumented run's traces (trace path).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
-use crate::frontend;
 use crate::model::machine::Variant;
-use crate::model::prediction::Prediction;
-use crate::model::trace::Mapping;
-use crate::predict::{self, WhatIf};
+use crate::predict::session::{self, ProgramSpec, Request, Source};
+use crate::predict::WhatIf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -140,58 +138,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.ranks == 0 {
         bail!("-n must be at least 1");
     }
-    for (name, v) in [
-        ("--cpu-scale", args.cpu_scale),
-        ("--bw-scale", args.bw_scale),
-        ("--lat-scale", args.lat_scale),
-    ] {
-        if let Some(v) = v {
-            if !(v > 0.0 && v.is_finite()) {
-                bail!("{name} {v}: must be a positive number");
-            }
-        }
-    }
-    if let Some(l) = args.background_load {
-        if !(0.0..1.0).contains(&l) {
-            bail!("--background-load {l}: must be at least 0 and below 1");
-        }
-    }
-    let build = args.build.spec(&args.inputs)?;
-    let launch = args.launch.spec()?;
-    let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
-    let files = frontend::collect_sources(&args.inputs)?;
-    let defines = args.build.bindings(&build, &files);
-    let opts = frontend::Options {
-        bindings: defines.clone(),
-        assume_branches: args.assume_branches,
-    };
-    let model = frontend::analyze_built(&files, &opts, &build);
-    // The static path's own failure (an unbound parameter included) is not the end: unless
-    // --static-only, the prediction falls back to a traced run.
-    let bound = predict::bind_parameters(&model, &defines, &args.program_args);
-    let (bindings, notes, unbound) = match bound {
-        Ok((b, n)) => (b, n, None),
-        Err(e) => (defines.clone(), Vec::new(), Some(e)),
-    };
-
-    let machine_path = match &args.machine {
-        Some(p) => p.clone(),
-        None => default_machine()?,
-    };
-    let machine = crate::machine::load_table(&machine_path)?;
-    let platform = match &args.platform {
-        Some(p) => p.clone(),
-        None => default_platform()?,
-    };
-    if !platform.is_file() {
-        bail!("{}: no such platform file", platform.display());
-    }
-    let mapping = match &args.mapping {
-        Some(p) => Mapping::Hosts {
-            hosts: crate::sim::replay::read_mapping_file(p)?,
-        },
-        None => Mapping::RoundRobin,
-    };
     let what_if = WhatIf {
         cpu_scale: args.cpu_scale,
         bw_scale: args.bw_scale,
@@ -200,395 +146,54 @@ pub fn run(args: Args) -> Result<ExitCode> {
         hosts: args.hosts,
         cores_per_host: args.cores_per_host,
     };
-    let popts = predict::Options {
-        ranks: args.ranks,
-        bindings,
-        args: args.program_args.clone(),
-        machine,
-        machine_path,
-        variant: if args.costs == "fitted" {
-            Variant::Fitted
-        } else {
-            Variant::Throughput
+    what_if.check()?;
+    let build = args.build.spec(&args.inputs)?;
+    let launch = args.launch.spec()?;
+    let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
+    let req = Request {
+        program: ProgramSpec {
+            inputs: args.inputs.clone(),
+            args: args.program_args.clone(),
+            trace_args,
+            build,
+            defines: args.build.define.clone(),
+            launch,
         },
-        platform,
-        cfg: Vec::new(),
-        eager_threshold: None,
-        mapping,
+        ranks: args.ranks,
+        machine: args.machine.clone(),
+        platform: args.platform.clone(),
+        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
+        compiled_ops: args.ops == "compiled",
+        assume_branches: args.assume_branches,
+        source: match (&args.trace, args.trace_ranks) {
+            (Some(d), _) => Source::Traces(d.clone()),
+            (None, Some(k)) => Source::TracedRun(k),
+            (None, None) => Source::Static { only: args.static_only },
+        },
+        estimate_bulk: args.estimate_bulk,
+        trace_timeout_s: args.trace_timeout,
+        scaling: crate::scale::Mode::parse(&args.scaling)
+            .ok_or_else(|| anyhow::anyhow!("--scaling {}: program, weak or strong", args.scaling))?,
+        force_topology: args.force_topology.clone(),
+        measured: args.measured,
+        allow_incomplete: args.allow_incomplete,
         what_if,
+        mapping: args.mapping.clone(),
+        top: args.top,
+        save_traces: args.save_traces.clone(),
         timeline: args.timeline || args.html.is_some() || args.chrome_trace.is_some(),
         no_fold: args.no_fold,
-        top: args.top,
-        assumptions: notes,
-        save_traces: args.save_traces.clone(),
-        defines: args.build.define.clone(),
-        build: build.clone(),
-        estimate_bulk: args.estimate_bulk,
-        compiled: if args.ops == "compiled" { compiled_ops(&files, &build, &model) } else { None },
     };
-    let run = TraceRun {
-        inputs: &args.inputs,
-        measured: args.measured,
-        build: &build,
-        launch: &launch,
-        args: &trace_args,
-        timeout_s: args.trace_timeout,
-    };
-    let req = scale_request(args.ranks, &args.scaling, args.force_topology.as_deref())?;
-    let from_trace = |dir: &Path| -> Result<Prediction> {
-        let (_, p) = predict::predict_trace_scaled(
-            dir,
-            &popts,
-            args.measured,
-            args.allow_incomplete,
-            Some(&req),
-        )
-        .map_err(|e| with_hint(e, &model))?;
-        Ok(p)
-    };
-    // A trace of another rank count that cannot be scaled (a mesh with one rank along a
-    // dimension, lists that differ between ranks): the program's own arithmetic at N ranks,
-    // the static path, when it resolves (counts only: measured bursts need the trace; weak and
-    // strong scaling are assumptions the user chose).
-    let scaled = |dir: &Path| -> Result<Prediction> {
-        let e = match from_trace(dir) {
-            Ok(p) => return Ok(p),
-            Err(e) => e,
-        };
-        let k = crate::trace::discover(dir).ok();
-        if args.measured || args.scaling != "program" || unbound.is_some() || k.is_none_or(|k| k == args.ranks) {
-            return Err(e);
-        }
-        let Ok(mut p) = predict::predict_static(&model, &popts) else { return Err(e) };
-        let why = super::one_line(&e);
-        eprintln!("mpicast: {why}");
-        eprintln!("mpicast: predicting at {} ranks from the program's own arithmetic instead (the static path)", args.ranks);
-        p.assumptions.insert(
-            0,
-            format!("the {}-rank trace was not scaled ({why}): counts and messages at {} ranks come from the program's own arithmetic (the static path)", k.unwrap_or(0), args.ranks),
-        );
-        Ok(p)
-    };
-    let mut prediction = match (&args.trace, args.trace_ranks) {
-        (Some(d), _) => scaled(d)?,
-        (None, Some(k)) => {
-            let (_tmp, out) = take_trace(&run, k)?;
-            scaled(&out)?
-        }
-        (None, None) => {
-            let attempt = match unbound {
-                Some(e) => Err(e),
-                None => predict::predict_static(&model, &popts),
-            };
-            match attempt {
-                Ok(p) => p,
-                Err(e) if args.static_only || !static_failure(&e) => {
-                    return Err(with_hint(e, &model))
-                }
-                Err(e) => {
-                    let why = super::one_line(&e);
-                    let k = fallback_ranks(args.ranks);
-                    eprintln!("mpicast: the static path stops: {why}");
-                    eprintln!("mpicast: predicting from a traced run at {k} rank{} instead (--static-only refuses)", if k == 1 { "" } else { "s" });
-                    let (_tmp, out) = take_trace(&run, k)?;
-                    let mut p = from_trace(&out)?;
-                    p.fallback = Some(crate::model::prediction::Fallback {
-                        static_error: why,
-                        traced_ranks: k,
-                    });
-                    p
-                }
-            }
-        }
-    };
-    // On this host's own platform, the wall clock a run would show: the launcher's start-up
-    // as measured here (once per host, launcher and rank count).
-    if args.platform.is_none() {
-        let cores = crate::machine::sysinfo::host_info().cores;
-        match crate::mpi::startup::startup(&launch, args.ranks, cores) {
-            Ok((s, n)) => {
-                prediction.startup_s = Some(s);
-                prediction.startup_ranks = Some(n);
-            }
-            Err(e) => eprintln!("mpicast: the launcher's start-up was not measured: {}", super::one_line(&e)),
-        }
-    }
+    let prediction = session::predict(&req)?;
     if let Some(f) = &args.html {
-        write_text(f, &crate::report::html_prediction(&prediction)?)?;
+        super::write_text(f, &crate::report::html_prediction(&prediction)?)?;
     }
     if let Some(f) = &args.chrome_trace {
-        write_text(f, &crate::report::chrome_trace(&prediction)?)?;
+        super::write_text(f, &crate::report::chrome_trace(&prediction)?)?;
     }
-    if json_out(args.json.as_deref(), &prediction)? {
+    if super::json_out(args.json.as_deref(), &prediction)? {
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", crate::report::prediction_text(&prediction));
     Ok(ExitCode::SUCCESS)
-}
-
-/// What a traced run needs: the sources, how to build and launch them, the run's arguments.
-pub(super) struct TraceRun<'a> {
-    pub inputs: &'a [PathBuf],
-    pub measured: bool,
-    pub build: &'a crate::mpi::build::BuildSpec,
-    pub launch: &'a crate::mpi::launch::LaunchSpec,
-    pub args: &'a [String],
-    pub timeout_s: f64,
-}
-
-/// Runs the program instrumented (every block counted, and timed for measured bursts) at `k`
-/// ranks into a temporary directory; returns it and the trace directory inside. The program's
-/// output goes to stderr: stdout is the prediction's (`--json -`).
-pub(super) fn take_trace(run: &TraceRun, k: u32) -> Result<(tempfile::TempDir, PathBuf)> {
-    let source = match run.inputs {
-        [one] => one.clone(),
-        _ => {
-            bail!("a traced run takes one source file or directory (give the program's directory)")
-        }
-    };
-    let t = tempfile::Builder::new()
-        .prefix("mpicast-trace-run")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
-    let out = t.path().join("traces");
-    let files = frontend::collect_sources(run.inputs)?;
-    let opts = crate::instrument::TraceOptions {
-        source,
-        ranks: k,
-        output: Some(out.clone()),
-        build: run.build.clone(),
-        launch: run.launch.clone(),
-        args: run.args.to_vec(),
-        all_blocks: true,
-        time_blocks: run.measured,
-        bindings: run.build.numeric_defines(&files),
-        timeout_s: Some(run.timeout_s),
-        echo: crate::mpi::run::Echo::Stderr,
-        ..Default::default()
-    };
-    eprintln!(
-        "mpicast: tracing at {k} ranks: {} PROGRAM {}",
-        run.launch.describe(k),
-        crate::mpi::build::show(run.args)
-    );
-    match crate::instrument::trace(&opts) {
-        Ok(o) => {
-            for w in &o.warnings {
-                eprintln!("mpicast: warning: {w}");
-            }
-        }
-        Err(e) => {
-            if let Some(f) = e.downcast_ref::<crate::instrument::RunFailure>() {
-                for l in f.output_tail.lines() {
-                    eprintln!("  | {l}");
-                }
-            }
-            return Err(e.context(format!("the traced run at {k} ranks")));
-        }
-    }
-    Ok((t, out))
-}
-
-/// Errors of the static path that a traced run answers (not bad input such as a broken
-/// platform file).
-fn static_failure(e: &anyhow::Error) -> bool {
-    if e.downcast_ref::<predict::skeleton::Unresolved>().is_some() {
-        return true;
-    }
-    let text = super::one_line(e);
-    [
-        "unbound parameter",
-        "not known before running",
-        "needs a trace",
-        "cannot be evaluated",
-        "unresolved",
-        "data-dependent",
-    ]
-    .iter()
-    .any(|k| text.contains(k))
-}
-
-/// Ranks of the traced run a fallback makes: the predicted count when this host runs it
-/// without much oversubscription, else 4 (scaled to N).
-fn fallback_ranks(n: u32) -> u32 {
-    let cores = std::thread::available_parallelism()
-        .map(|c| c.get())
-        .unwrap_or(1) as u32;
-    if n <= (2 * cores).max(4) {
-        n
-    } else {
-        4
-    }
-}
-
-/// The scaling request of `--scaling` and `--force-topology`.
-pub(super) fn scale_request(
-    ranks: u32,
-    scaling: &str,
-    force: Option<&str>,
-) -> Result<crate::scale::Request> {
-    Ok(crate::scale::Request {
-        to_ranks: ranks,
-        mode: crate::scale::Mode::parse(scaling)
-            .ok_or_else(|| anyhow::anyhow!("--scaling {scaling}: program, weak or strong"))?,
-        force: force
-            .map(crate::scale::detect::parse_topology)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
-    })
-}
-
-/// Writes a text output file (a report, a plot), naming it when it cannot.
-pub(super) fn write_text(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
-}
-
-/// `--json FILE` (`-`: stdout). True when the artifact went to stdout, which then holds nothing
-/// else.
-pub(super) fn json_out<T: crate::model::Artifact>(
-    path: Option<&Path>,
-    artifact: &T,
-) -> Result<bool> {
-    match path {
-        Some(p) if p.as_os_str() == "-" => {
-            print!("{}", crate::model::to_json(artifact));
-            Ok(true)
-        }
-        Some(p) => {
-            crate::model::write_artifact(p, artifact)?;
-            Ok(false)
-        }
-        None => Ok(false),
-    }
-}
-
-/// Adds what would resolve an unbound parameter.
-pub(super) fn with_hint(
-    e: anyhow::Error,
-    model: &crate::model::analysis::ProgramModel,
-) -> anyhow::Error {
-    let text = super::one_line(&e);
-    if let Some(name) = text
-        .split("unbound parameter ")
-        .nth(1)
-        .map(|s| s.split_whitespace().next().unwrap_or(""))
-    {
-        let from_argv = model
-            .parameters
-            .iter()
-            .find(|p| p.name == name)
-            .and_then(|p| p.argv_index);
-        let c_name = crate::frontend::analyze::program_name(name);
-        let hint = match from_argv {
-            Some(k) => format!("pass program argument {k} after `--`, or -D {c_name}=VALUE"),
-            None => {
-                format!("bind it with -D {c_name}=VALUE, or predict from a trace (--trace-ranks K)")
-            }
-        };
-        return anyhow::anyhow!("{text}; {hint}");
-    }
-    if e.downcast_ref::<predict::skeleton::Unresolved>().is_some() {
-        return anyhow::anyhow!(
-            "{text}; the static path cannot go on: predict from a trace (--trace-ranks K)"
-        );
-    }
-    e
-}
-
-fn cached(name: &str) -> PathBuf {
-    crate::machine::cache_root().join(name)
-}
-
-fn hostname() -> String {
-    crate::model::file_name_part(&crate::model::hostname_or("localhost"))
-}
-
-/// Runs this executable's own subcommand (a benchmark), progress on stderr.
-fn run_self(args: &[&str]) -> Result<()> {
-    let exe = crate::sim::child::mpicast_exe()?;
-    // Its output goes to stderr: stdout is the prediction's (`--json -`).
-    let status = Command::new(&exe)
-        .args(args)
-        .stdout(std::process::Stdio::from(std::io::stderr()))
-        .status()
-        .with_context(|| format!("cannot start {}", exe.display()))?;
-    if !status.success() {
-        bail!("`mpicast {}` failed ({status})", args.join(" "));
-    }
-    Ok(())
-}
-
-/// This host's machine table for mpicc -O2, measured on first use.
-pub(super) fn default_machine() -> Result<PathBuf> {
-    use std::io::IsTerminal;
-    crate::machine::host_table(std::io::stderr().is_terminal())
-}
-
-/// This host's network as a platform, measured on first use. One process measures at a time
-/// (the others wait for its platform); a platform measured under load is used for this run
-/// only, renamed `*.under-load.*`, so the next run measures again.
-pub(super) fn default_platform() -> Result<PathBuf> {
-    let dir = cached(&format!("networks/{}", hostname()));
-    let p = dir.join("platform.xml");
-    let _lock = crate::model::CacheLock::acquire(&dir, "default-network")?;
-    let table = dir.join("network.json");
-    if p.is_file() {
-        // A platform fitted through sizes that are now known to be implausible (a busy host's
-        // ping-pong, cached before the fit set such sizes aside) is measured again.
-        match crate::network::load_table(&table) {
-            Ok(t) if !t.implausible_in_fit().is_empty() => eprintln!(
-                "mpicast: the cached network platform was fitted through implausible ping-pong times at {} B: measuring it again",
-                t.implausible_in_fit().iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
-            ),
-            _ => return Ok(p),
-        }
-    } else {
-        eprintln!(
-            "mpicast: no network measurement for this host yet: measuring one, cached in {}",
-            dir.display()
-        );
-    }
-    run_self(&[
-        "bench",
-        "network",
-        "--quick",
-        "-o",
-        &table.to_string_lossy(),
-        "--platform-out",
-        &p.to_string_lossy(),
-    ])?;
-    let measured: crate::model::network::NetworkTable = crate::model::read_artifact(&table)?;
-    if let Some(warning) = measured.load.as_ref().and_then(|l| l.warning("the network table")) {
-        let (table_aside, p_aside) = (
-            crate::model::under_load_path(&table),
-            crate::model::under_load_path(&p),
-        );
-        for (from, to) in [(&table, &table_aside), (&p, &p_aside)] {
-            std::fs::rename(from, to)
-                .with_context(|| format!("{}: cannot rename to {}", from.display(), to.display()))?;
-        }
-        eprintln!(
-            "mpicast: {warning}; not cached as this host's default: {} is used for this run",
-            p_aside.display()
-        );
-        return Ok(p_aside);
-    }
-    Ok(p)
-}
-
-/// The compiled code's ops per block (`--ops compiled`), or None with a note when the program
-/// cannot be rebuilt with -g or its code not read: the source's ops then.
-fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: &crate::model::analysis::ProgramModel) -> Option<std::sync::Arc<crate::objcode::CompiledOps>> {
-    let r = crate::objcode::build_debug(files, build).and_then(|exe| exe.map(|e| crate::objcode::compiled_ops(model, &e)).transpose());
-    match r {
-        Ok(Some(c)) => Some(std::sync::Arc::new(c)),
-        Ok(None) => {
-            eprintln!("mpicast: a --build command is not rebuilt with -g: ops from the source (--ops source)");
-            None
-        }
-        Err(e) => {
-            eprintln!("mpicast: ops from the source: the compiled code could not be read: {}", super::one_line(&e));
-            None
-        }
-    }
 }

@@ -4,20 +4,13 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::predict::{
-    default_machine, default_platform, json_out, scale_request, take_trace, with_hint, write_text,
-};
-use crate::report::table::short_path;
-use crate::frontend;
 use crate::model::machine::Variant;
-use crate::model::sweep::{Sweep, SweepPoint};
-use crate::model::trace::Mapping;
-use crate::predict::{self, WhatIf};
+use crate::predict::session::{self, ProgramSpec, Source, SweepRequest, SweepStep};
+use crate::report::table::short_path;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -81,234 +74,56 @@ pub struct Args {
     program_args: Vec<String>,
 }
 
-/// `2,4,8` or `2..1024` (powers of two from the first to the last).
-pub fn parse_ranks(s: &str) -> Result<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if let Some((a, b)) = part.split_once("..") {
-            let a: u32 = a
-                .trim()
-                .parse()
-                .map_err(|_| anyhow::anyhow!("-n {s}: {a:?} is not a rank count"))?;
-            let b: u32 = b
-                .trim()
-                .parse()
-                .map_err(|_| anyhow::anyhow!("-n {s}: {b:?} is not a rank count"))?;
-            if a == 0 || b < a {
-                bail!("-n {s}: a range goes from 1 or more up to at least its start");
-            }
-            let mut x = a;
-            while x <= b {
-                out.push(x);
-                x = match x.checked_mul(2) {
-                    Some(y) => y,
-                    None => break,
-                };
-            }
-        } else {
-            let n: u32 = part
-                .parse()
-                .map_err(|_| anyhow::anyhow!("-n {s}: {part:?} is not a rank count"))?;
-            if n == 0 {
-                bail!("-n {s}: rank counts start at 1");
-            }
-            out.push(n);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    if out.is_empty() {
-        bail!("-n {s}: no rank count");
-    }
-    Ok(out)
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
-    let t0 = Instant::now();
-    let ranks = parse_ranks(&args.ranks)?;
+    let ranks = session::parse_ranks(&args.ranks)?;
     let build = args.build.spec(&args.inputs)?;
     let launch = args.launch.spec()?;
     let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
-    let files = frontend::collect_sources(&args.inputs)?;
-    let defines = args.build.bindings(&build, &files);
-    let model = frontend::analyze_built(
-        &files,
-        &frontend::Options {
-            bindings: defines.clone(),
-            assume_branches: false,
+    let req = SweepRequest {
+        program: ProgramSpec {
+            inputs: args.inputs.clone(),
+            args: args.program_args.clone(),
+            trace_args,
+            build,
+            defines: args.build.define.clone(),
+            launch,
         },
-        &build,
-    );
-    let (bindings, notes) = predict::bind_parameters(&model, &defines, &args.program_args)?;
-    let machine_path = match &args.machine {
-        Some(p) => p.clone(),
-        None => default_machine()?,
-    };
-    let machine = crate::machine::load_table(&machine_path)?;
-    let platforms = if args.platform.is_empty() {
-        vec![default_platform()?]
-    } else {
-        args.platform.clone()
-    };
-    for p in &platforms {
-        if !p.is_file() {
-            bail!("{}: no such platform file", p.display());
-        }
-    }
-    let _tmp;
-    let trace_dir = match (&args.trace, args.trace_ranks) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(k)) => {
-            let run = super::predict::TraceRun {
-                inputs: &args.inputs,
-                measured: args.measured,
-                build: &build,
-                launch: &launch,
-                args: &trace_args,
-                timeout_s: 600.0,
-            };
-            let (t, out) = take_trace(&run, k)?;
-            _tmp = t;
-            Some(out)
-        }
-        (None, None) => None,
-    };
-    let base = predict::Options {
-        ranks: 1,
-        bindings: bindings.clone(),
-        args: args.program_args.clone(),
-        machine,
-        machine_path,
-        variant: if args.costs == "fitted" {
-            Variant::Fitted
-        } else {
-            Variant::Throughput
+        ranks,
+        machine: args.machine.clone(),
+        platforms: args.platform.clone(),
+        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
+        source: match (&args.trace, args.trace_ranks) {
+            (Some(d), _) => Source::Traces(d.clone()),
+            (None, Some(k)) => Source::TracedRun(k),
+            (None, None) => Source::Static { only: true },
         },
-        platform: platforms[0].clone(),
-        cfg: Vec::new(),
-        eager_threshold: None,
-        mapping: Mapping::RoundRobin,
-        what_if: WhatIf {
-            hosts: args.hosts,
-            cores_per_host: args.cores_per_host,
-            ..WhatIf::default()
-        },
-        timeline: false,
-        no_fold: false,
-        top: 10,
-        assumptions: notes,
-        save_traces: None,
-        defines: args.build.define.clone(),
-        build: build.clone(),
-        estimate_bulk: false,
-        compiled: None,
+        measured: args.measured,
+        scaling: crate::scale::Mode::parse(&args.scaling)
+            .ok_or_else(|| anyhow::anyhow!("--scaling {}: program, weak or strong", args.scaling))?,
+        force_topology: args.force_topology.clone(),
+        hosts: args.hosts,
+        cores_per_host: args.cores_per_host,
     };
-    let total = (ranks.len() * platforms.len()) as u64;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("sweep [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let mut points = Vec::new();
-    let mut mode = String::from("static");
-    let mut topology = None;
-    let mut assumptions: Vec<String> = Vec::new();
-    for platform in &platforms {
-        let mut first: Option<(u32, f64)> = None;
-        for &n in &ranks {
-            bar.set_message(format!(
-                "{n} ranks on {}",
-                short_path(&platform.display().to_string())
-            ));
-            let opts = predict::Options {
-                ranks: n,
-                platform: platform.clone(),
-                ..base.clone()
-            };
-            let started = Instant::now();
-            let p = match &trace_dir {
-                Some(dir) => {
-                    let req = scale_request(n, &args.scaling, args.force_topology.as_deref())?;
-                    predict::predict_trace_scaled(dir, &opts, args.measured, false, Some(&req))
-                        .map(|x| x.1)
-                }
-                None => predict::predict_static(&model, &opts),
-            }
-            .map_err(|e| with_hint(e, &model))
-            .with_context(|| format!("{n} ranks on {}", platform.display()))?;
-            if let Some(s) = &p.scaling {
-                mode = format!("trace scaled from {} ranks", s.from_ranks);
-                topology.get_or_insert_with(|| {
-                    format!(
-                        "{} ({}; trace: {}; source: {})",
-                        s.topology,
-                        s.agreement,
-                        s.trace_topology
-                            .clone()
-                            .unwrap_or_else(|| "not recognised".into()),
-                        s.static_topology
-                            .clone()
-                            .unwrap_or_else(|| "not recognised".into())
-                    )
-                });
-            } else if trace_dir.is_some() {
-                mode = p.mode.clone();
-            }
-            for a in &p.assumptions {
-                if !assumptions.contains(a) && !a.starts_with("traces of ") {
-                    assumptions.push(a.clone());
-                }
-            }
-            let (b_n, b_t) = *first.get_or_insert((n, p.predicted_s));
-            let speedup = if p.predicted_s > 0.0 {
-                b_t * b_n as f64 / p.predicted_s
-            } else {
-                0.0
-            };
-            let crit = p
-                .ranks_detail
-                .iter()
-                .max_by(|a, b| a.finish_s.total_cmp(&b.finish_s));
-            points.push(SweepPoint {
-                platform: platform.display().to_string(),
-                ranks: n,
-                predicted_s: p.predicted_s,
-                interval_s: p.interval_s,
-                speedup,
-                efficiency: speedup / n as f64,
-                compute_s: crit.map(|r| r.compute_s).unwrap_or(0.0),
-                comm_s: crit.map(|r| r.comm_s).unwrap_or(0.0),
-                wait_s: crit.map(|r| r.wait_s).unwrap_or(0.0),
-                messages: p.messages,
-                wall_s: started.elapsed().as_secs_f64(),
-            });
-            bar.inc(1);
+    let bar = ProgressBar::new(0);
+    let sweep = session::sweep(&req, |step| match step {
+        SweepStep::Start(total) => {
+            bar.set_length(total);
+            bar.set_style(
+                ProgressStyle::with_template("sweep [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
         }
-    }
+        SweepStep::Point { ranks, platform } => {
+            bar.set_message(format!("{ranks} ranks on {}", short_path(&platform.display().to_string())))
+        }
+        SweepStep::Done => bar.inc(1),
+    })?;
     bar.finish_and_clear();
-    let sweep = Sweep {
-        program: model.files.clone(),
-        args: args.program_args.clone(),
-        bindings,
-        mode,
-        scaling: args.scaling.clone(),
-        trace_ranks: match (&trace_dir, args.trace_ranks) {
-            (_, Some(k)) => Some(k),
-            (Some(d), None) => crate::trace::discover(d).ok(),
-            _ => None,
-        },
-        platforms: platforms.iter().map(|p| p.display().to_string()).collect(),
-        ranks: ranks.clone(),
-        points,
-        topology,
-        assumptions,
-        wall_s: t0.elapsed().as_secs_f64(),
-    };
-    write_text(&args.svg, &crate::report::sweep_svg(&sweep))?;
+    super::write_text(&args.svg, &crate::report::sweep_svg(&sweep))?;
     if let Some(f) = &args.html {
-        write_text(f, &crate::report::html_sweep(&sweep)?)?;
+        super::write_text(f, &crate::report::html_sweep(&sweep)?)?;
     }
-    if json_out(args.json.as_deref(), &sweep)? {
+    if super::json_out(args.json.as_deref(), &sweep)? {
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", crate::report::sweep_text(&sweep));

@@ -53,7 +53,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let build = args.build.spec(std::slice::from_ref(&args.source))?;
     let files = crate::frontend::collect_sources(std::slice::from_ref(&args.source))?;
-    let bindings = args.build.bindings(&build, &files);
+    let bindings = crate::predict::session::bindings(&build, &files);
     let opts = TraceOptions {
         source: args.source,
         ranks: args.ranks,

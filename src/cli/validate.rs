@@ -195,7 +195,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // one measured under load is not cached, and each would measure it again.
     let args = if args.platform.is_none() {
         Args {
-            platform: Some(super::predict::default_platform()?),
+            platform: Some(crate::predict::session::default_platform()?),
             ..args
         }
     } else {

@@ -197,6 +197,19 @@ pub fn under_load_path(path: &Path) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
+/// An error and its causes on one line: `outer: inner: root`, each piece once (contexts often
+/// repeat their cause verbatim). How every error reaches the user.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
 /// Serialises an artifact with its schema and version fields first.
 pub fn to_json<T: Artifact>(artifact: &T) -> String {
     let mut body = serde_json::to_value(artifact).expect("artifacts serialise");

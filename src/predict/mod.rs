@@ -8,6 +8,7 @@
 
 pub mod eval;
 pub mod memory;
+pub mod session;
 pub mod skeleton;
 
 use std::collections::{BTreeMap, HashMap};

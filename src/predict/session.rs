@@ -1,0 +1,716 @@
+//! A prediction from what the user gives: the sources analysed as the build compiles them, the
+//! parameters bound, the machine table and the platform resolved (this host's, measured on first
+//! use and cached, when none is given), then the static path, given traces or a traced run (also
+//! the fallback when the static path stops on what only a run knows). `sweep` does the same over
+//! rank counts and platforms. `mpicast predict` and `mpicast sweep` call this module; so does
+//! `mpicast validate` for this host's platform.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::analysis::ProgramModel;
+use crate::model::machine::{MachineTable, Variant};
+use crate::model::one_line;
+use crate::model::prediction::{Fallback, Prediction};
+use crate::model::sweep::{Sweep, SweepPoint};
+use crate::model::trace::Mapping;
+use crate::mpi::build::BuildSpec;
+use crate::mpi::launch::LaunchSpec;
+use crate::scale::Mode;
+
+use super::{Options, WhatIf};
+
+/// Where a prediction's counts come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// The static path (skeleton execution). When it stops on what only a run knows, a traced
+    /// run instead, unless `only`.
+    Static { only: bool },
+    /// The traces in this directory (from `mpicast trace`), scaled when their rank count differs.
+    Traces(PathBuf),
+    /// A traced run at this many ranks first, then its traces.
+    TracedRun(u32),
+}
+
+/// The program and how to build, run and trace it: what every prediction of it shares.
+#[derive(Debug, Clone)]
+pub struct ProgramSpec {
+    /// Source files or directories.
+    pub inputs: Vec<PathBuf>,
+    /// The predicted run's arguments.
+    pub args: Vec<String>,
+    /// The traced run's arguments (the predicted run's unless they name the process grid).
+    pub trace_args: Vec<String>,
+    pub build: BuildSpec,
+    /// `-D` items as given: they also bind program variables in the static evaluation.
+    pub defines: Vec<String>,
+    pub launch: LaunchSpec,
+}
+
+/// One prediction (`mpicast predict`).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub program: ProgramSpec,
+    pub ranks: u32,
+    /// Machine table; None: this host's (mpicc -O2), measured on first use.
+    pub machine: Option<PathBuf>,
+    /// SimGrid platform; None: this host's network, measured on first use, and the launcher's
+    /// start-up on this host added beside the prediction.
+    pub platform: Option<PathBuf>,
+    pub variant: Variant,
+    /// Instruction ops from the compiled code (else from the source's operators).
+    pub compiled_ops: bool,
+    /// Count data-dependent branches as taken half the time.
+    pub assume_branches: bool,
+    pub source: Source,
+    pub estimate_bulk: bool,
+    /// Time limit of a traced run, seconds.
+    pub trace_timeout_s: f64,
+    pub scaling: Mode,
+    /// The traced run's topology when detection does not recognise it (`--force-topology`).
+    pub force_topology: Option<String>,
+    /// Bursts' measured times (a `--time-blocks` trace) instead of formula (1).
+    pub measured: bool,
+    /// Predict from a trace some of whose ranks did not finish.
+    pub allow_incomplete: bool,
+    pub what_if: WhatIf,
+    /// One host name per rank, one per line (else round-robin).
+    pub mapping: Option<PathBuf>,
+    /// Blocks and functions listed.
+    pub top: usize,
+    pub save_traces: Option<PathBuf>,
+    pub timeline: bool,
+    pub no_fold: bool,
+}
+
+impl WhatIf {
+    /// Refuses scales that are not positive numbers and a background load outside [0, 1).
+    pub fn check(&self) -> Result<()> {
+        for (name, v) in [
+            ("--cpu-scale", self.cpu_scale),
+            ("--bw-scale", self.bw_scale),
+            ("--lat-scale", self.lat_scale),
+        ] {
+            if let Some(v) = v {
+                if !(v > 0.0 && v.is_finite()) {
+                    bail!("{name} {v}: must be a positive number");
+                }
+            }
+        }
+        if let Some(l) = self.background_load {
+            if !(0.0..1.0).contains(&l) {
+                bail!("--background-load {l}: must be at least 0 and below 1");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The program's sources, its analysis and the numeric macros it is analysed with.
+pub struct Analysed {
+    pub files: Vec<PathBuf>,
+    pub defines: BTreeMap<String, f64>,
+    pub model: ProgramModel,
+}
+
+/// Collects the sources of `inputs` and analyses them as `build` compiles them.
+pub fn analyse(inputs: &[PathBuf], build: &BuildSpec, assume_branches: bool) -> Result<Analysed> {
+    let files = crate::frontend::collect_sources(inputs)?;
+    let defines = bindings(build, &files);
+    let opts = crate::frontend::Options { bindings: defines.clone(), assume_branches };
+    let model = crate::frontend::analyze_built(&files, &opts, build);
+    Ok(Analysed { files, defines, model })
+}
+
+/// The analysis' bindings: numeric macros of -D, --cflags and the compilation database.
+/// A program variable named like one of the analysis's symbols (`-D size=512`) is bound
+/// under its formula symbol too (`size'`).
+pub fn bindings(spec: &BuildSpec, files: &[PathBuf]) -> BTreeMap<String, f64> {
+    let mut b = spec.numeric_defines(files);
+    let primed: Vec<(String, f64)> = b
+        .iter()
+        .map(|(k, v)| (crate::frontend::analyze::program_symbol(k), *v))
+        .filter(|(k, _)| !b.contains_key(k))
+        .collect();
+    b.extend(primed);
+    b
+}
+
+/// The machine table at `path`, or this host's (measured on first use); and its path.
+pub fn machine_table(path: Option<&Path>) -> Result<(MachineTable, PathBuf)> {
+    let path = match path {
+        Some(p) => p.to_path_buf(),
+        None => default_machine()?,
+    };
+    Ok((crate::machine::load_table(&path)?, path))
+}
+
+/// The platforms to predict on: those given (each must exist), or this host's.
+pub fn platforms(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let platforms = if given.is_empty() { vec![default_platform()?] } else { given.to_vec() };
+    for p in &platforms {
+        if !p.is_file() {
+            bail!("{}: no such platform file", p.display());
+        }
+    }
+    Ok(platforms)
+}
+
+/// Predicts as `req` says. What the user should know on the way (a fallback to a traced run, a
+/// note on the ops) goes to stderr as `mpicast: ...` lines.
+pub fn predict(req: &Request) -> Result<Prediction> {
+    let prog = &req.program;
+    let analysed = analyse(&prog.inputs, &prog.build, req.assume_branches)?;
+    let model = &analysed.model;
+    // The static path's own failure (an unbound parameter included) is not the end: unless
+    // Static { only }, the prediction falls back to a traced run.
+    let (bindings, notes, unbound) = match super::bind_parameters(model, &analysed.defines, &prog.args) {
+        Ok((b, n)) => (b, n, None),
+        Err(e) => (analysed.defines.clone(), Vec::new(), Some(e)),
+    };
+    let (machine, machine_path) = machine_table(req.machine.as_deref())?;
+    let platform = platforms(req.platform.as_slice())?.remove(0);
+    let mapping = match &req.mapping {
+        Some(p) => Mapping::Hosts { hosts: crate::sim::replay::read_mapping_file(p)? },
+        None => Mapping::RoundRobin,
+    };
+    let popts = Options {
+        ranks: req.ranks,
+        bindings,
+        args: prog.args.clone(),
+        machine,
+        machine_path,
+        variant: req.variant,
+        platform,
+        cfg: Vec::new(),
+        eager_threshold: None,
+        mapping,
+        what_if: req.what_if.clone(),
+        timeline: req.timeline,
+        no_fold: req.no_fold,
+        top: req.top,
+        assumptions: notes,
+        save_traces: req.save_traces.clone(),
+        defines: prog.defines.clone(),
+        build: prog.build.clone(),
+        estimate_bulk: req.estimate_bulk,
+        compiled: if req.compiled_ops { compiled_ops(&analysed.files, &prog.build, model) } else { None },
+    };
+    let run = TraceRun {
+        inputs: &prog.inputs,
+        measured: req.measured,
+        build: &prog.build,
+        launch: &prog.launch,
+        args: &prog.trace_args,
+        timeout_s: req.trace_timeout_s,
+    };
+    let scale = scale_request(req.ranks, req.scaling, req.force_topology.as_deref())?;
+    let from_trace = |dir: &Path| -> Result<Prediction> {
+        let (_, p) = super::predict_trace_scaled(dir, &popts, req.measured, req.allow_incomplete, Some(&scale))
+            .map_err(|e| with_hint(e, model))?;
+        Ok(p)
+    };
+    // A trace of another rank count that cannot be scaled (a mesh with one rank along a
+    // dimension, lists that differ between ranks): the program's own arithmetic at N ranks,
+    // the static path, when it resolves (counts only: measured bursts need the trace; weak and
+    // strong scaling are assumptions the user chose).
+    let scaled = |dir: &Path| -> Result<Prediction> {
+        let e = match from_trace(dir) {
+            Ok(p) => return Ok(p),
+            Err(e) => e,
+        };
+        let k = crate::trace::discover(dir).ok();
+        if req.measured || req.scaling != Mode::Program || unbound.is_some() || k.is_none_or(|k| k == req.ranks) {
+            return Err(e);
+        }
+        let Ok(mut p) = super::predict_static(model, &popts) else { return Err(e) };
+        let why = one_line(&e);
+        eprintln!("mpicast: {why}");
+        eprintln!("mpicast: predicting at {} ranks from the program's own arithmetic instead (the static path)", req.ranks);
+        p.assumptions.insert(
+            0,
+            format!("the {}-rank trace was not scaled ({why}): counts and messages at {} ranks come from the program's own arithmetic (the static path)", k.unwrap_or(0), req.ranks),
+        );
+        Ok(p)
+    };
+    let mut prediction = match &req.source {
+        Source::Traces(d) => scaled(d)?,
+        Source::TracedRun(k) => {
+            let (_tmp, out) = take_trace(&run, *k)?;
+            scaled(&out)?
+        }
+        Source::Static { only } => {
+            let attempt = match unbound {
+                Some(e) => Err(e),
+                None => super::predict_static(model, &popts),
+            };
+            match attempt {
+                Ok(p) => p,
+                Err(e) if *only || !static_failure(&e) => return Err(with_hint(e, model)),
+                Err(e) => {
+                    let why = one_line(&e);
+                    let k = fallback_ranks(req.ranks);
+                    eprintln!("mpicast: the static path stops: {why}");
+                    eprintln!("mpicast: predicting from a traced run at {k} rank{} instead (--static-only refuses)", if k == 1 { "" } else { "s" });
+                    let (_tmp, out) = take_trace(&run, k)?;
+                    let mut p = from_trace(&out)?;
+                    p.fallback = Some(Fallback { static_error: why, traced_ranks: k });
+                    p
+                }
+            }
+        }
+    };
+    // On this host's own platform, the wall clock a run would show: the launcher's start-up
+    // as measured here (once per host, launcher and rank count).
+    if req.platform.is_none() {
+        let cores = crate::machine::sysinfo::host_info().cores;
+        match crate::mpi::startup::startup(&prog.launch, req.ranks, cores) {
+            Ok((s, n)) => {
+                prediction.startup_s = Some(s);
+                prediction.startup_ranks = Some(n);
+            }
+            Err(e) => eprintln!("mpicast: the launcher's start-up was not measured: {}", one_line(&e)),
+        }
+    }
+    Ok(prediction)
+}
+
+/// Predictions at several rank counts and on several platforms (`mpicast sweep`).
+#[derive(Debug, Clone)]
+pub struct SweepRequest {
+    pub program: ProgramSpec,
+    /// Rank counts, ascending: the first is the speedup's base.
+    pub ranks: Vec<u32>,
+    pub machine: Option<PathBuf>,
+    /// Platforms, one curve each; none: this host's.
+    pub platforms: Vec<PathBuf>,
+    pub variant: Variant,
+    /// Static: the static path at every point (no fallback); traces, or a traced run (limited to
+    /// 600 s), scaled to every rank count.
+    pub source: Source,
+    pub measured: bool,
+    pub scaling: Mode,
+    pub force_topology: Option<String>,
+    /// Hosts of each platform's template, and cores per host.
+    pub hosts: Option<u32>,
+    pub cores_per_host: Option<u32>,
+}
+
+/// Where a sweep is, for a progress display.
+pub enum SweepStep<'a> {
+    /// The predictions are about to start: this many of them.
+    Start(u64),
+    /// Predicting at `ranks` on `platform`.
+    Point { ranks: u32, platform: &'a Path },
+    /// That prediction is done.
+    Done,
+}
+
+/// Predicts every rank count of `req` on every platform: time, speedup and efficiency against
+/// the first rank count, the slowest rank's split.
+pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<Sweep> {
+    let t0 = Instant::now();
+    let prog = &req.program;
+    let analysed = analyse(&prog.inputs, &prog.build, false)?;
+    let model = &analysed.model;
+    let (bindings, notes) = super::bind_parameters(model, &analysed.defines, &prog.args)?;
+    let (machine, machine_path) = machine_table(req.machine.as_deref())?;
+    let platforms = platforms(&req.platforms)?;
+    let _tmp;
+    let trace_dir = match &req.source {
+        Source::Traces(d) => Some(d.clone()),
+        Source::TracedRun(k) => {
+            let run = TraceRun {
+                inputs: &prog.inputs,
+                measured: req.measured,
+                build: &prog.build,
+                launch: &prog.launch,
+                args: &prog.trace_args,
+                timeout_s: 600.0,
+            };
+            let (t, out) = take_trace(&run, *k)?;
+            _tmp = t;
+            Some(out)
+        }
+        Source::Static { .. } => None,
+    };
+    let base = Options {
+        ranks: 1,
+        bindings: bindings.clone(),
+        args: prog.args.clone(),
+        machine,
+        machine_path,
+        variant: req.variant,
+        platform: platforms[0].clone(),
+        cfg: Vec::new(),
+        eager_threshold: None,
+        mapping: Mapping::RoundRobin,
+        what_if: WhatIf { hosts: req.hosts, cores_per_host: req.cores_per_host, ..WhatIf::default() },
+        timeline: false,
+        no_fold: false,
+        top: 10,
+        assumptions: notes,
+        save_traces: None,
+        defines: prog.defines.clone(),
+        build: prog.build.clone(),
+        estimate_bulk: false,
+        compiled: None,
+    };
+    progress(SweepStep::Start((req.ranks.len() * platforms.len()) as u64));
+    let mut points = Vec::new();
+    let mut mode = String::from("static");
+    let mut topology = None;
+    let mut assumptions: Vec<String> = Vec::new();
+    for platform in &platforms {
+        let mut first: Option<(u32, f64)> = None;
+        for &n in &req.ranks {
+            progress(SweepStep::Point { ranks: n, platform });
+            let opts = Options { ranks: n, platform: platform.clone(), ..base.clone() };
+            let started = Instant::now();
+            let p = match &trace_dir {
+                Some(dir) => {
+                    let scale = scale_request(n, req.scaling, req.force_topology.as_deref())?;
+                    super::predict_trace_scaled(dir, &opts, req.measured, false, Some(&scale)).map(|x| x.1)
+                }
+                None => super::predict_static(model, &opts),
+            }
+            .map_err(|e| with_hint(e, model))
+            .with_context(|| format!("{n} ranks on {}", platform.display()))?;
+            if let Some(s) = &p.scaling {
+                mode = format!("trace scaled from {} ranks", s.from_ranks);
+                topology.get_or_insert_with(|| {
+                    format!(
+                        "{} ({}; trace: {}; source: {})",
+                        s.topology,
+                        s.agreement,
+                        s.trace_topology.clone().unwrap_or_else(|| "not recognised".into()),
+                        s.static_topology.clone().unwrap_or_else(|| "not recognised".into())
+                    )
+                });
+            } else if trace_dir.is_some() {
+                mode = p.mode.clone();
+            }
+            for a in &p.assumptions {
+                if !assumptions.contains(a) && !a.starts_with("traces of ") {
+                    assumptions.push(a.clone());
+                }
+            }
+            let (b_n, b_t) = *first.get_or_insert((n, p.predicted_s));
+            let speedup = if p.predicted_s > 0.0 { b_t * b_n as f64 / p.predicted_s } else { 0.0 };
+            let crit = p.ranks_detail.iter().max_by(|a, b| a.finish_s.total_cmp(&b.finish_s));
+            points.push(SweepPoint {
+                platform: platform.display().to_string(),
+                ranks: n,
+                predicted_s: p.predicted_s,
+                interval_s: p.interval_s,
+                speedup,
+                efficiency: speedup / n as f64,
+                compute_s: crit.map(|r| r.compute_s).unwrap_or(0.0),
+                comm_s: crit.map(|r| r.comm_s).unwrap_or(0.0),
+                wait_s: crit.map(|r| r.wait_s).unwrap_or(0.0),
+                messages: p.messages,
+                wall_s: started.elapsed().as_secs_f64(),
+            });
+            progress(SweepStep::Done);
+        }
+    }
+    Ok(Sweep {
+        program: model.files.clone(),
+        args: prog.args.clone(),
+        bindings,
+        mode,
+        scaling: req.scaling.name().to_string(),
+        trace_ranks: match &req.source {
+            Source::TracedRun(k) => Some(*k),
+            Source::Traces(d) => crate::trace::discover(d).ok(),
+            Source::Static { .. } => None,
+        },
+        platforms: platforms.iter().map(|p| p.display().to_string()).collect(),
+        ranks: req.ranks.clone(),
+        points,
+        topology,
+        assumptions,
+        wall_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The scaling request of `--scaling` and `--force-topology`.
+pub fn scale_request(ranks: u32, mode: Mode, force: Option<&str>) -> Result<crate::scale::Request> {
+    Ok(crate::scale::Request {
+        to_ranks: ranks,
+        mode,
+        force: force
+            .map(crate::scale::detect::parse_topology)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--force-topology {e}"))?,
+    })
+}
+
+/// `2,4,8` or `2..1024` (powers of two from the first to the last): `-n` of `mpicast sweep`.
+pub fn parse_ranks(s: &str) -> Result<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once("..") {
+            let a: u32 = a
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("-n {s}: {a:?} is not a rank count"))?;
+            let b: u32 = b
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("-n {s}: {b:?} is not a rank count"))?;
+            if a == 0 || b < a {
+                bail!("-n {s}: a range goes from 1 or more up to at least its start");
+            }
+            let mut x = a;
+            while x <= b {
+                out.push(x);
+                x = match x.checked_mul(2) {
+                    Some(y) => y,
+                    None => break,
+                };
+            }
+        } else {
+            let n: u32 = part
+                .parse()
+                .map_err(|_| anyhow::anyhow!("-n {s}: {part:?} is not a rank count"))?;
+            if n == 0 {
+                bail!("-n {s}: rank counts start at 1");
+            }
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        bail!("-n {s}: no rank count");
+    }
+    Ok(out)
+}
+
+/// What a traced run needs: the sources, how to build and launch them, the run's arguments.
+pub struct TraceRun<'a> {
+    pub inputs: &'a [PathBuf],
+    pub measured: bool,
+    pub build: &'a crate::mpi::build::BuildSpec,
+    pub launch: &'a crate::mpi::launch::LaunchSpec,
+    pub args: &'a [String],
+    pub timeout_s: f64,
+}
+
+/// Runs the program instrumented (every block counted, and timed for measured bursts) at `k`
+/// ranks into a temporary directory; returns it and the trace directory inside. The program's
+/// output goes to stderr: stdout is the prediction's (`--json -`).
+pub fn take_trace(run: &TraceRun, k: u32) -> Result<(tempfile::TempDir, PathBuf)> {
+    let source = match run.inputs {
+        [one] => one.clone(),
+        _ => {
+            bail!("a traced run takes one source file or directory (give the program's directory)")
+        }
+    };
+    let t = tempfile::Builder::new()
+        .prefix("mpicast-trace-run")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let out = t.path().join("traces");
+    let files = crate::frontend::collect_sources(run.inputs)?;
+    let opts = crate::instrument::TraceOptions {
+        source,
+        ranks: k,
+        output: Some(out.clone()),
+        build: run.build.clone(),
+        launch: run.launch.clone(),
+        args: run.args.to_vec(),
+        all_blocks: true,
+        time_blocks: run.measured,
+        bindings: run.build.numeric_defines(&files),
+        timeout_s: Some(run.timeout_s),
+        echo: crate::mpi::run::Echo::Stderr,
+        ..Default::default()
+    };
+    eprintln!(
+        "mpicast: tracing at {k} ranks: {} PROGRAM {}",
+        run.launch.describe(k),
+        crate::mpi::build::show(run.args)
+    );
+    match crate::instrument::trace(&opts) {
+        Ok(o) => {
+            for w in &o.warnings {
+                eprintln!("mpicast: warning: {w}");
+            }
+        }
+        Err(e) => {
+            if let Some(f) = e.downcast_ref::<crate::instrument::RunFailure>() {
+                for l in f.output_tail.lines() {
+                    eprintln!("  | {l}");
+                }
+            }
+            return Err(e.context(format!("the traced run at {k} ranks")));
+        }
+    }
+    Ok((t, out))
+}
+
+/// Errors of the static path that a traced run answers (not bad input such as a broken
+/// platform file).
+fn static_failure(e: &anyhow::Error) -> bool {
+    if e.downcast_ref::<super::skeleton::Unresolved>().is_some() {
+        return true;
+    }
+    let text = one_line(e);
+    [
+        "unbound parameter",
+        "not known before running",
+        "needs a trace",
+        "cannot be evaluated",
+        "unresolved",
+        "data-dependent",
+    ]
+    .iter()
+    .any(|k| text.contains(k))
+}
+
+/// Ranks of the traced run a fallback makes: the predicted count when this host runs it
+/// without much oversubscription, else 4 (scaled to N).
+fn fallback_ranks(n: u32) -> u32 {
+    let cores = std::thread::available_parallelism()
+        .map(|c| c.get())
+        .unwrap_or(1) as u32;
+    if n <= (2 * cores).max(4) {
+        n
+    } else {
+        4
+    }
+}
+/// Adds what would resolve an unbound parameter.
+pub fn with_hint(
+    e: anyhow::Error,
+    model: &crate::model::analysis::ProgramModel,
+) -> anyhow::Error {
+    let text = one_line(&e);
+    if let Some(name) = text
+        .split("unbound parameter ")
+        .nth(1)
+        .map(|s| s.split_whitespace().next().unwrap_or(""))
+    {
+        let from_argv = model
+            .parameters
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.argv_index);
+        let c_name = crate::frontend::analyze::program_name(name);
+        let hint = match from_argv {
+            Some(k) => format!("pass program argument {k} after `--`, or -D {c_name}=VALUE"),
+            None => {
+                format!("bind it with -D {c_name}=VALUE, or predict from a trace (--trace-ranks K)")
+            }
+        };
+        return anyhow::anyhow!("{text}; {hint}");
+    }
+    if e.downcast_ref::<super::skeleton::Unresolved>().is_some() {
+        return anyhow::anyhow!(
+            "{text}; the static path cannot go on: predict from a trace (--trace-ranks K)"
+        );
+    }
+    e
+}
+fn cached(name: &str) -> PathBuf {
+    crate::machine::cache_root().join(name)
+}
+
+fn hostname() -> String {
+    crate::model::file_name_part(&crate::model::hostname_or("localhost"))
+}
+
+/// Runs this executable's own subcommand (a benchmark), progress on stderr.
+fn run_self(args: &[&str]) -> Result<()> {
+    let exe = crate::sim::child::mpicast_exe()?;
+    // Its output goes to stderr: stdout is the prediction's (`--json -`).
+    let status = Command::new(&exe)
+        .args(args)
+        .stdout(std::process::Stdio::from(std::io::stderr()))
+        .status()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
+    if !status.success() {
+        bail!("`mpicast {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+/// This host's machine table for mpicc -O2, measured on first use.
+pub fn default_machine() -> Result<PathBuf> {
+    use std::io::IsTerminal;
+    crate::machine::host_table(std::io::stderr().is_terminal())
+}
+
+/// This host's network as a platform, measured on first use. One process measures at a time
+/// (the others wait for its platform); a platform measured under load is used for this run
+/// only, renamed `*.under-load.*`, so the next run measures again.
+pub fn default_platform() -> Result<PathBuf> {
+    let dir = cached(&format!("networks/{}", hostname()));
+    let p = dir.join("platform.xml");
+    let _lock = crate::model::CacheLock::acquire(&dir, "default-network")?;
+    let table = dir.join("network.json");
+    if p.is_file() {
+        // A platform fitted through sizes that are now known to be implausible (a busy host's
+        // ping-pong, cached before the fit set such sizes aside) is measured again.
+        match crate::network::load_table(&table) {
+            Ok(t) if !t.implausible_in_fit().is_empty() => eprintln!(
+                "mpicast: the cached network platform was fitted through implausible ping-pong times at {} B: measuring it again",
+                t.implausible_in_fit().iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            _ => return Ok(p),
+        }
+    } else {
+        eprintln!(
+            "mpicast: no network measurement for this host yet: measuring one, cached in {}",
+            dir.display()
+        );
+    }
+    run_self(&[
+        "bench",
+        "network",
+        "--quick",
+        "-o",
+        &table.to_string_lossy(),
+        "--platform-out",
+        &p.to_string_lossy(),
+    ])?;
+    let measured: crate::model::network::NetworkTable = crate::model::read_artifact(&table)?;
+    if let Some(warning) = measured.load.as_ref().and_then(|l| l.warning("the network table")) {
+        let (table_aside, p_aside) = (
+            crate::model::under_load_path(&table),
+            crate::model::under_load_path(&p),
+        );
+        for (from, to) in [(&table, &table_aside), (&p, &p_aside)] {
+            std::fs::rename(from, to)
+                .with_context(|| format!("{}: cannot rename to {}", from.display(), to.display()))?;
+        }
+        eprintln!(
+            "mpicast: {warning}; not cached as this host's default: {} is used for this run",
+            p_aside.display()
+        );
+        return Ok(p_aside);
+    }
+    Ok(p)
+}
+/// The compiled code's ops per block (`--ops compiled`), or None with a note when the program
+/// cannot be rebuilt with -g or its code not read: the source's ops then.
+fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: &crate::model::analysis::ProgramModel) -> Option<std::sync::Arc<crate::objcode::CompiledOps>> {
+    let r = crate::objcode::build_debug(files, build).and_then(|exe| exe.map(|e| crate::objcode::compiled_ops(model, &e)).transpose());
+    match r {
+        Ok(Some(c)) => Some(std::sync::Arc::new(c)),
+        Ok(None) => {
+            eprintln!("mpicast: a --build command is not rebuilt with -g: ops from the source (--ops source)");
+            None
+        }
+        Err(e) => {
+            eprintln!("mpicast: ops from the source: the compiled code could not be read: {}", one_line(&e));
+            None
+        }
+    }
+}
