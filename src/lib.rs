@@ -16,3 +16,4 @@ pub mod model;
 pub mod mpi;
 pub mod sim;
 pub mod trace;
+pub mod validate;
