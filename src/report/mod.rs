@@ -94,6 +94,11 @@ pub fn replay_text(r: &ReplayResult) -> String {
     replay_text::replay(r)
 }
 
+/// The replay benchmark's result as text.
+pub fn halo_bench_text(b: &crate::sim::bench::HaloBench) -> String {
+    replay_text::halo_bench(b)
+}
+
 /// The CTC's measurements and fit as text.
 pub fn network_text(t: &NetworkTable) -> String {
     network_text::network(t)

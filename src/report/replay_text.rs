@@ -93,3 +93,24 @@ pub fn replay(r: &ReplayResult) -> String {
     }
     s
 }
+
+/// The replay benchmark's two lines: what was replayed, and how fast.
+pub fn halo_bench(b: &crate::sim::bench::HaloBench) -> String {
+    format!(
+        "bench halo2d {} ranks x {} iterations on {} hosts x {} cores: {} messages, \
+         simulated makespan {:.4} s\n\
+         wall: {:.2} s total (child simulation {:.2} s, trace generation {:.2} s) -> {:.0} messages/s of wall time \
+         ({:.0} in the simulation alone)\n",
+        b.ranks,
+        b.iters,
+        b.hosts,
+        b.cores,
+        b.messages,
+        b.makespan_s,
+        b.total_s,
+        b.simulation_s,
+        b.generation_s,
+        b.messages as f64 / b.total_s,
+        b.messages as f64 / b.simulation_s
+    )
+}

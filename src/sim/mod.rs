@@ -6,6 +6,7 @@
 #[allow(unsafe_code)]
 mod ffi;
 
+pub mod bench;
 pub mod child;
 mod coll;
 pub mod fold;
@@ -13,6 +14,7 @@ pub mod fold;
 pub mod engine;
 pub mod job;
 pub mod replay;
+pub mod replay_dir;
 
 use std::path::{Path, PathBuf};
 
