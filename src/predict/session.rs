@@ -121,9 +121,16 @@ pub struct Analysed {
 pub fn analyse(inputs: &[PathBuf], build: &BuildSpec, assume_branches: bool) -> Result<Analysed> {
     let files = crate::frontend::collect_sources(inputs)?;
     let defines = bindings(build, &files);
-    let opts = crate::frontend::Options { bindings: defines.clone(), assume_branches };
+    let opts = crate::frontend::Options {
+        bindings: defines.clone(),
+        assume_branches,
+    };
     let model = crate::frontend::analyze_built(&files, &opts, build);
-    Ok(Analysed { files, defines, model })
+    Ok(Analysed {
+        files,
+        defines,
+        model,
+    })
 }
 
 /// The analysis' bindings: numeric macros of -D, --cflags and the compilation database.
@@ -151,7 +158,11 @@ pub fn machine_table(path: Option<&Path>) -> Result<(MachineTable, PathBuf)> {
 
 /// The platforms to predict on: those given (each must exist), or this host's.
 pub fn platforms(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let platforms = if given.is_empty() { vec![default_platform()?] } else { given.to_vec() };
+    let platforms = if given.is_empty() {
+        vec![default_platform()?]
+    } else {
+        given.to_vec()
+    };
     for p in &platforms {
         if !p.is_file() {
             bail!("{}: no such platform file", p.display());
@@ -168,14 +179,17 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     let model = &analysed.model;
     // The static path's own failure (an unbound parameter included) is not the end: unless
     // Static { only }, the prediction falls back to a traced run.
-    let (bindings, notes, unbound) = match super::bind_parameters(model, &analysed.defines, &prog.args) {
-        Ok((b, n)) => (b, n, None),
-        Err(e) => (analysed.defines.clone(), Vec::new(), Some(e)),
-    };
+    let (bindings, notes, unbound) =
+        match super::bind_parameters(model, &analysed.defines, &prog.args) {
+            Ok((b, n)) => (b, n, None),
+            Err(e) => (analysed.defines.clone(), Vec::new(), Some(e)),
+        };
     let (machine, machine_path) = machine_table(req.machine.as_deref())?;
     let platform = platforms(req.platform.as_slice())?.remove(0);
     let mapping = match &req.mapping {
-        Some(p) => Mapping::Hosts { hosts: crate::sim::replay::read_mapping_file(p)? },
+        Some(p) => Mapping::Hosts {
+            hosts: crate::sim::replay::read_mapping_file(p)?,
+        },
         None => Mapping::RoundRobin,
     };
     let popts = Options {
@@ -198,7 +212,11 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         defines: prog.defines.clone(),
         build: prog.build.clone(),
         estimate_bulk: req.estimate_bulk,
-        compiled: if req.compiled_ops { compiled_ops(&analysed.files, &prog.build, model) } else { None },
+        compiled: if req.compiled_ops {
+            compiled_ops(&analysed.files, &prog.build, model)
+        } else {
+            None
+        },
     };
     let run = TraceRun {
         inputs: &prog.inputs,
@@ -210,8 +228,14 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     };
     let scale = scale_request(req.ranks, req.scaling, req.force_topology.as_deref())?;
     let from_trace = |dir: &Path| -> Result<Prediction> {
-        let (_, p) = super::predict_trace_scaled(dir, &popts, req.measured, req.allow_incomplete, Some(&scale))
-            .map_err(|e| with_hint(e, model))?;
+        let (_, p) = super::predict_trace_scaled(
+            dir,
+            &popts,
+            req.measured,
+            req.allow_incomplete,
+            Some(&scale),
+        )
+        .map_err(|e| with_hint(e, model))?;
         Ok(p)
     };
     // A trace of another rank count that cannot be scaled (a mesh with one rank along a
@@ -224,10 +248,16 @@ pub fn predict(req: &Request) -> Result<Prediction> {
             Err(e) => e,
         };
         let k = crate::trace::discover(dir).ok();
-        if req.measured || req.scaling != Mode::Program || unbound.is_some() || k.is_none_or(|k| k == req.ranks) {
+        if req.measured
+            || req.scaling != Mode::Program
+            || unbound.is_some()
+            || k.is_none_or(|k| k == req.ranks)
+        {
             return Err(e);
         }
-        let Ok(mut p) = super::predict_static(model, &popts) else { return Err(e) };
+        let Ok(mut p) = super::predict_static(model, &popts) else {
+            return Err(e);
+        };
         let why = one_line(&e);
         eprintln!("mpicast: {why}");
         eprintln!("mpicast: predicting at {} ranks from the program's own arithmetic instead (the static path)", req.ranks);
@@ -258,7 +288,10 @@ pub fn predict(req: &Request) -> Result<Prediction> {
                     eprintln!("mpicast: predicting from a traced run at {k} rank{} instead (--static-only refuses)", if k == 1 { "" } else { "s" });
                     let (_tmp, out) = take_trace(&run, k)?;
                     let mut p = from_trace(&out)?;
-                    p.fallback = Some(Fallback { static_error: why, traced_ranks: k });
+                    p.fallback = Some(Fallback {
+                        static_error: why,
+                        traced_ranks: k,
+                    });
                     p
                 }
             }
@@ -273,7 +306,10 @@ pub fn predict(req: &Request) -> Result<Prediction> {
                 prediction.startup_s = Some(s);
                 prediction.startup_ranks = Some(n);
             }
-            Err(e) => eprintln!("mpicast: the launcher's start-up was not measured: {}", one_line(&e)),
+            Err(e) => eprintln!(
+                "mpicast: the launcher's start-up was not measured: {}",
+                one_line(&e)
+            ),
         }
     }
     Ok(prediction)
@@ -349,7 +385,11 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         cfg: Vec::new(),
         eager_threshold: None,
         mapping: Mapping::RoundRobin,
-        what_if: WhatIf { hosts: req.hosts, cores_per_host: req.cores_per_host, ..WhatIf::default() },
+        what_if: WhatIf {
+            hosts: req.hosts,
+            cores_per_host: req.cores_per_host,
+            ..WhatIf::default()
+        },
         timeline: false,
         no_fold: false,
         top: 10,
@@ -369,12 +409,17 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         let mut first: Option<(u32, f64)> = None;
         for &n in &req.ranks {
             progress(SweepStep::Point { ranks: n, platform });
-            let opts = Options { ranks: n, platform: platform.clone(), ..base.clone() };
+            let opts = Options {
+                ranks: n,
+                platform: platform.clone(),
+                ..base.clone()
+            };
             let started = Instant::now();
             let p = match &trace_dir {
                 Some(dir) => {
                     let scale = scale_request(n, req.scaling, req.force_topology.as_deref())?;
-                    super::predict_trace_scaled(dir, &opts, req.measured, false, Some(&scale)).map(|x| x.1)
+                    super::predict_trace_scaled(dir, &opts, req.measured, false, Some(&scale))
+                        .map(|x| x.1)
                 }
                 None => super::predict_static(model, &opts),
             }
@@ -387,8 +432,12 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
                         "{} ({}; trace: {}; source: {})",
                         s.topology,
                         s.agreement,
-                        s.trace_topology.clone().unwrap_or_else(|| "not recognised".into()),
-                        s.static_topology.clone().unwrap_or_else(|| "not recognised".into())
+                        s.trace_topology
+                            .clone()
+                            .unwrap_or_else(|| "not recognised".into()),
+                        s.static_topology
+                            .clone()
+                            .unwrap_or_else(|| "not recognised".into())
                     )
                 });
             } else if trace_dir.is_some() {
@@ -400,8 +449,15 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
                 }
             }
             let (b_n, b_t) = *first.get_or_insert((n, p.predicted_s));
-            let speedup = if p.predicted_s > 0.0 { b_t * b_n as f64 / p.predicted_s } else { 0.0 };
-            let crit = p.ranks_detail.iter().max_by(|a, b| a.finish_s.total_cmp(&b.finish_s));
+            let speedup = if p.predicted_s > 0.0 {
+                b_t * b_n as f64 / p.predicted_s
+            } else {
+                0.0
+            };
+            let crit = p
+                .ranks_detail
+                .iter()
+                .max_by(|a, b| a.finish_s.total_cmp(&b.finish_s));
             points.push(SweepPoint {
                 platform: platform.display().to_string(),
                 ranks: n,
@@ -587,10 +643,7 @@ fn fallback_ranks(n: u32) -> u32 {
     }
 }
 /// Adds what would resolve an unbound parameter.
-pub fn with_hint(
-    e: anyhow::Error,
-    model: &crate::model::analysis::ProgramModel,
-) -> anyhow::Error {
+pub fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> anyhow::Error {
     let text = one_line(&e);
     if let Some(name) = text
         .split("unbound parameter ")
@@ -681,14 +734,19 @@ pub fn default_platform() -> Result<PathBuf> {
         &p.to_string_lossy(),
     ])?;
     let measured: crate::model::network::NetworkTable = crate::model::read_artifact(&table)?;
-    if let Some(warning) = measured.load.as_ref().and_then(|l| l.warning("the network table")) {
+    if let Some(warning) = measured
+        .load
+        .as_ref()
+        .and_then(|l| l.warning("the network table"))
+    {
         let (table_aside, p_aside) = (
             crate::model::under_load_path(&table),
             crate::model::under_load_path(&p),
         );
         for (from, to) in [(&table, &table_aside), (&p, &p_aside)] {
-            std::fs::rename(from, to)
-                .with_context(|| format!("{}: cannot rename to {}", from.display(), to.display()))?;
+            std::fs::rename(from, to).with_context(|| {
+                format!("{}: cannot rename to {}", from.display(), to.display())
+            })?;
         }
         eprintln!(
             "mpicast: {warning}; not cached as this host's default: {} is used for this run",
@@ -700,8 +758,15 @@ pub fn default_platform() -> Result<PathBuf> {
 }
 /// The compiled code's ops per block (`--ops compiled`), or None with a note when the program
 /// cannot be rebuilt with -g or its code not read: the source's ops then.
-fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: &crate::model::analysis::ProgramModel) -> Option<std::sync::Arc<crate::objcode::CompiledOps>> {
-    let r = crate::objcode::build_debug(files, build).and_then(|exe| exe.map(|e| crate::objcode::compiled_ops(model, &e)).transpose());
+fn compiled_ops(
+    files: &[PathBuf],
+    build: &crate::mpi::build::BuildSpec,
+    model: &crate::model::analysis::ProgramModel,
+) -> Option<std::sync::Arc<crate::objcode::CompiledOps>> {
+    let r = crate::objcode::build_debug(files, build).and_then(|exe| {
+        exe.map(|e| crate::objcode::compiled_ops(model, &e))
+            .transpose()
+    });
     match r {
         Ok(Some(c)) => Some(std::sync::Arc::new(c)),
         Ok(None) => {
@@ -709,7 +774,10 @@ fn compiled_ops(files: &[PathBuf], build: &crate::mpi::build::BuildSpec, model: 
             None
         }
         Err(e) => {
-            eprintln!("mpicast: ops from the source: the compiled code could not be read: {}", one_line(&e));
+            eprintln!(
+                "mpicast: ops from the source: the compiled code could not be read: {}",
+                one_line(&e)
+            );
             None
         }
     }

@@ -125,5 +125,15 @@ pub fn halo(spec: &str, cfg: &[String]) -> Result<HaloBench> {
         opts,
     )?;
     let total_s = t1.elapsed().as_secs_f64();
-    Ok(HaloBench { ranks, iters, hosts, cores, messages: r.messages, makespan_s: r.makespan_s, total_s, simulation_s: r.wall_s, generation_s: gen_s })
+    Ok(HaloBench {
+        ranks,
+        iters,
+        hosts,
+        cores,
+        messages: r.messages,
+        makespan_s: r.makespan_s,
+        total_s,
+        simulation_s: r.wall_s,
+        generation_s: gen_s,
+    })
 }

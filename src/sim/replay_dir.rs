@@ -64,26 +64,32 @@ pub fn replay_dir(req: &ReplayRequest) -> Result<ReplayResult> {
         no_fold: req.no_fold,
         ..ReplayOptions::default()
     };
-    super::replay(&TraceSource::Dir(dir.clone()), platform, mapping, req.cfg.clone(), options)
-        .map_err(|e| {
-            // Name the trace directory unless the message already names it (or a file in it).
-            if one_line(&e).contains(&dir.display().to_string()) {
-                e
-            } else {
-                e.context(dir.display().to_string())
-            }
-        })
-        .map_err(|e| {
-            // SimGrid aborts its process on what check_platform does not catch (and says little).
-            if one_line(&e).contains("(signal: 6 (SIGABRT))") {
-                e.context(format!(
-                    "SimGrid aborted while loading or simulating {}: check the platform file",
-                    platform.display()
-                ))
-            } else {
-                e
-            }
-        })
+    super::replay(
+        &TraceSource::Dir(dir.clone()),
+        platform,
+        mapping,
+        req.cfg.clone(),
+        options,
+    )
+    .map_err(|e| {
+        // Name the trace directory unless the message already names it (or a file in it).
+        if one_line(&e).contains(&dir.display().to_string()) {
+            e
+        } else {
+            e.context(dir.display().to_string())
+        }
+    })
+    .map_err(|e| {
+        // SimGrid aborts its process on what check_platform does not catch (and says little).
+        if one_line(&e).contains("(signal: 6 (SIGABRT))") {
+            e.context(format!(
+                "SimGrid aborted while loading or simulating {}: check the platform file",
+                platform.display()
+            ))
+        } else {
+            e
+        }
+    })
 }
 
 /// A mapping file names one host of the platform per rank: the count and every name are checked

@@ -139,13 +139,17 @@ pub fn validate(req: &Request) -> Result<Outcome> {
     let host_info = crate::machine::sysinfo::host_info();
     let load_before = loadavg();
     let exe_path = crate::sim::child::mpicast_exe()?;
-    let spans = match crate::mpi::span::shim("mpicc").and_then(|s| crate::mpi::span::SpanDir::new(&s)) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("validate: no span measurement (runs are compared by their own times): {}", one_line(&e));
-            None
-        }
-    };
+    let spans =
+        match crate::mpi::span::shim("mpicc").and_then(|s| crate::mpi::span::SpanDir::new(&s)) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!(
+                    "validate: no span measurement (runs are compared by their own times): {}",
+                    one_line(&e)
+                );
+                None
+            }
+        };
     let mut platform_shown = req.platform.as_ref().map(|p| p.display().to_string());
     let mut machine_shown = req.machine.as_ref().map(|p| p.display().to_string());
     // The default platform is checked once (after the first prediction names it): one host
@@ -167,7 +171,14 @@ pub fn validate(req: &Request) -> Result<Outcome> {
         let mut runs: Vec<RunTimes> = Vec::new();
         let mut failure = None;
         for r in 0..req.runs {
-            match run_program(&req.launch, n, &exe, &req.args, spans.as_ref(), req.timeout_s) {
+            match run_program(
+                &req.launch,
+                n,
+                &exe,
+                &req.args,
+                spans.as_ref(),
+                req.timeout_s,
+            ) {
                 Ok(t) => {
                     let (v, what) = t.pick(req.compare.name());
                     eprintln!(
@@ -176,19 +187,29 @@ pub fn validate(req: &Request) -> Result<Outcome> {
                         req.runs,
                         fmt_s(v),
                         fmt_s(t.wall),
-                        t.span.map(|s| format!(", start-up {}", fmt_s(t.wall - s))).unwrap_or_default()
+                        t.span
+                            .map(|s| format!(", start-up {}", fmt_s(t.wall - s)))
+                            .unwrap_or_default()
                     );
                     runs.push(t);
                 }
                 Err(e) => {
                     let msg = one_line(&e);
-                    eprintln!("validate: {name} n={n} run {}/{}: failed: {msg}", r + 1, req.runs);
+                    eprintln!(
+                        "validate: {name} n={n} run {}/{}: failed: {msg}",
+                        r + 1,
+                        req.runs
+                    );
                     failure = Some(msg);
                     break;
                 }
             }
         }
-        let measured = if failure.is_none() { Some(measured_of(&runs, req.compare.name())) } else { None };
+        let measured = if failure.is_none() {
+            Some(measured_of(&runs, req.compare.name()))
+        } else {
+            None
+        };
         // The launcher's start-up at n ranks, for predictions on this host (mpicast/startup).
         if let Some(m) = measured.as_ref().filter(|m| !m.startup_s.is_empty()) {
             if let Err(e) = crate::mpi::startup::record(&req.launch, n, &m.startup_s, "validate") {
@@ -203,7 +224,13 @@ pub fn validate(req: &Request) -> Result<Outcome> {
         let mut predictions = Vec::new();
         for mode in &req.modes {
             if measured.is_none() {
-                predictions.push(na(mode, None, "not predicted: the real run failed", Vec::new(), 0.0));
+                predictions.push(na(
+                    mode,
+                    None,
+                    "not predicted: the real run failed",
+                    Vec::new(),
+                    0.0,
+                ));
                 continue;
             }
             let k = match mode.as_str() {
@@ -257,7 +284,12 @@ pub fn validate(req: &Request) -> Result<Outcome> {
             }
             predictions.push(r);
         }
-        points.push(ValidationPoint { ranks: n, measured, failure, predictions });
+        points.push(ValidationPoint {
+            ranks: n,
+            measured,
+            failure,
+            predictions,
+        });
     }
 
     let summary = summarise(&req.modes, &points);
@@ -288,7 +320,12 @@ pub fn validate(req: &Request) -> Result<Outcome> {
         started_unix_s,
         wall_s: start.elapsed().as_secs_f64(),
     };
-    Ok(Outcome { validation, name, notes, failures })
+    Ok(Outcome {
+        validation,
+        name,
+        notes,
+        failures,
+    })
 }
 
 /// The program's name for messages: the first input's file name.
@@ -321,7 +358,9 @@ fn median(v: &[f64]) -> f64 {
 
 fn loadavg() -> [f64; 3] {
     let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut it = s.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
+    let mut it = s
+        .split_whitespace()
+        .map(|x| x.parse::<f64>().unwrap_or(f64::NAN));
     [
         it.next().unwrap_or(f64::NAN),
         it.next().unwrap_or(f64::NAN),
@@ -348,14 +387,23 @@ fn scale_base(ranks: &[u32], n: u32, given: Option<u32>) -> std::result::Result<
 
 /// Builds the program as the build model says (the default build, or the --build command in a
 /// copy of the tree) into `dir`; returns the executable and the commands shown.
-fn build(inputs: &[PathBuf], files: &[PathBuf], dir: &Path, name: &str, spec: &BuildSpec) -> Result<(PathBuf, Vec<String>)> {
+fn build(
+    inputs: &[PathBuf],
+    files: &[PathBuf],
+    dir: &Path,
+    name: &str,
+    spec: &BuildSpec,
+) -> Result<(PathBuf, Vec<String>)> {
     use crate::mpi::build::{find_executable, is_unit, run_steps, show, write_wrappers};
     if let Some(cmd) = &spec.command {
         let [root] = inputs else {
             bail!("--build runs in a copy of one source directory: give the program's directory");
         };
         if !root.is_dir() {
-            bail!("{}: --build needs the program's directory, not a file", root.display());
+            bail!(
+                "{}: --build needs the program's directory, not a file",
+                root.display()
+            );
         }
         let copy = dir.join("src");
         crate::instrument::copy_sources(root, true, &copy)?;
@@ -364,14 +412,18 @@ fn build(inputs: &[PathBuf], files: &[PathBuf], dir: &Path, name: &str, spec: &B
         let since = std::time::SystemTime::now() - Duration::from_secs(1);
         let step = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
         run_steps(std::slice::from_ref(&step), &copy, Some(&bin), name, "")?;
-        let exe = find_executable(&copy, since, spec.exe.as_deref(), ".mpicast").map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
+        let exe = find_executable(&copy, since, spec.exe.as_deref(), ".mpicast")
+            .map_err(|m| anyhow::anyhow!("{name}: {m}"))?;
         return Ok((exe, vec![cmd.clone()]));
     }
     let units: Vec<PathBuf> = files.iter().filter(|f| is_unit(f)).cloned().collect();
     if units.is_empty() {
         bail!("{name}: no C or C++ file to compile among the sources (headers only?)");
     }
-    let stem = Path::new(name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "program".into());
+    let stem = Path::new(name)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into());
     let exe = dir.join(stem);
     let steps = spec.default_steps(&units, &units, &exe, &[], dir);
     run_steps(&steps, Path::new("."), None, name, "")?;
@@ -380,7 +432,11 @@ fn build(inputs: &[PathBuf], files: &[PathBuf], dir: &Path, name: &str, spec: &B
 
 /// The last non-empty line of some output.
 fn last_line(s: &str) -> &str {
-    s.lines().rev().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("---")).unwrap_or("no output")
+    s.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("---"))
+        .unwrap_or("no output")
 }
 
 /// The runs of one rank count as compared: every run is compared by the same measure (the
@@ -396,10 +452,18 @@ fn measured_of(runs: &[RunTimes], want: &str) -> Measured {
         "elapsed_s" => r.elapsed,
         _ => Some(r.wall),
     };
-    let source = order.iter().copied().find(|w| runs.iter().all(|r| get(r, w).is_some())).unwrap_or("wall");
+    let source = order
+        .iter()
+        .copied()
+        .find(|w| runs.iter().all(|r| get(r, w).is_some()))
+        .unwrap_or("wall");
     let t: Vec<f64> = runs.iter().filter_map(|r| get(r, source)).collect();
     let all = |what: &str| -> Vec<f64> {
-        if runs.iter().all(|r| get(r, what).is_some()) { runs.iter().filter_map(|r| get(r, what)).collect() } else { Vec::new() }
+        if runs.iter().all(|r| get(r, what).is_some()) {
+            runs.iter().filter_map(|r| get(r, what)).collect()
+        } else {
+            Vec::new()
+        }
     };
     let span_s = all("span");
     Measured {
@@ -409,14 +473,25 @@ fn measured_of(runs: &[RunTimes], want: &str) -> Measured {
         runs_s: t,
         source: source.to_string(),
         wall_s: runs.iter().map(|r| r.wall).collect(),
-        startup_s: if span_s.is_empty() { Vec::new() } else { runs.iter().zip(&span_s).map(|(r, s)| r.wall - s).collect() },
+        startup_s: if span_s.is_empty() {
+            Vec::new()
+        } else {
+            runs.iter().zip(&span_s).map(|(r, s)| r.wall - s).collect()
+        },
         span_s,
         elapsed_s: all("elapsed_s"),
     }
 }
 
 /// One real run, with the span library preloaded when there is one.
-fn run_program(launch: &LaunchSpec, n: u32, exe: &Path, args: &[String], spans: Option<&SpanDir>, timeout_s: f64) -> Result<RunTimes> {
+fn run_program(
+    launch: &LaunchSpec,
+    n: u32,
+    exe: &Path,
+    args: &[String],
+    spans: Option<&SpanDir>,
+    timeout_s: f64,
+) -> Result<RunTimes> {
     let vars = spans.map(SpanDir::vars).unwrap_or_default();
     let (l, env) = launch.command_with_vars(n, exe, args, &vars)?;
     let f = l.run(&env, Echo::Keep, Some(timeout_s))?;
@@ -425,7 +500,11 @@ fn run_program(launch: &LaunchSpec, n: u32, exe: &Path, args: &[String], spans: 
         bail!("`{shown}` stopped after the {timeout_s} s time limit");
     }
     if !f.status.success() {
-        bail!("`{shown}` failed ({}): {}", describe(&f.status), last_line(&f.tail));
+        bail!(
+            "`{shown}` failed ({}): {}",
+            describe(&f.status),
+            last_line(&f.tail)
+        );
     }
     Ok(RunTimes {
         span: spans.and_then(|d| d.take(n)).map(|s| s.max_s()),
@@ -451,7 +530,12 @@ fn failure_reason(stderr: &str, status: &ExitStatus) -> String {
     }
     let lines: Vec<&str> = stderr.lines().map(str::trim).collect();
     if let Some(k) = lines.iter().position(|l| l.contains("panicked at")) {
-        let at = lines[k].split("panicked at").nth(1).unwrap_or("").trim().trim_end_matches(':');
+        let at = lines[k]
+            .split("panicked at")
+            .nth(1)
+            .unwrap_or("")
+            .trim()
+            .trim_end_matches(':');
         let what = lines.get(k + 1).copied().unwrap_or("");
         return format!("mpicast predict panicked at {at}: {what}");
     }
@@ -504,7 +588,14 @@ fn predict_mode(
         a.extend(["--cores-per-host".into(), c.to_string()]);
     }
     a.extend(req.build_flags.iter().cloned());
-    a.push(format!("--ops={}", if req.compiled_ops { "compiled" } else { "source" }));
+    a.push(format!(
+        "--ops={}",
+        if req.compiled_ops {
+            "compiled"
+        } else {
+            "source"
+        }
+    ));
     if let Some(k) = k {
         a.extend(["--trace-ranks".into(), k.to_string()]);
         a.extend(req.launch_flags.iter().cloned());
@@ -532,25 +623,31 @@ fn predict_mode(
     };
     let wall_s = f.wall_s;
     let why = match f.status {
-        _ if f.timed_out => format!("the prediction was stopped after the {} s time limit", req.timeout_s),
+        _ if f.timed_out => format!(
+            "the prediction was stopped after the {} s time limit",
+            req.timeout_s
+        ),
         s if !s.success() => failure_reason(&f.tail, &s),
-        _ => match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -") {
-            Ok(p) => {
-                let r = ModeResult {
-                    mode: mode.to_string(),
-                    status: "ok".into(),
-                    predicted_s: Some(p.predicted_s),
-                    interval_s: Some(p.interval_s),
-                    error_pct: None,
-                    trace_ranks: k,
-                    reason: None,
-                    command: a,
-                    wall_s,
-                };
-                return (r, Some(p));
+        _ => {
+            match crate::model::parse_artifact::<Prediction>(&f.stdout, "mpicast predict --json -")
+            {
+                Ok(p) => {
+                    let r = ModeResult {
+                        mode: mode.to_string(),
+                        status: "ok".into(),
+                        predicted_s: Some(p.predicted_s),
+                        interval_s: Some(p.interval_s),
+                        error_pct: None,
+                        trace_ranks: k,
+                        reason: None,
+                        command: a,
+                        wall_s,
+                    };
+                    return (r, Some(p));
+                }
+                Err(e) => e.to_string(),
             }
-            Err(e) => e.to_string(),
-        },
+        }
     };
     (na(mode, k, &why, a, wall_s), None)
 }
@@ -569,10 +666,18 @@ fn summarise(modes: &[String], points: &[ValidationPoint]) -> BTreeMap<String, M
             }
         }
         let mape = (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64);
-        let max = errs.iter().copied().fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
+        let max = errs
+            .iter()
+            .copied()
+            .fold(None, |a: Option<f64>, e| Some(a.map_or(e, |a| a.max(e))));
         out.insert(
             m.clone(),
-            ModeSummary { points: errs.len() as u32, unavailable, mape_pct: mape, max_abs_error_pct: max },
+            ModeSummary {
+                points: errs.len() as u32,
+                unavailable,
+                mape_pct: mape,
+                max_abs_error_pct: max,
+            },
         );
     }
     out
@@ -596,15 +701,20 @@ pub fn over_bound(v: &Validation, bound: f64) -> Vec<String> {
     over
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn elapsed_is_the_last_one_printed() {
-        assert_eq!(elapsed_from("a=1 elapsed_s=2.5e-1\nelapsed_s=0.75\n"), Some(0.75));
-        assert_eq!(elapsed_from("iterations=3 elapsed_s=1.0 contact=2"), Some(1.0));
+        assert_eq!(
+            elapsed_from("a=1 elapsed_s=2.5e-1\nelapsed_s=0.75\n"),
+            Some(0.75)
+        );
+        assert_eq!(
+            elapsed_from("iterations=3 elapsed_s=1.0 contact=2"),
+            Some(1.0)
+        );
         assert_eq!(elapsed_from("no time here"), None);
     }
 
