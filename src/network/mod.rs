@@ -3,6 +3,7 @@
 //! `platform::smpi`; `platform::measured` writes the platform) and replays the ping-pong
 //! through the project's simulator as a self-check.
 
+pub mod bench;
 pub mod fit;
 pub mod run;
 
