@@ -151,6 +151,80 @@ impl LaunchArgs {
     }
 }
 
+/// The machine table and which of its costs: the same two flags for predict and sweep.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CostArgs {
+    /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
+    #[arg(long, value_name = "FILE")]
+    pub machine: Option<PathBuf>,
+    /// Op costs: fitted (the bounded fit on the calibration kernels, compiled loops in context; the
+    /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
+    #[arg(long, value_enum, default_value = "fitted")]
+    pub costs: Costs,
+}
+
+// The values of the flags that take one of a few words. (No doc comments on the variants: the
+// flags' help says what each means.)
+
+/// `--costs`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Costs {
+    Fitted,
+    Raw,
+}
+
+impl Costs {
+    pub fn variant(self) -> crate::model::machine::Variant {
+        match self {
+            Costs::Fitted => crate::model::machine::Variant::Fitted,
+            Costs::Raw => crate::model::machine::Variant::Throughput,
+        }
+    }
+}
+
+/// `--ops`: where a block's instruction ops come from.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ops {
+    Source,
+    Compiled,
+}
+
+/// `--scaling`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scaling {
+    Program,
+    Weak,
+    Strong,
+}
+
+impl Scaling {
+    pub fn mode(self) -> crate::scale::Mode {
+        match self {
+            Scaling::Program => crate::scale::Mode::Program,
+            Scaling::Weak => crate::scale::Mode::Weak,
+            Scaling::Strong => crate::scale::Mode::Strong,
+        }
+    }
+}
+
+/// `--compare` of validate.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    Span,
+    Elapsed,
+    Wall,
+}
+
+impl Compare {
+    pub fn compare(self) -> crate::validate::Compare {
+        match self {
+            Compare::Span => crate::validate::Compare::Span,
+            Compare::Elapsed => crate::validate::Compare::Elapsed,
+            Compare::Wall => crate::validate::Compare::Wall,
+        }
+    }
+}
+
 /// `--trace-args "ARGS"`: the traced run's own arguments, when they depend on its rank count.
 pub fn trace_args(text: Option<&str>, program_args: &[String]) -> Result<Vec<String>> {
     match text {

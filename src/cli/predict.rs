@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use crate::model::machine::Variant;
 use crate::predict::session::{self, ProgramSpec, Request, Source};
 use crate::predict::WhatIf;
 
@@ -23,20 +22,15 @@ pub struct Args {
     /// first use and cached).
     #[arg(long, value_name = "FILE")]
     platform: Option<PathBuf>,
-    /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
-    #[arg(long, value_name = "FILE")]
-    machine: Option<PathBuf>,
-    /// Op costs: fitted (the bounded fit on the calibration kernels, compiled loops in context; the
-    /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
-    #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
-    costs: String,
+    #[command(flatten)]
+    costs: super::flags::CostArgs,
     /// Where a block's instruction ops come from: compiled (the default: the program built with
     /// its compiler and flags plus -g, each instruction placed in its block by the DWARF line
     /// table: what -O2 vectorised, hoisted and inlined; library calls keep the source's counts)
     /// or source (the operators written). When the program cannot be rebuilt (a --build
     /// command, a compile error), source, with a note.
-    #[arg(long, default_value = "compiled", value_parser = ["source", "compiled"], value_name = "FROM")]
-    ops: String,
+    #[arg(long, value_enum, default_value = "compiled", value_name = "FROM")]
+    ops: super::flags::Ops,
     #[command(flatten)]
     build: super::flags::BuildArgs,
     #[command(flatten)]
@@ -75,8 +69,8 @@ pub struct Args {
     /// program: the program's own formulas evaluated at the new size where they resolve (what
     /// they do not cover keeps its size; halo messages follow the grid's faces); weak: per-rank
     /// work and messages kept; strong: compute divided by the growth, halos shrunk with the faces.
-    #[arg(long, default_value = "program", value_parser = ["program", "weak", "strong"])]
-    scaling: String,
+    #[arg(long, value_enum, default_value = "program")]
+    scaling: super::flags::Scaling,
     /// The traced run's topology, when detection does not recognise it: master-worker[:ROOT],
     /// independent, mesh:AxB[xC], torus:AxB[xC], chain:N, ring:N.
     #[arg(long, value_name = "TOPOLOGY")]
@@ -160,10 +154,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             launch,
         },
         ranks: args.ranks,
-        machine: args.machine.clone(),
+        machine: args.costs.machine.clone(),
         platform: args.platform.clone(),
-        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
-        compiled_ops: args.ops == "compiled",
+        variant: args.costs.costs.variant(),
+        compiled_ops: args.ops == super::flags::Ops::Compiled,
         assume_branches: args.assume_branches,
         source: match (&args.trace, args.trace_ranks) {
             (Some(d), _) => Source::Traces(d.clone()),
@@ -172,8 +166,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
         estimate_bulk: args.estimate_bulk,
         trace_timeout_s: args.trace_timeout,
-        scaling: crate::scale::Mode::parse(&args.scaling)
-            .ok_or_else(|| anyhow::anyhow!("--scaling {}: program, weak or strong", args.scaling))?,
+        scaling: args.scaling.mode(),
         force_topology: args.force_topology.clone(),
         measured: args.measured,
         allow_incomplete: args.allow_incomplete,

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::model::machine::Variant;
 use crate::predict::session::{self, ProgramSpec, Source, SweepRequest, SweepStep};
 use crate::report::table::short_path;
 
@@ -23,13 +22,8 @@ pub struct Args {
     /// SimGrid platform (repeatable: one curve per platform; default: this host as measured).
     #[arg(long, value_name = "FILE")]
     platform: Vec<PathBuf>,
-    /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
-    #[arg(long, value_name = "FILE")]
-    machine: Option<PathBuf>,
-    /// Op costs: fitted (the bounded fit on the calibration kernels, compiled loops in context; the
-    /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
-    #[arg(long, default_value = "fitted", value_parser = ["fitted", "raw"])]
-    costs: String,
+    #[command(flatten)]
+    costs: super::flags::CostArgs,
     /// Bind a parameter or macro: -D n=1024 (repeatable).
     #[command(flatten)]
     build: super::flags::BuildArgs,
@@ -49,8 +43,8 @@ pub struct Args {
     #[arg(long)]
     measured: bool,
     /// How compute and messages change with the number of ranks (program, weak, strong).
-    #[arg(long, default_value = "program", value_parser = ["program", "weak", "strong"])]
-    scaling: String,
+    #[arg(long, value_enum, default_value = "program")]
+    scaling: super::flags::Scaling,
     /// The traced run's topology when detection does not recognise it.
     #[arg(long, value_name = "TOPOLOGY")]
     force_topology: Option<String>,
@@ -89,17 +83,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
             launch,
         },
         ranks,
-        machine: args.machine.clone(),
+        machine: args.costs.machine.clone(),
         platforms: args.platform.clone(),
-        variant: if args.costs == "fitted" { Variant::Fitted } else { Variant::Throughput },
+        variant: args.costs.costs.variant(),
         source: match (&args.trace, args.trace_ranks) {
             (Some(d), _) => Source::Traces(d.clone()),
             (None, Some(k)) => Source::TracedRun(k),
             (None, None) => Source::Static { only: true },
         },
         measured: args.measured,
-        scaling: crate::scale::Mode::parse(&args.scaling)
-            .ok_or_else(|| anyhow::anyhow!("--scaling {}: program, weak or strong", args.scaling))?,
+        scaling: args.scaling.mode(),
         force_topology: args.force_topology.clone(),
         hosts: args.hosts,
         cores_per_host: args.cores_per_host,

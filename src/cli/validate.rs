@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use crate::validate::{self, Compare, Request, MODES};
+use crate::validate::{self, Request, MODES};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -63,12 +63,12 @@ pub struct Args {
     /// What the predictions are compared with: span (MPI_Init to MPI_Finalize, what a
     /// prediction covers), elapsed (the program's own `elapsed_s=` line) or wall (mpirun's wall
     /// clock). When a run does not give it: span, then elapsed, then wall.
-    #[arg(long, default_value = "span", value_parser = ["span", "elapsed", "wall"], value_name = "WHAT")]
-    compare: String,
+    #[arg(long, value_enum, default_value = "span", value_name = "WHAT")]
+    compare: super::flags::Compare,
     /// Where the predictions take a block's instruction ops from (predict's --ops): compiled
     /// or source.
-    #[arg(long, default_value = "compiled", value_parser = ["source", "compiled"], value_name = "FROM")]
-    ops: String,
+    #[arg(long, value_enum, default_value = "compiled", value_name = "FROM")]
+    ops: super::flags::Ops,
     /// Program arguments, exactly as the program would get them.
     #[arg(last = true)]
     program_args: Vec<String>,
@@ -135,12 +135,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         cores_per_host: args.cores_per_host,
         timeout_s: args.timeout,
         max_error_pct: args.max_error,
-        compare: match args.compare.as_str() {
-            "wall" => Compare::Wall,
-            "elapsed" => Compare::Elapsed,
-            _ => Compare::Span,
-        },
-        compiled_ops: args.ops == "compiled",
+        compare: args.compare.compare(),
+        compiled_ops: args.ops == super::flags::Ops::Compiled,
     };
     let out = validate::validate(&req)?;
     let (validation, name) = (&out.validation, &out.name);
