@@ -88,50 +88,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     for w in &outcome.warnings {
         eprintln!("mpicast: warning: {w}");
     }
-    let m = &outcome.meta;
-    let max_bytes = m.rank_traces.iter().map(|t| t.bytes).max().unwrap_or(0);
-    let events: u64 = m.rank_traces.iter().filter_map(|t| t.events).sum();
-    println!(
-        "mpicast: traces of {} at {} ranks in {}: {} counted block{} of {}, {} MPI events, at most {} bytes per rank",
-        m.program,
-        m.ranks,
-        outcome.dir.display(),
-        m.counted_blocks.len(),
-        if m.counted_blocks.len() == 1 { "" } else { "s" },
-        outcome.blocks,
-        events,
-        max_bytes
-    );
-    match m.plain_wall_s {
-        Some(p) if p > 0.0 => println!(
-            "mpicast: instrumented run {:.3} s, plain run {:.3} s (mpirun wall clock, one run each): {:.3}x",
-            m.instrumented_wall_s,
-            p,
-            m.instrumented_wall_s / p
-        ),
-        _ => println!("mpicast: instrumented run {:.3} s (mpirun wall clock)", m.instrumented_wall_s),
-    }
-    if m.time_blocks {
-        let worst = m
-            .rank_traces
-            .iter()
-            .filter_map(|t| t.timing_overhead_s)
-            .fold(0.0, f64::max);
-        println!(
-            "mpicast: --time-blocks: clock reads cost about {:.3e} s on the busiest rank ({:.2}% of the run)",
-            worst,
-            100.0 * worst / m.instrumented_wall_s.max(1e-9)
-        );
-    }
-    if let Some(s) = &m.sampling {
-        println!(
-            "mpicast: sampled {} of {} iterations of the loop {} (meta.json says so for extrapolation)",
-            s.sampled_iterations, s.trip_count, s.block_id
-        );
-    }
-    println!("mpicast: launched as: {}", crate::mpi::build::show(&m.launch));
-    if let Some(w) = &m.work_dir {
-        println!("mpicast: work directory kept: {w}");
-    }
+    print!("{}", crate::report::trace_text(&outcome.meta, &outcome.dir, outcome.blocks));
     Ok(ExitCode::SUCCESS)
 }

@@ -21,6 +21,7 @@ mod summary_text;
 mod svg;
 mod sweep_page;
 mod sweep_text;
+mod trace_text;
 pub mod table;
 mod validation_text;
 
@@ -92,6 +93,11 @@ pub fn validation_text(v: &Validation, name: &str, notes: &[String]) -> String {
 /// A replay's result as text: makespan, per-rank (or min/median/max) times, hosts and links.
 pub fn replay_text(r: &ReplayResult) -> String {
     replay_text::replay(r)
+}
+
+/// A traced run's summary as text (`blocks`: the blocks of the analysis).
+pub fn trace_text(meta: &crate::model::trace::TraceMeta, dir: &std::path::Path, blocks: usize) -> String {
+    trace_text::trace(meta, dir, blocks)
 }
 
 /// The replay benchmark's result as text.
