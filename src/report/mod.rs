@@ -11,6 +11,7 @@
 
 mod analysis_text;
 mod chrome;
+pub mod files;
 mod html;
 mod network_text;
 mod prediction_page;
