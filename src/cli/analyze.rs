@@ -1,10 +1,11 @@
+//! `mpicast analyze SRC`: the analysis (blocks, op counts, execution counts) as a tree, a
+//! summary or the mpicast/analysis JSON.
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::frontend;
-use crate::model::{to_json, write_artifact};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -31,10 +32,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let spec = args.build.spec(&args.inputs)?;
-    let files = frontend::collect_sources(&args.inputs)?;
-    let bindings = crate::predict::session::bindings(&spec, &files);
-    let opts = frontend::Options { bindings, assume_branches: args.assume_branches };
-    let mut model = frontend::analyze_built(&files, &opts, &spec);
+    let analysed = crate::predict::session::analyse(&args.inputs, &spec, args.assume_branches)?;
+    let (files, mut model) = (analysed.files, analysed.model);
     if args.compiled {
         match crate::objcode::build_debug(&files, &spec)? {
             Some(exe) => {
@@ -45,12 +44,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             None => eprintln!("mpicast: --compiled: a --build command is not rebuilt with -g; ops from the source"),
         }
     }
-    match &args.json {
-        Some(p) if p.as_os_str() == "-" => print!("{}", to_json(&model)),
-        Some(p) => write_artifact(p, &model)?,
-        None => {}
-    }
-    if args.json.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+    if super::json_out(args.json.as_deref(), &model)? {
         return Ok(ExitCode::SUCCESS);
     }
     if args.summary {
