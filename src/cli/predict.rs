@@ -72,7 +72,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "program")]
     scaling: super::flags::Scaling,
     /// The traced run's topology, when detection does not recognise it: master-worker[:ROOT],
-    /// independent, mesh:AxB[xC], torus:AxB[xC], chain:N, ring:N.
+    /// independent, pairs, mesh:AxB[xC], torus:AxB[xC], chain:N, ring:N.
     #[arg(long, value_name = "TOPOLOGY")]
     force_topology: Option<String>,
     /// With a --time-blocks trace: use the bursts' measured times (block benchmarking) instead
