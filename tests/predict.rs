@@ -1373,3 +1373,29 @@ fn folded_and_unfolded_simulations_agree() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("of the main loop's 49 iterations simulated"), "{text}");
 }
+
+/// A check whose failure arm only reports an error (counts it, prints it) is assumed never
+/// taken, and its other arm always (tests/fixtures/eval/error_checks.c): the static path gives
+/// the check's arms the counts of a correct run, which the trace shows. Half-and-half put 50,000
+/// printf calls on rank 1 (MPICH's sendrecv2 was predicted 74x its traced time).
+#[test]
+fn an_error_report_is_assumed_never_taken() {
+    let src = "tests/fixtures/eval/error_checks.c";
+    let base = [src, "-n", "2", "--ops", "source", "--platform", LOCALHOST];
+    let mut a = base.to_vec();
+    a.extend(["--", "100000"]);
+    let stat = json(&a);
+    let on = |line: u64| stat["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == line).cloned();
+    assert!(on(26).is_none_or(|b| b["executions"].as_f64() == Some(0.0)), "{:?}", on(26));
+    let ok = block_on_line(&stat, 30);
+    assert_eq!(ok["executions"].as_f64(), Some(100000.0), "{ok}");
+    let notes = stat["assumptions"].to_string();
+    assert!(notes.contains("an error report, assumed never taken"), "{notes}");
+    assert!(!stat["static_output"].to_string().contains("expected"), "{}", stat["static_output"]);
+    let mut t = base.to_vec();
+    t.extend(["--trace-ranks", "2", "--", "100000"]);
+    let traced = json(&t);
+    assert_eq!(block_on_line(&traced, 30)["executions"].as_f64(), Some(100000.0));
+    assert!(close(stat["predicted_s"].as_f64().unwrap(), traced["predicted_s"].as_f64().unwrap(), 0.05), "static {} traced {}", stat["predicted_s"], traced["predicted_s"]);
+}
+

@@ -1383,7 +1383,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn push_line(&mut self, l: String) {
-        if self.output.len() < MAX_OUTPUT_LINES {
+        // An arm assumed never taken (an error report) prints nothing.
+        if self.output.len() < MAX_OUTPUT_LINES && self.weight > 0.0 {
             self.output.push(l);
         }
     }
@@ -1830,15 +1831,26 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         let w = self.weight;
-        for a in arms {
+        // An arm that only reports an error is taken never, the other of the two always.
+        let errors: Vec<bool> = arms.iter().map(|a| is_error_path(a)).collect();
+        for (i, a) in arms.iter().enumerate() {
             let b = self.sh.block(
                 self.file,
                 a.span().line_start,
                 a.span().col,
                 BlockKind::Branch,
             );
-            let p = self.arm_rate(b);
-            let msg = self.rate_note(b, &format!("{}:{}", self.file, a.span().line_start));
+            let sampled = b.is_some_and(|b| self.sh.rates.borrow().contains_key(&b));
+            let at = format!("{}:{}", self.file, a.span().line_start);
+            let (p, msg) = if sampled || !errors.iter().any(|e| *e) {
+                (self.arm_rate(b), self.rate_note(b, &at))
+            } else if errors[i] {
+                (0.0, format!("{at}: branch depends on data: an error report, assumed never taken"))
+            } else if arms.len() == 2 {
+                (1.0, format!("{at}: branch depends on data: the other arm reports an error, assumed always taken"))
+            } else {
+                (self.arm_rate(b), self.rate_note(b, &at))
+            };
             if !self.assumed.contains(&msg) {
                 self.assumed.push(msg);
             }
@@ -6418,6 +6430,57 @@ fn c_g(x: f64, prec: usize) -> String {
 }
 
 /// Plain variables a statement assigns (=, op=, ++/--, and through & in calls).
+/// An arm that only reports an error: it counts one (`errs++`), prints to stderr, or stops the
+/// program, and does nothing else but print. Checks of a result (`if (buf[i] != expected)
+/// { errs++; printf(...); }`) are written not to be taken, as compilers predict such paths.
+fn is_error_path(s: &Stmt) -> bool {
+    fn errorish(name: &str) -> bool {
+        let n = name.to_ascii_lowercase();
+        n.contains("err") || n.contains("fail")
+    }
+    // (only reporting and stopping, at least one sign of an error)
+    fn walk(s: &Stmt, sign: &mut bool) -> bool {
+        match s {
+            Stmt::Compound(v, _) => v.iter().all(|x| walk(x, sign)),
+            Stmt::Empty(_) | Stmt::Break(_) | Stmt::Goto(_) => true,
+            Stmt::Return(_, _) => true,
+            Stmt::If { then, otherwise, .. } => walk(then, sign) && otherwise.as_ref().is_none_or(|o| walk(o, sign)),
+            Stmt::Expr(e, _) => match e {
+                // errs++, errs += 1, err = 1: a count or flag of errors (not `err = f(...)`).
+                CExpr::Update { arg, .. } if matches!(&**arg, CExpr::Ident(n) if errorish(n)) => {
+                    *sign = true;
+                    true
+                }
+                CExpr::Assign { left, right, .. } if matches!(&**left, CExpr::Ident(n) if errorish(n)) && matches!(&**right, CExpr::Int(_)) => {
+                    *sign = true;
+                    true
+                }
+                CExpr::Call { func, args, .. } => match func.as_str() {
+                    "abort" | "exit" | "_exit" | "MPI_Abort" | "perror" => {
+                        *sign = true;
+                        true
+                    }
+                    "fprintf" | "fputs" if args.iter().any(|a| matches!(a, CExpr::Ident(n) if n == "stderr")) => {
+                        *sign = true;
+                        true
+                    }
+                    "printf" | "puts" | "fprintf" | "fputs" | "fflush" => true,
+                    f => {
+                        if errorish(f) {
+                            *sign = true;
+                        }
+                        errorish(f)
+                    }
+                },
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+    let mut sign = false;
+    walk(s, &mut sign) && sign
+}
+
 fn written_idents(s: &Stmt) -> HashSet<String> {
     let mut out = HashSet::new();
     fn ex(e: &CExpr, out: &mut HashSet<String>) {
