@@ -11,6 +11,7 @@ pub use crate::trace::fold::Item;
 
 /// Reads one rank's trace file into its tree (the file has been validated).
 pub fn read(path: &Path) -> Result<Vec<Item>> {
+    crate::trace::note_rank_file_read(path);
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
     let mut stack: Vec<(u64, Vec<Item>)> = vec![(1, Vec::new())];
     let mut header = false;

@@ -4,6 +4,7 @@
 //! time-independent format (`smpi`).
 
 pub mod fold;
+pub mod set;
 pub mod smpi;
 
 use std::fs::File;
@@ -37,6 +38,25 @@ pub struct Header {
 /// The file holding rank `rank`'s trace in `dir`.
 pub fn rank_file(dir: &Path, rank: u32) -> PathBuf {
     dir.join(format!("rank-{rank}.trace"))
+}
+
+/// Rank files opened for reading, per directory (see [`rank_file_reads`]).
+static RANK_FILE_READS: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Counts one opening of the rank file `path` for reading.
+pub fn note_rank_file_read(path: &Path) {
+    let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let mut m = RANK_FILE_READS.lock().unwrap_or_else(|e| e.into_inner());
+    *m.entry(dir).or_insert(0) += 1;
+}
+
+/// How many times this process has opened a rank file of `dir` for reading (each
+/// [`TraceReader`] and each whole-file read counts once): a test's measure of how often a
+/// prediction or a sweep reads its traces.
+pub fn rank_file_reads(dir: &Path) -> usize {
+    let m = RANK_FILE_READS.lock().unwrap_or_else(|e| e.into_inner());
+    m.get(dir).copied().unwrap_or(0)
 }
 
 /// One parsed line: an action, a loop start or end, or nothing (blank, comment).
@@ -724,6 +744,7 @@ pub const MAX_UNFOLDED_ACTIONS: u64 = 1_000_000_000_000;
 impl TraceReader {
     /// Opens a rank's file and reads its header line.
     pub fn open(path: &Path) -> Result<TraceReader, TraceError> {
+        note_rank_file_read(path);
         let file = path.display().to_string();
         let mut lines = ChunkedLines {
             path: path.to_path_buf(),
@@ -981,98 +1002,122 @@ pub fn discover(dir: &Path) -> anyhow::Result<u32> {
 /// request ids. Returns the first problem as file:line: message.
 pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
     for r in 0..ranks {
-        let mut rd = TraceReader::open(&rank_file(dir, r))?;
-        if rd.header.rank != r {
-            return Err(rd.err(
-                1,
-                format!(
-                    "header says rank {}, but this is rank-{r}.trace",
-                    rd.header.rank
-                ),
-            ));
-        }
-        if rd.header.size != ranks {
-            return Err(rd.err(
-                1,
-                format!(
-                    "header says size {}, but the directory holds {ranks} rank files (rank-0.trace .. rank-{}.trace)",
-                    rd.header.size,
-                    ranks - 1
-                ),
-            ));
-        }
-        let mut comms: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
-        comms.insert(COMM_WORLD, ranks);
-        // Each line is checked once, loops are not unfolded (a loop body's checks do not change
-        // from one iteration to the next): time does not grow with the loop counts.
-        // loops: (line of `loop`, actions per execution of the enclosing body so far); the
-        // count of unfolded actions multiplies along the nesting.
-        let mut loops: Vec<(u64, u64, u64)> = Vec::new(); // (line, count, actions in body)
-        let mut top: u64 = 0;
-        let mut in_outer = (0usize, 0usize);
-        while let Some((l, line)) = rd.raw_line()? {
-            match l {
-                Line::Action(a) => {
-                    if let Err(msg) = check_action(&a, ranks, &mut comms, r) {
-                        return Err(rd.err(line, msg));
-                    }
-                    match loops.last_mut() {
-                        Some(f) => f.2 = f.2.saturating_add(1),
-                        None => top = top.saturating_add(1),
-                    }
-                    if let Some(&(outer, _, _)) = loops.first() {
-                        // The reader holds a whole outermost loop in memory.
-                        in_outer.0 += 1;
-                        in_outer.1 += list_entries(&a);
-                        if in_outer.0 > MAX_LOOP_BODY_LINES {
-                            return Err(rd.err(
-                                outer,
-                                format!("loop body longer than {MAX_LOOP_BODY_LINES} lines"),
-                            ));
-                        }
-                        if in_outer.1 > MAX_LOOP_BODY_ENTRIES {
-                            return Err(rd.err(
-                                outer,
-                                format!("loop body holds more than {MAX_LOOP_BODY_ENTRIES} rank and count list entries"),
-                            ));
-                        }
-                    }
+        check_rank(dir, r, ranks, None)?;
+    }
+    Ok(())
+}
+
+/// Reads rank `r`'s trace of a directory of `ranks` rank files into its tree (loops kept, as
+/// written), checking it as [`validate_dir`] does, in the same pass.
+pub fn read_rank_checked(dir: &Path, r: u32, ranks: u32) -> Result<Vec<fold::Item>, TraceError> {
+    let mut tree = vec![(0, Vec::new())];
+    check_rank(dir, r, ranks, Some(&mut tree))?;
+    Ok(tree.pop().map(|f| f.1).unwrap_or_default())
+}
+
+/// Checks one rank's file; with `tree` (one frame: the top level), also builds its tree there.
+fn check_rank(dir: &Path, r: u32, ranks: u32, mut tree: Option<&mut Vec<(u64, Vec<fold::Item>)>>) -> Result<(), TraceError> {
+    let mut rd = TraceReader::open(&rank_file(dir, r))?;
+    if rd.header.rank != r {
+        return Err(rd.err(
+            1,
+            format!(
+                "header says rank {}, but this is rank-{r}.trace",
+                rd.header.rank
+            ),
+        ));
+    }
+    if rd.header.size != ranks {
+        return Err(rd.err(
+            1,
+            format!(
+                "header says size {}, but the directory holds {ranks} rank files (rank-0.trace .. rank-{}.trace)",
+                rd.header.size,
+                ranks - 1
+            ),
+        ));
+    }
+    let mut comms: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    comms.insert(COMM_WORLD, ranks);
+    // Each line is checked once, loops are not unfolded (a loop body's checks do not change
+    // from one iteration to the next): time does not grow with the loop counts.
+    // loops: (line of `loop`, actions per execution of the enclosing body so far); the
+    // count of unfolded actions multiplies along the nesting.
+    let mut loops: Vec<(u64, u64, u64)> = Vec::new(); // (line, count, actions in body)
+    let mut top: u64 = 0;
+    let mut in_outer = (0usize, 0usize);
+    while let Some((l, line)) = rd.raw_line()? {
+        match l {
+            Line::Action(a) => {
+                if let Err(msg) = check_action(&a, ranks, &mut comms, r) {
+                    return Err(rd.err(line, msg));
                 }
-                Line::Loop(n) => {
-                    if loops.is_empty() {
-                        in_outer = (0, 0);
-                    }
-                    if loops.len() >= MAX_LOOP_DEPTH {
+                match loops.last_mut() {
+                    Some(f) => f.2 = f.2.saturating_add(1),
+                    None => top = top.saturating_add(1),
+                }
+                if let Some(&(outer, _, _)) = loops.first() {
+                    // The reader holds a whole outermost loop in memory.
+                    in_outer.0 += 1;
+                    in_outer.1 += list_entries(&a);
+                    if in_outer.0 > MAX_LOOP_BODY_LINES {
                         return Err(rd.err(
-                            line,
-                            format!("loops nested deeper than {MAX_LOOP_DEPTH} levels"),
+                            outer,
+                            format!("loop body longer than {MAX_LOOP_BODY_LINES} lines"),
                         ));
                     }
-                    loops.push((line, n, 0));
-                }
-                Line::End => {
-                    let Some((_, n, body)) = loops.pop() else {
-                        return Err(rd.err(line, "`end` without a matching `loop`".into()));
-                    };
-                    let unfolded = n.saturating_mul(body);
-                    match loops.last_mut() {
-                        Some(f) => f.2 = f.2.saturating_add(unfolded),
-                        None => top = top.saturating_add(unfolded),
+                    if in_outer.1 > MAX_LOOP_BODY_ENTRIES {
+                        return Err(rd.err(
+                            outer,
+                            format!("loop body holds more than {MAX_LOOP_BODY_ENTRIES} rank and count list entries"),
+                        ));
                     }
                 }
+                if let Some(t) = tree.as_deref_mut() {
+                    t.last_mut().expect("top frame").1.push(fold::Item::Action(a));
+                }
             }
-            if top > MAX_UNFOLDED_ACTIONS {
-                return Err(rd.err(
-                    line,
-                    format!(
-                        "the trace unfolds to more than {MAX_UNFOLDED_ACTIONS} actions (loop counts multiply): too long to replay"
-                    ),
-                ));
+            Line::Loop(n) => {
+                if loops.is_empty() {
+                    in_outer = (0, 0);
+                }
+                if loops.len() >= MAX_LOOP_DEPTH {
+                    return Err(rd.err(
+                        line,
+                        format!("loops nested deeper than {MAX_LOOP_DEPTH} levels"),
+                    ));
+                }
+                loops.push((line, n, 0));
+                if let Some(t) = tree.as_deref_mut() {
+                    t.push((n, Vec::new()));
+                }
+            }
+            Line::End => {
+                let Some((_, n, body)) = loops.pop() else {
+                    return Err(rd.err(line, "`end` without a matching `loop`".into()));
+                };
+                if let Some(t) = tree.as_deref_mut() {
+                    let (n, body) = t.pop().expect("loop frame");
+                    t.last_mut().expect("top frame").1.push(fold::Item::Loop(n, body));
+                }
+                let unfolded = n.saturating_mul(body);
+                match loops.last_mut() {
+                    Some(f) => f.2 = f.2.saturating_add(unfolded),
+                    None => top = top.saturating_add(unfolded),
+                }
             }
         }
-        if let Some((line, _, _)) = loops.last() {
-            return Err(rd.err(*line, "loop without a matching `end`".into()));
+        if top > MAX_UNFOLDED_ACTIONS {
+            return Err(rd.err(
+                line,
+                format!(
+                    "the trace unfolds to more than {MAX_UNFOLDED_ACTIONS} actions (loop counts multiply): too long to replay"
+                ),
+            ));
         }
+    }
+    if let Some((line, _, _)) = loops.last() {
+        return Err(rd.err(*line, "loop without a matching `end`".into()));
     }
     Ok(())
 }
