@@ -110,45 +110,8 @@ pub fn scale_dir(dir: &Path, out: &Path, model: &ProgramModel, bindings: &BTreeM
     for r in 0..k {
         traces.push(items::read(&crate::trace::rank_file(dir, r))?);
     }
-    let (topology, mut info) = choose_topology(&traces, model, bindings, req.force.as_ref())?;
-    let scaler = ratio::Scaler::new(model, req.mode, cost);
-    let base_env: HashMap<String, f64> = bindings.iter().map(|(a, b)| (a.clone(), *b)).collect();
-    let ctx = rewrite::Ctx { k, n, scaler: &scaler, base_env };
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
-    let mut written = 0u32;
-    let mut emit = |r: u32, it: Vec<items::Item>| -> Result<()> {
-        written += 1;
-        items::write(out, r, n, &it)
-    };
-    let mut notes = Vec::new();
-    let scaled = match &topology {
-        Topology::Single | Topology::Independent => {
-            rewrite::independent(&ctx, &traces, &mut emit)?;
-            if matches!(topology, Topology::Single) { Topology::Independent } else { topology.clone() }
-        }
-        Topology::MasterWorker { root } => {
-            rewrite::master_worker(&ctx, *root, &traces, &mut emit, &mut notes)?;
-            topology.clone()
-        }
-        Topology::Pairs => {
-            if k % 2 != 0 || n % 2 != 0 {
-                bail!("pairs of ranks scale between even numbers of ranks only ({k} -> {n})");
-            }
-            rewrite::pairs(&ctx, &traces, &mut emit)?;
-            Topology::Pairs
-        }
-        Topology::Grid { dims, periodic } => {
-            if dims.iter().product::<u32>() != k {
-                bail!("the topology {topology} does not have {k} ranks");
-            }
-            let new_dims = scaled_dims(dims, n).with_context(|| format!("no {}-dimensional grid of {n} ranks", dims.len()))?;
-            let mut g = rewrite::Grid::new(&ctx, dims.clone(), periodic.clone(), new_dims.clone(), &traces)?;
-            g.emit_all(&mut emit)?;
-            Topology::Grid { dims: new_dims, periodic: periodic.clone() }
-        }
-    };
-    drop(emit);
-    debug_assert_eq!(written, n);
+    let info = scale_traces(&traces, model, bindings, cost, req, &mut |r, it| items::write(out, r, n, &it))?;
     // The analysis and the run's description go along, resized.
     std::fs::copy(dir.join("analysis.json"), out.join("analysis.json")).with_context(|| format!("{}: cannot copy analysis.json", out.display()))?;
     let meta_path = dir.join("meta.json");
@@ -168,6 +131,63 @@ pub fn scale_dir(dir: &Path, out: &Path, model: &ProgramModel, bindings: &BTreeM
         }
         crate::model::write_artifact(&out.join("meta.json"), &meta)?;
     }
+    Ok(info)
+}
+
+/// Rewrites the traces of `traces.len()` ranks (each rank's tree) for `req.to_ranks` ranks,
+/// giving each new rank's tree to `emit` as it is made (one at a time: thousands of ranks are
+/// never all in memory). `cost` as for [`scale_dir`].
+pub fn scale_traces(
+    traces: &[Vec<items::Item>],
+    model: &ProgramModel,
+    bindings: &BTreeMap<String, f64>,
+    cost: Vec<f64>,
+    req: &Request,
+    emit: &mut dyn FnMut(u32, Vec<items::Item>) -> Result<()>,
+) -> Result<Scaling> {
+    let k = traces.len() as u32;
+    let n = req.to_ranks;
+    if n == 0 {
+        bail!("cannot scale to 0 ranks");
+    }
+    let (topology, mut info) = choose_topology(traces, model, bindings, req.force.as_ref())?;
+    let scaler = ratio::Scaler::new(model, req.mode, cost);
+    let base_env: HashMap<String, f64> = bindings.iter().map(|(a, b)| (a.clone(), *b)).collect();
+    let ctx = rewrite::Ctx { k, n, scaler: &scaler, base_env };
+    let mut written = 0u32;
+    let mut emit = |r: u32, it: Vec<items::Item>| -> Result<()> {
+        written += 1;
+        emit(r, it)
+    };
+    let mut notes = Vec::new();
+    let scaled = match &topology {
+        Topology::Single | Topology::Independent => {
+            rewrite::independent(&ctx, traces, &mut emit)?;
+            if matches!(topology, Topology::Single) { Topology::Independent } else { topology.clone() }
+        }
+        Topology::MasterWorker { root } => {
+            rewrite::master_worker(&ctx, *root, traces, &mut emit, &mut notes)?;
+            topology.clone()
+        }
+        Topology::Pairs => {
+            if k % 2 != 0 || n % 2 != 0 {
+                bail!("pairs of ranks scale between even numbers of ranks only ({k} -> {n})");
+            }
+            rewrite::pairs(&ctx, traces, &mut emit)?;
+            Topology::Pairs
+        }
+        Topology::Grid { dims, periodic } => {
+            if dims.iter().product::<u32>() != k {
+                bail!("the topology {topology} does not have {k} ranks");
+            }
+            let new_dims = scaled_dims(dims, n).with_context(|| format!("no {}-dimensional grid of {n} ranks", dims.len()))?;
+            let mut g = rewrite::Grid::new(&ctx, dims.clone(), periodic.clone(), new_dims.clone(), traces)?;
+            g.emit_all(&mut emit)?;
+            Topology::Grid { dims: new_dims, periodic: periodic.clone() }
+        }
+    };
+    drop(emit);
+    debug_assert_eq!(written, n);
     let st = scaler.stats.borrow().clone();
     info.to_ranks = n;
     info.scaled_topology = scaled.to_string();
