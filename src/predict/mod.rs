@@ -865,22 +865,36 @@ pub fn predict_trace_scaled(
     allow_incomplete: bool,
     scale: Option<&crate::scale::Request>,
 ) -> Result<(ProgramModel, Prediction)> {
-    use crate::model::trace::{Compute, TraceMeta};
     let t0 = Instant::now();
-    let model: ProgramModel = crate::model::read_artifact(&dir.join("analysis.json"))
-        .with_context(|| {
-            format!(
-                "{}: not a trace directory from mpicast trace",
-                dir.display()
-            )
-        })?;
-    let (model, compiled_opts) = with_compiled(&model, opts);
+    let set = crate::trace::set::TraceSet::open(dir)?;
+    predict_set_from(&set, opts, measured, allow_incomplete, scale, t0)
+}
+
+/// [`predict_trace_scaled`] from a trace directory already open: every rank file is read once
+/// per set, whatever the number of predictions made from it (a sweep's points).
+pub fn predict_trace_set(
+    set: &crate::trace::set::TraceSet,
+    opts: &Options,
+    measured: bool,
+    allow_incomplete: bool,
+    scale: Option<&crate::scale::Request>,
+) -> Result<(ProgramModel, Prediction)> {
+    predict_set_from(set, opts, measured, allow_incomplete, scale, Instant::now())
+}
+
+fn predict_set_from(
+    set: &crate::trace::set::TraceSet,
+    opts: &Options,
+    measured: bool,
+    allow_incomplete: bool,
+    scale: Option<&crate::scale::Request>,
+    t0: Instant,
+) -> Result<(ProgramModel, Prediction)> {
+    let dir = set.dir.as_path();
+    let (model, compiled_opts) = with_compiled(&set.model, opts);
     let opts = &compiled_opts;
-    let meta: Option<TraceMeta> = match dir.join("meta.json") {
-        p if p.is_file() => Some(crate::model::read_artifact(&p)?),
-        _ => None,
-    };
-    let ranks = crate::trace::discover(dir)?;
+    let meta = &set.meta;
+    let ranks = set.ranks;
     if ranks != opts.ranks && scale.is_none() {
         bail!(
             "{}: the traces are of {ranks} ranks, -n asks for {}: predicting other rank counts from a trace needs trace scaling",
@@ -889,7 +903,7 @@ pub fn predict_trace_scaled(
         );
     }
     let mut assumptions = opts.assumptions.clone();
-    if let Some(m) = &meta {
+    if let Some(m) = meta {
         if !m.complete && !allow_incomplete {
             let bad: Vec<String> = m
                 .rank_traces
@@ -925,14 +939,38 @@ pub fn predict_trace_scaled(
             ));
         }
     }
-    crate::trace::validate_dir(dir, ranks).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let traces = set.traces().map_err(|e| anyhow::anyhow!("{e}"))?;
     let costs = Costs::from_table(&opts.machine, opts.variant);
-    let _scaled_dir;
+    // What one counter increment cost the traced run (measured by its runtime), taken off each
+    // measured burst: the median over the ranks, seconds.
+    let counter_s = {
+        let mut v: Vec<f64> =
+            meta.iter().flat_map(|m| m.rank_traces.iter().filter_map(|t| t.counter_ns)).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0) * 1e-9
+    };
+    let out_ranks = match scale {
+        Some(_) => opts.ranks,
+        None => ranks,
+    };
+    let out = crate::trace::scratch_dir("mpicast-costed", out_ranks)
+        .context("cannot create a temporary directory")?;
+    let mut costing = Costing {
+        model: &model,
+        costs: &costs,
+        base_env: opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        out: out.path(),
+        ranks: out_ranks,
+        factor: opts.what_if.compute_factor(),
+        counter_s,
+        measured,
+        analysis_dir: dir,
+        execs: vec![0.0; model.blocks.len()],
+        compute: vec![[0.0; 3]; out_ranks as usize],
+    };
     let mut scaling = None;
-    let (dir, ranks) = match scale {
+    match scale {
         Some(req) if ranks != opts.ranks => {
-            let t = crate::trace::scratch_dir("mpicast-scaled", opts.ranks)
-                .context("cannot create a temporary directory")?;
             let env: HashMap<String, f64> = opts
                 .bindings
                 .iter()
@@ -947,8 +985,20 @@ pub fn predict_trace_scaled(
                 to_ranks: opts.ranks,
                 ..req.clone()
             };
-            let info = crate::scale::scale_dir(dir, t.path(), &model, &opts.bindings, cost, &req)
-                .with_context(|| {
+            // Each scaled rank is costed as it is made; a costing error is not a scaling one.
+            let mut costing_error = None;
+            let scaled = crate::scale::scale_traces(traces, &model, &opts.bindings, cost, &req, &mut |r, items| {
+                let what = format!("rank {r} of the traces scaled to {} ranks", opts.ranks);
+                costing.rank(r, &items, &what).map_err(|e| {
+                    let msg = format!("{e:#}");
+                    costing_error = Some(e);
+                    anyhow::anyhow!(msg)
+                })
+            });
+            if let Some(e) = costing_error {
+                return Err(e);
+            }
+            let info = scaled.with_context(|| {
                 format!(
                     "{}: scaling from {ranks} to {} ranks",
                     dir.display(),
@@ -964,55 +1014,96 @@ pub fn predict_trace_scaled(
                 100.0 * info.formula_share
             ));
             scaling = Some(info);
-            let p = t.path().to_path_buf();
-            _scaled_dir = t;
-            (p, opts.ranks)
         }
-        _ => (dir.to_path_buf(), ranks),
+        _ => {
+            for (r, items) in traces.iter().enumerate() {
+                let what = crate::trace::rank_file(dir, r as u32).display().to_string();
+                costing.rank(r as u32, items, &what)?;
+            }
+        }
+    }
+    let ranks = out_ranks;
+    let Costing { execs, compute, .. } = costing;
+    let sk = Skeletons {
+        dir: out,
+        execs,
+        compute,
+        assumptions: Vec::new(),
+        outputs: Vec::new(),
     };
-    let dir = dir.as_path();
-    let out = crate::trace::scratch_dir("mpicast-costed", ranks)
-        .context("cannot create a temporary directory")?;
-    let factor = opts.what_if.compute_factor();
-    // What one counter increment cost the traced run (measured by its runtime), taken off each
-    // measured burst: the median over the ranks, seconds.
-    let counter_s = {
-        let mut v: Vec<f64> =
-            meta.iter().flat_map(|m| m.rank_traces.iter().filter_map(|t| t.counter_ns)).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0) * 1e-9
+    let mut o = Options {
+        assumptions,
+        ..opts.clone()
     };
-    let nb = model.blocks.len();
-    let mut execs = vec![0.0; nb];
-    let mut compute = Vec::with_capacity(ranks as usize);
-    let base_env: HashMap<String, f64> =
-        opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    for r in 0..ranks {
-        let mut env = base_env.clone();
+    o.ranks = ranks;
+    let mode = match (&scaling, measured) {
+        (Some(s), true) => format!("trace (measured bursts) scaled from {} ranks", s.from_ranks),
+        (Some(s), false) => format!("trace scaled from {} ranks", s.from_ranks),
+        (None, true) => "trace (measured bursts)".to_string(),
+        (None, false) => "trace".to_string(),
+    };
+    let mut p = finish(&model, &o, &costs, sk, &mode, t0)?;
+    if let Some(m) = meta {
+        p.args = m.args.clone();
+        p.launch = m.launch.clone();
+    }
+    p.scaling = scaling;
+    Ok((model, p))
+}
+
+/// Costs traced ranks into the files the simulation replays: block counts by formula (1) (or
+/// measured bursts), each rank's compute summed between its MPI actions, loops unfolded as
+/// `TraceReader` unfolds them and folded again by the writer (steady-state folding needs them).
+struct Costing<'a> {
+    model: &'a ProgramModel,
+    costs: &'a Costs,
+    base_env: HashMap<String, f64>,
+    out: &'a Path,
+    /// Ranks of the costed traces.
+    ranks: u32,
+    /// The what-if compute factor.
+    factor: f64,
+    /// Seconds one counter increment cost the traced run.
+    counter_s: f64,
+    measured: bool,
+    /// Where analysis.json is, for errors.
+    analysis_dir: &'a Path,
+    /// Executions of each block, all ranks.
+    execs: Vec<f64>,
+    /// Per rank: compute seconds at the nominal, low and high costs.
+    compute: Vec<[f64; 3]>,
+}
+
+impl Costing<'_> {
+    /// Costs rank `r`'s tree (`what` names it in errors) and writes its costed trace.
+    fn rank(&mut self, r: u32, items: &[crate::trace::fold::Item], what: &str) -> Result<()> {
+        use crate::model::trace::Compute;
+        let (model, ranks, factor, measured, counter_s) = (self.model, self.ranks, self.factor, self.measured, self.counter_s);
+        let mut env = self.base_env.clone();
         env.insert("rank".into(), r as f64);
         env.insert("size".into(), ranks as f64);
-        if let Some((dims, coords)) = grid_of(&model, &env, r) {
+        if let Some((dims, coords)) = grid_of(model, &env, r) {
             grid_env(&mut env, &dims, &coords);
         }
-        let secs =
-            [(&costs.nominal, &costs.bounds), (&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].map(|(t, b)| block_seconds(&model, t, b, &env));
-        let path = crate::trace::rank_file(dir, r);
-        let mut rd = crate::trace::TraceReader::open(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
-        // The reader unrolls loops; the writer folds them again (steady-state folding needs them).
+        let c = self.costs;
+        let secs = [(&c.nominal, &c.bounds), (&c.low, &c.bounds_low), (&c.high, &c.bounds_high)]
+            .map(|(t, b)| block_seconds(model, t, b, &env));
+        let nb = model.blocks.len();
         let mut w = crate::trace::fold::FoldingWriter::new(
-            TraceWriter::create(out.path(), r, ranks).with_context(|| format!("{}: cannot write", out.path().display()))?,
+            TraceWriter::create(self.out, r, ranks).with_context(|| format!("{}: cannot write", self.out.display()))?,
         );
+        let execs = &mut self.execs;
         let mut row = [0.0; 3];
         let mut pending = 0.0;
+        let analysis_dir = self.analysis_dir;
         let cost = |blocks: &[(u32, u64)], execs: &mut [f64], row: &mut [f64; 3]| -> Result<f64> {
             let mut s = [0.0; 3];
             for (b, n) in blocks {
                 let b = *b as usize;
                 if b >= nb {
                     bail!(
-                        "{}: block {b} is not in {}/analysis.json ({nb} blocks)",
-                        path.display(),
-                        dir.display()
+                        "{what}: block {b} is not in {}/analysis.json ({nb} blocks)",
+                        analysis_dir.display()
                     );
                 }
                 execs[b] += *n as f64;
@@ -1025,15 +1116,15 @@ pub fn predict_trace_scaled(
             }
             Ok(s[0] * factor)
         };
-        while let Some((a, _)) = rd.next_action().map_err(|e| anyhow::anyhow!("{e}"))? {
+        each_action(items, &mut |a| {
             match a {
                 TraceAction::Compute {
                     compute: Compute::Blocks(b),
-                } => pending += cost(&b, &mut execs, &mut row)?,
+                } => pending += cost(b, execs, &mut row)?,
                 TraceAction::Compute {
                     compute: Compute::TimedBlocks { blocks, seconds },
                 } => {
-                    let modelled = cost(&blocks, &mut execs, &mut row)?;
+                    let modelled = cost(blocks, execs, &mut row)?;
                     if measured {
                         // Block benchmarking: the time measured on the traced host less what
                         // its counters cost (at most half of it), scaled by the what-if factor;
@@ -1059,41 +1150,38 @@ pub fn predict_trace_scaled(
                     if pending > 0.0 {
                         w.action(&skeleton::compute_action(std::mem::take(&mut pending)))?;
                     }
-                    w.action(&other)?;
+                    w.action(other)?;
                 }
             }
-        }
+            Ok(())
+        })?;
         if pending > 0.0 {
             w.action(&skeleton::compute_action(pending))?;
         }
         w.finish()?;
-        compute.push(row);
+        self.compute[r as usize] = row;
+        Ok(())
     }
-    let sk = Skeletons {
-        dir: out,
-        execs,
-        compute,
-        assumptions: Vec::new(),
-        outputs: Vec::new(),
-    };
-    let mut o = Options {
-        assumptions,
-        ..opts.clone()
-    };
-    o.ranks = ranks;
-    let mode = match (&scaling, measured) {
-        (Some(s), true) => format!("trace (measured bursts) scaled from {} ranks", s.from_ranks),
-        (Some(s), false) => format!("trace scaled from {} ranks", s.from_ranks),
-        (None, true) => "trace (measured bursts)".to_string(),
-        (None, false) => "trace".to_string(),
-    };
-    let mut p = finish(&model, &o, &costs, sk, &mode, t0)?;
-    if let Some(m) = meta {
-        p.args = m.args;
-        p.launch = m.launch;
+}
+
+/// Calls `f` on every action of `items` in order, loops unfolded (a loop of count 0 or with an
+/// empty body gives nothing).
+fn each_action(items: &[crate::trace::fold::Item], f: &mut dyn FnMut(&TraceAction) -> Result<()>) -> Result<()> {
+    use crate::trace::fold::Item;
+    for it in items {
+        match it {
+            Item::Action(a) => f(a)?,
+            Item::Loop(k, body) => {
+                if body.is_empty() {
+                    continue;
+                }
+                for _ in 0..*k {
+                    each_action(body, f)?;
+                }
+            }
+        }
     }
-    p.scaling = scaling;
-    Ok((model, p))
+    Ok(())
 }
 
 /// Replay of costed per-rank traces, then the prediction with its attribution.
