@@ -341,3 +341,42 @@ fn sweep_writes_the_table_the_plot_and_the_json() {
     assert!(plot.starts_with("<svg") || plot.starts_with("<?xml"), "{}", &plot[..plot.len().min(80)]);
     assert!(plot.contains("cluster-ib.xml"));
 }
+
+/// A sweep reads its trace directory once: each rank file one time, whatever the number of
+/// points (the trace's own rank count and scaled ones), where each point used to read every
+/// file two or three times.
+#[test]
+fn a_sweep_reads_each_rank_file_once() {
+    use mpicast::predict::session::{sweep, ProgramSpec, Source, SweepRequest};
+    let s = Scratch::new("mpicast-scale-reads");
+    let src = example("jacobi2d");
+    let args = ["48", "6", "3"];
+    let dir = s.trace("jacobi2d-4", &src, 4, &args);
+    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+    let req = SweepRequest {
+        program: ProgramSpec {
+            inputs: vec![src.clone()],
+            args: args.iter().map(|a| a.to_string()).collect(),
+            trace_args: args.iter().map(|a| a.to_string()).collect(),
+            build: Default::default(),
+            defines: Vec::new(),
+            launch: Default::default(),
+        },
+        ranks: vec![4, 8, 16],
+        machine: Some(fixed_machine()),
+        platforms: vec![platform("cluster-ib")],
+        variant: mpicast::model::machine::Variant::Fitted,
+        source: Source::Traces(dir.clone()),
+        measured: false,
+        scaling: mpicast::scale::Mode::Program,
+        force_topology: None,
+        hosts: None,
+        cores_per_host: None,
+    };
+    let before = mpicast::trace::rank_file_reads(&dir);
+    let sw = sweep(&req, |_| {}).unwrap_or_else(|e| panic!("{e:#}"));
+    let reads = mpicast::trace::rank_file_reads(&dir) - before;
+    assert_eq!(sw.points.len(), 3);
+    assert!(sw.points.iter().all(|p| p.predicted_s > 0.0), "{:?}", sw.points);
+    assert_eq!(reads, 4, "rank files of a 4-rank trace read {reads} times by a 3-point sweep");
+}

@@ -405,6 +405,8 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
     let mut mode = String::from("static");
     let mut topology = None;
     let mut assumptions: Vec<String> = Vec::new();
+    // The trace directory, read at the first point and kept for the others.
+    let mut set: Option<crate::trace::set::TraceSet> = None;
     for platform in &platforms {
         let mut first: Option<(u32, f64)> = None;
         for &n in &req.ranks {
@@ -418,8 +420,15 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
             let p = match &trace_dir {
                 Some(dir) => {
                     let scale = scale_request(n, req.scaling, req.force_topology.as_deref())?;
-                    super::predict_trace_scaled(dir, &opts, req.measured, false, Some(&scale))
-                        .map(|x| x.1)
+                    let opened = match set.take() {
+                        Some(s) => Ok(s),
+                        None => crate::trace::set::TraceSet::open(dir),
+                    };
+                    opened.and_then(|s| {
+                        let p = super::predict_trace_set(&s, &opts, req.measured, false, Some(&scale)).map(|x| x.1);
+                        set = Some(s);
+                        p
+                    })
                 }
                 None => super::predict_static(model, &opts),
             }
@@ -482,7 +491,7 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         scaling: req.scaling.name().to_string(),
         trace_ranks: match &req.source {
             Source::TracedRun(k) => Some(*k),
-            Source::Traces(d) => crate::trace::discover(d).ok(),
+            Source::Traces(d) => set.as_ref().map(|s| s.ranks).or_else(|| crate::trace::discover(d).ok()),
             Source::Static { .. } => None,
         },
         platforms: platforms.iter().map(|p| p.display().to_string()).collect(),
