@@ -13,6 +13,10 @@ plat=${PLATFORM:-platforms/cluster-gige.xml}
 work=$(mktemp -d /tmp/mpicast-bench-scale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mpirun_args="--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none"
+# Part 1's table also goes into this file's "## Trace scaling" section (replaced, or appended).
+doc=${SCALE_DOC:-docs/ACCURACY.md}
+rows="$work/rows.md"
+: >"$rows"
 
 trace() { # example ranks args...
     local ex=$1 n=$2; shift 2
@@ -62,15 +66,42 @@ for c in "${cases[@]}"; do
             res=$(predict "$ex" "$n" "$small" "$mode" "${a[@]}")
             if [[ $res == refused* ]]; then
                 printf '%-16s %5d %4d  %-8s %s\n' "$ex" "$k" "$n" "$mode" "$res"
+                printf '| %s | %d -> %d | %s | refused | %.6f | | |\n' "$ex" "$k" "$n" "$mode" "$real" >>"$rows"
                 continue
             fi
             read -r s msgs <<<"$res"
-            printf '%-16s %5d %4d  %-8s %12.6f %12.6f %+7.2f%% %9s\n' "$ex" "$k" "$n" "$mode" "$s" "$real" \
-                "$(python3 -c "print(100*($s/$real-1))")" "$msgs/$realmsg"
+            diff=$(python3 -c "print('%+.2f' % (100*($s/$real-1)))")
+            printf '%-16s %5d %4d  %-8s %12.6f %12.6f %7s%% %9s\n' "$ex" "$k" "$n" "$mode" "$s" "$real" "$diff" "$msgs/$realmsg"
+            printf '| %s | %d -> %d | %s | %.6f | %.6f | %s%% | %s |\n' "$ex" "$k" "$n" "$mode" "$s" "$real" "$diff" "$msgs/$realmsg" >>"$rows"
         done
     done
 done
 echo "(scaled_s: predicted from the small trace scaled, or from the static path where it was not scaled; real_s: from a trace taken at that size; target within 3%)"
+python3 - "$doc" "$rows" "$machine" "$plat" <<'PY'
+import re, sys, datetime
+doc, rows, machine, plat = sys.argv[1:5]
+table = open(rows).read()
+section = (
+    "## Trace scaling\n\n"
+    f"Measured by `scripts/bench_scale.sh` (part 1) on {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC: each example traced "
+    "(`--all-blocks`) at K ranks and at N', the K-rank trace scaled to N' (`predict -n N' --trace TRACE_K --scaling MODE`) "
+    "against the prediction from the N'-rank trace, both costed with the same machine table "
+    f"({machine}) and simulated on {plat}. Counts, not timings: the figures do not depend on the machine's load. "
+    "Target: program scaling within 3%.\n\n"
+    "| example | K -> N' | scaling | scaled s | from the N'-rank trace s | difference | messages |\n"
+    "|---|---|---|---:|---:|---:|---:|\n" + table
+)
+try:
+    text = open(doc).read()
+except FileNotFoundError:
+    text = ""
+if re.search(r"^## Trace scaling", text, re.M):
+    text = re.sub(r"^## Trace scaling.*?(?=^## |\Z)", lambda m: section + "\n", text, flags=re.M | re.S)
+else:
+    text = text.rstrip("\n") + "\n\n" + section
+open(doc, "w").write(text)
+print(f"wrote part 1's table into {doc}")
+PY
 
 echo
 echo "65,536 ranks scaled from a 4-rank trace (platform cluster-ib, 16,384 hosts of 4 cores):"
