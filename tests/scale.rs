@@ -253,17 +253,27 @@ fn a_two_rank_chain_with_unknown_peers_is_not_guessed() {
 }
 
 /// A loop whose bound the front end cannot know (tests/fixtures/scale/kept_loop.c: the work
-/// comes from a switch on the class letter, as in NAS EP) keeps its count when scaled, and the
-/// report says so: none of the compute under it counts as rescaled by the program's formulas
-/// (it said 100%: the loops inside have constant counts, ratio 1 by formula).
+/// comes from a switch on the class letter, as in NAS EP, divided among the processes): its
+/// trips at N' come from the program's own arithmetic, the static path evaluated at K and N'
+/// ranks, and the assumptions say so. Kept at the traced count, it made NAS EP's 2 -> 4
+/// prediction twice the 4-rank trace's.
 #[test]
-fn compute_under_a_kept_loop_is_not_reported_as_rescaled() {
+fn a_loop_the_front_end_cannot_count_is_rescaled_by_the_static_path() {
     let s = Scratch::new("mpicast-scale-kept-loop");
     let src = common::root().join("tests/fixtures/scale/kept_loop.c");
     let small = s.trace("kl-2", &src, 2, &["S"]);
-    let scaled = predict(src.to_str().unwrap(), 4, &small, &["S"], &[]);
+    let big = s.trace("kl-4", &src, 4, &["S"]);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &["S"], &[]);
+    let real = predict(src, 4, &big, &["S"], &[]);
     let sc = scaled.scaling.as_ref().expect("scaling recorded");
-    assert!(sc.formula_share < 0.01, "{sc:?}");
+    assert!(sc.formula_share > 0.99, "{sc:?}");
+    assert!(scaled.assumptions.iter().any(|a| a.contains("loops the front end cannot count rescaled") && a.contains("kept_loop.c:26 x0.500")), "{:?}", scaled.assumptions);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+    // Weak scaling is an assumption the user chose: the loop keeps its count.
+    let weak = predict(src, 4, &small, &["S"], &["--scaling", "weak"]);
+    assert!(weak.scaling.as_ref().unwrap().formula_share < 0.01);
 }
 
 /// What a trace cannot tell at N ranks: block benchmarking (whose times are the trace's) is

@@ -536,6 +536,51 @@ pub fn skeletons(
     }
 }
 
+/// Loops whose trip count the front end cannot give (a bound from data or from a switch on the
+/// class letter), per entry at `n` ranks over `k` ranks, from the static path's evaluation at
+/// both sizes; empty where the static path does not resolve at either, or `n` is large
+/// (STATIC_TRIPS_MAX ranks: the evaluation runs every rank). With them, every block's
+/// executions per rank at `n` over `k`.
+fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: u32) -> (HashMap<usize, f64>, HashMap<usize, f64>) {
+    let kept: Vec<usize> = model
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.kind == crate::model::analysis::BlockKind::Loop && b.trip.as_ref().is_none_or(|t| t.expr.is_none()))
+        .map(|(i, _)| i)
+        .collect();
+    if kept.is_empty() || n > STATIC_TRIPS_MAX || k > STATIC_TRIPS_MAX {
+        return Default::default();
+    }
+    let at = |ranks: u32| -> Option<Vec<f64>> {
+        let o = Options { ranks, ..opts.clone() };
+        skeletons(model, &o, costs).ok().map(|s| s.execs)
+    };
+    let (Some(ek), Some(en)) = (at(k), at(n)) else { return Default::default() };
+    let index: HashMap<&str, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.as_str(), i)).collect();
+    let mut out = HashMap::new();
+    for b in kept {
+        let Some(p) = model.blocks[b].parent.as_deref().and_then(|p| index.get(p).copied()) else { continue };
+        let (tk, tn) = (ek[b] / ek[p], en[b] / en[p]);
+        if ek[p] > 0.0 && en[p] > 0.0 && tk > 0.0 && tn.is_finite() && (tn / tk - 1.0).abs() > 1e-9 {
+            out.insert(b, tn / tk);
+        }
+    }
+    let per_rank = (0..model.blocks.len())
+        .filter(|b| ek[*b] > 0.0 && en[*b].is_finite())
+        .map(|b| (b, (en[b] / n as f64) / (ek[b] / k as f64)))
+        .collect();
+    (out, per_rank)
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Ranks beyond which scaling does not evaluate the program at both sizes for its uncounted
+/// loops.
+const STATIC_TRIPS_MAX: u32 = 256;
+
 /// Evaluations at most before the static path gives up on values long loops store, and the
 /// seconds after which no new one starts.
 const PREFIX_ROUNDS: usize = 3;
@@ -981,8 +1026,26 @@ fn predict_set_from(
                 ])
                 .collect();
             let cost = block_seconds(&model, &costs.nominal, &costs.bounds, &env);
+            let (trips, executions) = match req.mode {
+                crate::scale::Mode::Program => static_trips(&model, opts, &costs, ranks, opts.ranks),
+                _ => Default::default(),
+            };
+            if !trips.is_empty() {
+                let mut at: Vec<String> = trips
+                    .iter()
+                    .map(|(b, r)| format!("{}:{} x{r:.3}", file_name(&model.blocks[*b].file), model.blocks[*b].line_start))
+                    .collect();
+                at.sort();
+                assumptions.push(format!(
+                    "loops the front end cannot count rescaled by the program's own arithmetic (the static path at {ranks} and {} ranks): {}",
+                    opts.ranks,
+                    at.join(", ")
+                ));
+            }
             let req = crate::scale::Request {
                 to_ranks: opts.ranks,
+                trips,
+                executions,
                 ..req.clone()
             };
             // Each scaled rank is costed as it is made; a costing error is not a scaling one.

@@ -5,7 +5,7 @@
 //! rank counts and platforms. `mpicast predict` and `mpicast sweep` call this module; so does
 //! `mpicast validate` for this host's platform.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -507,6 +507,8 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
 pub fn scale_request(ranks: u32, mode: Mode, force: Option<&str>) -> Result<crate::scale::Request> {
     Ok(crate::scale::Request {
         to_ranks: ranks,
+        trips: HashMap::new(),
+        executions: HashMap::new(),
         mode,
         force: force
             .map(crate::scale::detect::parse_topology)

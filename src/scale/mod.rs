@@ -28,6 +28,11 @@ pub struct Request {
     pub mode: Mode,
     /// `--force-topology`: the topology of the traced run, as the user knows it.
     pub force: Option<Topology>,
+    /// Loops the front end cannot count (block index): trips per entry at N' over K, from the
+    /// static path's evaluation at both sizes.
+    pub trips: HashMap<usize, f64>,
+    /// Executions per rank at N' over K of every block, from the same evaluations.
+    pub executions: HashMap<usize, f64>,
 }
 
 /// Topology of a trace directory of `k` ranks: from its graph and from the analysis; the one
@@ -51,10 +56,11 @@ pub fn choose_topology(traces: &[Vec<items::Item>], model: &ProgramModel, bindin
             // two ranks, dimensions of one).
             (Some(d), Some(s)) if detect::static_fits(&g, s) => (s.clone(), format!("agree (the trace alone also fits a {d})")),
             (Some(d), Some(s)) => (d.clone(), format!("disagree: the source says {s}, the trace shows {d}; the trace's is used")),
-            // Two ranks that talk are a chain of two whatever the program does (a ring, pairs,
-            // rank 0 with the last rank, ranks 0 and 1 only): without the source's word it
-            // is a guess.
-            (Some(d @ Topology::Grid { .. }), None) if k == 2 => bail!(
+            // Two ranks that talk are a chain of two, or a master and its worker, whatever the
+            // program does (a ring, pairs, rank 0 with the last rank, ranks 0 and 1 only, a
+            // chain whose last rank sends its boundary to the first): without the source's
+            // word it is a guess.
+            (Some(d @ (Topology::Grid { .. } | Topology::MasterWorker { .. })), None) if k == 2 => bail!(
                 "cannot scale: a 2-rank trace whose ranks talk fits a {d} whatever the program does, and the source's peers are not recognised ({}); trace with more ranks, or --force-topology says which it is",
                 stat.evidence.join("; ")
             ),
@@ -151,7 +157,9 @@ pub fn scale_traces(
         bail!("cannot scale to 0 ranks");
     }
     let (topology, mut info) = choose_topology(traces, model, bindings, req.force.as_ref())?;
-    let scaler = ratio::Scaler::new(model, req.mode, cost);
+    let mut scaler = ratio::Scaler::new(model, req.mode, cost);
+    scaler.trips = req.trips.clone();
+    scaler.executions = req.executions.clone();
     let base_env: HashMap<String, f64> = bindings.iter().map(|(a, b)| (a.clone(), *b)).collect();
     let ctx = rewrite::Ctx { k, n, scaler: &scaler, base_env };
     let mut written = 0u32;

@@ -70,6 +70,14 @@ pub struct Scaler<'m> {
     vars: Vec<BTreeSet<String>>,
     memo: RefCell<HashMap<(usize, u32, Vec<u64>), (f64, bool)>>,
     pub stats: RefCell<Stats>,
+    /// Loops the front end cannot count: their trips per entry at the new size over the old,
+    /// from the static path's evaluation at both sizes (the program's own arithmetic).
+    pub trips: HashMap<usize, f64>,
+    /// Executions per rank at the new size over the old, from the same evaluations: for a
+    /// block whose total the front end only approximates (a call site under such a loop).
+    pub executions: HashMap<usize, f64>,
+    /// Set when `total` took a call site's count from a block around it.
+    approximated: std::cell::Cell<bool>,
 }
 
 fn local_factor(model: &ProgramModel, b: usize) -> Option<&Expr> {
@@ -111,6 +119,9 @@ impl<'m> Scaler<'m> {
             vars: Vec::new(),
             memo: RefCell::new(HashMap::new()),
             stats: RefCell::new(Stats::default()),
+            trips: HashMap::new(),
+            executions: HashMap::new(),
+            approximated: std::cell::Cell::new(false),
         };
         s.vars = (0..model.blocks.len()).map(|b| s.block_vars(b, 0)).collect();
         s
@@ -161,7 +172,9 @@ impl<'m> Scaler<'m> {
         if let Some(r) = self.memo.borrow().get(&(b, origin, key.clone())) {
             return *r;
         }
+        self.approximated.set(false);
         let r = match (self.total(b, old, 0), self.total(b, new, 0)) {
+            _ if self.approximated.get() && self.executions.contains_key(&b) => (self.executions[&b], true),
             (Some(o), Some(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
             _ => self.ratio_in(b, old, new, 0),
         };
@@ -195,6 +208,7 @@ impl<'m> Scaler<'m> {
                 if let Some(t) = self.total(x, env, depth + 1) {
                     break t;
                 }
+                self.approximated.set(true);
                 at = self.parent[x].filter(|p| self.model.blocks[*p].function == self.model.blocks[cb].function);
             };
             if calls == 0.0 {
@@ -270,6 +284,7 @@ impl<'m> Scaler<'m> {
         // on data) is kept: its factor is 1, and not from a formula.
         let own = !matches!(blk.kind, BlockKind::Loop | BlockKind::Branch);
         let (lf, lok) = match local_factor(self.model, b) {
+            None if blk.kind == BlockKind::Loop && self.trips.contains_key(&b) => (self.trips[&b], true),
             None => (1.0, own),
             Some(e) => match (e.eval_map(old), e.eval_map(new)) {
                 (Ok(o), Ok(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
