@@ -251,6 +251,9 @@ pub struct Shared<'p, 'a> {
     pub prefix_wanted: std::cell::RefCell<std::collections::BTreeSet<usize>>,
     /// Prefix runs that failed (a value not known, the budget): not tried again.
     prefix_failed: std::cell::RefCell<HashSet<usize>>,
+    /// Branch arms that only report an error (rate 0) and the other arm of such a branch
+    /// (rate 1), by block: the rate of a data-dependent arm no sample run measured.
+    error_arms: HashMap<usize, f64>,
 }
 
 /// How often a branch arm was taken in a sample run.
@@ -492,6 +495,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             prefix_loops: Default::default(),
             prefix_wanted: Default::default(),
             prefix_failed: Default::default(),
+            error_arms: HashMap::new(),
         };
         s.mail.borrow_mut().next_comm = 1;
         for (i, b) in prog.model.blocks.iter().enumerate() {
@@ -563,7 +567,43 @@ impl<'p, 'a> Shared<'p, 'a> {
                 .map(|x| x.to_string())
                 .collect()
         });
+        for u in units {
+            for f in &u.functions {
+                s.find_error_arms(&u.file, &f.body);
+            }
+        }
         s
+    }
+
+    /// Records the error-report arms of every `if` under `st` (see `error_arms`).
+    fn find_error_arms(&mut self, file: &str, st: &Stmt) {
+        if let Stmt::If { then, otherwise, .. } = st {
+            let arm = |s: &Stmt| self.block(file, s.span().line_start, s.span().col, BlockKind::Branch);
+            let (t, e) = (arm(then), otherwise.as_deref().and_then(arm));
+            // An `else if` is a test of its own (its arms are seen below): always reached when
+            // the first arm reports an error.
+            let else_if = matches!(otherwise.as_deref(), Some(Stmt::If { .. }));
+            let (te, ee) = (is_error_path(then), !else_if && otherwise.as_deref().is_some_and(is_error_path));
+            if te != ee {
+                for (b, err) in [(t, te), (e, ee)] {
+                    if let Some(b) = b {
+                        self.error_arms.insert(b, if err { 0.0 } else { 1.0 });
+                    }
+                }
+            }
+        }
+        match st {
+            Stmt::Compound(v, _) => v.iter().for_each(|c| self.find_error_arms(file, c)),
+            Stmt::Case { body, .. } => body.iter().for_each(|c| self.find_error_arms(file, c)),
+            Stmt::If { then, otherwise, .. } => {
+                self.find_error_arms(file, then);
+                if let Some(o) = otherwise {
+                    self.find_error_arms(file, o);
+                }
+            }
+            Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } | Stmt::Switch { body, .. } => self.find_error_arms(file, body),
+            _ => {}
+        }
     }
 
     /// Whether loop `s` calls a function that communicates (see `comm_funcs`).
@@ -1712,6 +1752,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if let Some(r) = b.and_then(|b| self.sh.rates.borrow().get(&b).map(|r| r.rate)) {
             return r;
         }
+        if let Some(r) = b.and_then(|b| self.sh.error_arms.get(&b).copied()) {
+            return r;
+        }
         self.guessed = true;
         self.assumed_p
     }
@@ -1831,26 +1874,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         let w = self.weight;
-        // An arm that only reports an error is taken never, the other of the two always.
-        let errors: Vec<bool> = arms.iter().map(|a| is_error_path(a)).collect();
-        for (i, a) in arms.iter().enumerate() {
+        for a in arms {
             let b = self.sh.block(
                 self.file,
                 a.span().line_start,
                 a.span().col,
                 BlockKind::Branch,
             );
-            let sampled = b.is_some_and(|b| self.sh.rates.borrow().contains_key(&b));
-            let at = format!("{}:{}", self.file, a.span().line_start);
-            let (p, msg) = if sampled || !errors.iter().any(|e| *e) {
-                (self.arm_rate(b), self.rate_note(b, &at))
-            } else if errors[i] {
-                (0.0, format!("{at}: branch depends on data: an error report, assumed never taken"))
-            } else if arms.len() == 2 {
-                (1.0, format!("{at}: branch depends on data: the other arm reports an error, assumed always taken"))
-            } else {
-                (self.arm_rate(b), self.rate_note(b, &at))
-            };
+            let p = self.arm_rate(b);
+            let msg = self.rate_note(b, &format!("{}:{}", self.file, a.span().line_start));
             if !self.assumed.contains(&msg) {
                 self.assumed.push(msg);
             }
@@ -1910,7 +1942,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 r.seen,
                 r.from
             ),
-            None => format!("{at}: branch depends on data: assumed taken half the time (range: never to always)"),
+            None => match b.and_then(|b| self.sh.error_arms.get(&b).copied()) {
+                Some(r) if r == 0.0 => format!("{at}: branch depends on data: an error report, assumed never taken"),
+                Some(_) => format!("{at}: branch depends on data: the other arm reports an error, assumed always taken"),
+                None => format!("{at}: branch depends on data: assumed taken half the time (range: never to always)"),
+            },
         }
     }
 
@@ -2084,7 +2120,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     .and_then(|r| r.parse::<usize>().ok())
                 {
                     if !env.contains_key(&v) {
-                        let rate = self.sh.rates.borrow().get(&arm).map(|r| r.rate);
+                        let rate = self.sh.rates.borrow().get(&arm).map(|r| r.rate).or_else(|| self.sh.error_arms.get(&arm).copied());
                         env.insert(v, rate.unwrap_or(self.assumed_p));
                         arms.push(arm);
                     }
