@@ -121,6 +121,20 @@ fn trace_ok(s: &Scratch, source: &Path, ranks: u32, extra: &[&str], args: &[&str
     t
 }
 
+/// `mpicast replay DIR` on the localhost platform succeeds and reports a makespan.
+fn replays(dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        .arg("replay")
+        .arg(dir)
+        .arg("--platform")
+        .arg(root().join("platforms/localhost.xml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "replay failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("makespan"), "{text}");
+}
+
 /// One rank's actions, loops unfolded.
 fn actions(dir: &Path, rank: u32) -> Vec<TraceAction> {
     let path = dir.join(format!("rank-{rank}.trace"));
@@ -635,20 +649,7 @@ fn time_blocks_traces_replay_directly() {
         "{}",
         t.context()
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .arg("replay")
-        .arg(&t.dir)
-        .arg("--platform")
-        .arg(root().join("platforms/localhost.xml"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "replay failed:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("makespan"), "{text}");
+    replays(&t.dir);
 }
 
 /// Bursts are timed on the thread's CPU time: 200 ms asleep costs (almost) nothing, 200 ms of
@@ -1087,14 +1088,5 @@ fn testany_and_cancel_are_recorded_and_replay() {
         assert_eq!(count(&|x| matches!(x, TraceAction::Cancel { .. })), nrecv, "rank {rank}");
         assert_eq!(count(&|x| matches!(x, TraceAction::Wait { .. })), 0, "rank {rank}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
-        .arg("replay")
-        .arg(&t.dir)
-        .arg("--platform")
-        .arg(root().join("platforms/localhost.xml"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "replay failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("makespan"), "{text}");
+    replays(&t.dir);
 }

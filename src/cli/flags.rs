@@ -225,6 +225,25 @@ impl Compare {
     }
 }
 
+/// The program as predict and sweep take it: sources, arguments (`--trace-args` for the traced
+/// run), build and launch flags.
+pub fn program_spec(
+    inputs: &[PathBuf],
+    build: &BuildArgs,
+    launch: &LaunchArgs,
+    trace_text: Option<&str>,
+    program_args: &[String],
+) -> Result<crate::predict::session::ProgramSpec> {
+    Ok(crate::predict::session::ProgramSpec {
+        inputs: inputs.to_vec(),
+        args: program_args.to_vec(),
+        trace_args: trace_args(trace_text, program_args)?,
+        build: build.spec(inputs)?,
+        defines: build.define.clone(),
+        launch: launch.spec()?,
+    })
+}
+
 /// `--trace-args "ARGS"`: the traced run's own arguments, when they depend on its rank count.
 pub fn trace_args(text: Option<&str>, program_args: &[String]) -> Result<Vec<String>> {
     match text {

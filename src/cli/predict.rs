@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 
-use crate::predict::session::{self, ProgramSpec, Request, Source};
+use crate::predict::session::{self, Request, Source};
 use crate::predict::WhatIf;
 
 #[derive(clap::Args, Debug)]
@@ -141,18 +141,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         cores_per_host: args.cores_per_host,
     };
     what_if.check()?;
-    let build = args.build.spec(&args.inputs)?;
-    let launch = args.launch.spec()?;
-    let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let req = Request {
-        program: ProgramSpec {
-            inputs: args.inputs.clone(),
-            args: args.program_args.clone(),
-            trace_args,
-            build,
-            defines: args.build.define.clone(),
-            launch,
-        },
+        program: super::flags::program_spec(&args.inputs, &args.build, &args.launch, args.trace_args.as_deref(), &args.program_args)?,
         ranks: args.ranks,
         machine: args.costs.machine.clone(),
         platform: args.platform.clone(),

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::predict::session::{self, ProgramSpec, Source, SweepRequest, SweepStep};
+use crate::predict::session::{self, Source, SweepRequest, SweepStep};
 use crate::report::table::short_path;
 
 #[derive(clap::Args, Debug)]
@@ -70,18 +70,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let ranks = session::parse_ranks(&args.ranks)?;
-    let build = args.build.spec(&args.inputs)?;
-    let launch = args.launch.spec()?;
-    let trace_args = super::flags::trace_args(args.trace_args.as_deref(), &args.program_args)?;
     let req = SweepRequest {
-        program: ProgramSpec {
-            inputs: args.inputs.clone(),
-            args: args.program_args.clone(),
-            trace_args,
-            build,
-            defines: args.build.define.clone(),
-            launch,
-        },
+        program: super::flags::program_spec(&args.inputs, &args.build, &args.launch, args.trace_args.as_deref(), &args.program_args)?,
         ranks,
         machine: args.costs.machine.clone(),
         platforms: args.platform.clone(),
