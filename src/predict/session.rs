@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -623,22 +622,19 @@ pub fn take_trace(run: &TraceRun, k: u32) -> Result<(tempfile::TempDir, PathBuf)
 }
 
 /// Errors of the static path that a traced run answers (not bad input such as a broken
-/// platform file).
+/// platform file): typed, found anywhere in the cause chain.
 fn static_failure(e: &anyhow::Error) -> bool {
-    if e.downcast_ref::<super::skeleton::Unresolved>().is_some() {
-        return true;
-    }
-    let text = one_line(e);
-    [
-        "unbound parameter",
-        "not known before running",
-        "needs a trace",
-        "cannot be evaluated",
-        "unresolved",
-        "data-dependent",
-    ]
-    .iter()
-    .any(|k| text.contains(k))
+    e.chain().any(|c| {
+        c.is::<super::skeleton::Unresolved>() || c.is::<crate::model::expr::EvalError>()
+    })
+}
+
+/// The parameter an error says is unbound, from its cause chain.
+fn unbound_parameter(e: &anyhow::Error) -> Option<&str> {
+    e.chain().find_map(|c| match c.downcast_ref::<crate::model::expr::EvalError>() {
+        Some(crate::model::expr::EvalError::Unbound(name)) => Some(name.as_str()),
+        _ => None,
+    })
 }
 
 /// Ranks of the traced run a fallback makes: the predicted count when this host runs it
@@ -656,11 +652,7 @@ fn fallback_ranks(n: u32) -> u32 {
 /// Adds what would resolve an unbound parameter.
 pub fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel) -> anyhow::Error {
     let text = one_line(&e);
-    if let Some(name) = text
-        .split("unbound parameter ")
-        .nth(1)
-        .map(|s| s.split_whitespace().next().unwrap_or(""))
-    {
+    if let Some(name) = unbound_parameter(&e) {
         let from_argv = model
             .parameters
             .iter()
@@ -675,7 +667,7 @@ pub fn with_hint(e: anyhow::Error, model: &crate::model::analysis::ProgramModel)
         };
         return anyhow::anyhow!("{text}; {hint}");
     }
-    if e.downcast_ref::<super::skeleton::Unresolved>().is_some() {
+    if e.chain().any(|c| c.is::<super::skeleton::Unresolved>()) {
         return anyhow::anyhow!(
             "{text}; the static path cannot go on: predict from a trace (--trace-ranks K)"
         );
@@ -688,21 +680,6 @@ fn cached(name: &str) -> PathBuf {
 
 fn hostname() -> String {
     crate::model::file_name_part(&crate::model::hostname_or("localhost"))
-}
-
-/// Runs this executable's own subcommand (a benchmark), progress on stderr.
-fn run_self(args: &[&str]) -> Result<()> {
-    let exe = crate::sim::child::mpicast_exe()?;
-    // Its output goes to stderr: stdout is the prediction's (`--json -`).
-    let status = Command::new(&exe)
-        .args(args)
-        .stdout(std::process::Stdio::from(std::io::stderr()))
-        .status()
-        .with_context(|| format!("cannot start {}", exe.display()))?;
-    if !status.success() {
-        bail!("`mpicast {}` failed ({status})", args.join(" "));
-    }
-    Ok(())
 }
 
 /// This host's machine table for mpicc -O2, measured on first use.
@@ -735,16 +712,7 @@ pub fn default_platform() -> Result<PathBuf> {
             dir.display()
         );
     }
-    run_self(&[
-        "bench",
-        "network",
-        "--quick",
-        "-o",
-        &table.to_string_lossy(),
-        "--platform-out",
-        &p.to_string_lossy(),
-    ])?;
-    let measured: crate::model::network::NetworkTable = crate::model::read_artifact(&table)?;
+    let measured = measure_network(&table, &p)?;
     if let Some(warning) = measured
         .load
         .as_ref()
@@ -767,6 +735,40 @@ pub fn default_platform() -> Result<PathBuf> {
     }
     Ok(p)
 }
+/// `mpicast bench network --quick` between two ranks of this host, its report on stderr
+/// (stdout is the prediction's: `--json -`): the table at `table`, the platform at `platform`,
+/// checked by replaying the ping-pong on it.
+fn measure_network(table: &Path, platform: &Path) -> Result<crate::model::network::NetworkTable> {
+    use crate::network::bench;
+    use std::io::IsTerminal;
+    let start = std::time::Instant::now();
+    let mut measured = bench::measure(&bench::Options {
+        mpicc: "mpicc".into(),
+        launcher: None,
+        hosts: Vec::new(),
+        mpirun_args: Vec::new(),
+        ranks: 2,
+        max_size: 16 << 20,
+        budget_s: 0.5,
+        quick: true,
+        progress: std::io::stderr().is_terminal(),
+    })?;
+    eprint!("{}", crate::report::network_text(&measured));
+    let check = bench::write_platform(&measured, platform)?;
+    eprint!("{}", crate::report::self_check_text(&check, platform));
+    let passed = check.max_rel_error <= check.tolerance;
+    measured.self_check = Some(check);
+    measured.duration_s = start.elapsed().as_secs_f64();
+    crate::model::write_artifact(table, &measured)?;
+    if !passed {
+        bail!(
+            "{}: the measured platform does not reproduce this host's ping-pong (see the self-check above)",
+            platform.display()
+        );
+    }
+    Ok(measured)
+}
+
 /// The compiled code's ops per block (`--ops compiled`), or None with a note when the program
 /// cannot be rebuilt with -g or its code not read: the source's ops then.
 fn compiled_ops(
@@ -791,5 +793,56 @@ fn compiled_ops(
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::analysis::{Parameter, ProgramModel};
+    use crate::model::expr::EvalError;
+
+    fn model_with_argv_n() -> ProgramModel {
+        ProgramModel {
+            parameters: vec![Parameter {
+                name: "n".into(),
+                origin: "argv".into(),
+                argv_index: Some(1),
+                default: None,
+                file: "a.c".into(),
+                line: 3,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_unbound_parameter_is_found_by_type_under_context() {
+        let e = anyhow::Error::new(EvalError::Unbound("n".into()))
+            .context("a.c:7: loop bound")
+            .context("the static path");
+        assert!(static_failure(&e));
+        assert_eq!(unbound_parameter(&e), Some("n"));
+        let hinted = one_line(&with_hint(e, &model_with_argv_n()));
+        assert!(hinted.ends_with("; pass program argument 1 after `--`, or -D n=VALUE"), "{hinted}");
+    }
+
+    #[test]
+    fn text_that_only_looks_like_a_static_failure_is_not_one() {
+        // A platform file naming a host "unbound parameter x" is bad input, not a limit of the
+        // static path: no fallback to a traced run, no hint.
+        let e = anyhow::anyhow!("p.xml:3: host `unbound parameter x` is defined twice");
+        assert!(!static_failure(&e));
+        assert_eq!(unbound_parameter(&e), None);
+        let same = one_line(&with_hint(e, &model_with_argv_n()));
+        assert_eq!(same, "p.xml:3: host `unbound parameter x` is defined twice");
+        let u = anyhow::Error::new(crate::predict::skeleton::Unresolved {
+            file: "a.c".into(),
+            line: 9,
+            what: "MPI_Send: count `k` is not known before running".into(),
+        });
+        assert!(static_failure(&u));
+        assert!(one_line(&with_hint(u, &ProgramModel::default()))
+            .ends_with("predict from a trace (--trace-ranks K)"));
     }
 }

@@ -33,6 +33,22 @@ pub fn mpicast_exe() -> Result<PathBuf> {
     )
 }
 
+/// A simulation child that did not succeed: its exit status and the last line it wrote.
+#[derive(Debug, thiserror::Error)]
+#[error("simulation failed ({status}): {message}")]
+pub struct SimulationFailed {
+    pub status: std::process::ExitStatus,
+    pub message: String,
+}
+
+impl SimulationFailed {
+    /// SimGrid aborts its process (SIGABRT) on what the platform checker does not catch.
+    pub fn aborted(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.signal() == Some(6)
+    }
+}
+
 /// Runs `job` in a child `mpicast simulate` process and returns its outcome.
 pub fn simulate(job: &SimJob) -> Result<SimOutcome> {
     crate::platform::check_platform(&job.platform)?;
@@ -74,11 +90,11 @@ fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
             .filter(|l| !l.trim().is_empty())
             .last()
             .unwrap_or("(no message)");
-        bail!(
-            "simulation failed ({}): {}",
-            output.status,
-            last.trim_start_matches("mpicast: ")
-        );
+        return Err(SimulationFailed {
+            status: output.status,
+            message: last.trim_start_matches("mpicast: ").to_string(),
+        }
+        .into());
     }
     Ok(read_artifact(&out_path)?)
 }

@@ -81,7 +81,10 @@ pub fn replay_dir(req: &ReplayRequest) -> Result<ReplayResult> {
     })
     .map_err(|e| {
         // SimGrid aborts its process on what check_platform does not catch (and says little).
-        if one_line(&e).contains("(signal: 6 (SIGABRT))") {
+        let aborted = e
+            .chain()
+            .any(|c| c.downcast_ref::<super::child::SimulationFailed>().is_some_and(|f| f.aborted()));
+        if aborted {
             e.context(format!(
                 "SimGrid aborted while loading or simulating {}: check the platform file",
                 platform.display()
