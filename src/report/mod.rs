@@ -25,6 +25,8 @@ mod sweep_text;
 mod trace_text;
 pub mod table;
 mod validation_text;
+#[cfg(test)]
+mod snapshots;
 
 use std::path::PathBuf;
 
