@@ -1859,6 +1859,15 @@ fn argv_after_default(assigns: &[CExpr]) -> Option<(u32, f64)> {
 }
 
 fn argv_read(e: &CExpr) -> Option<(u32, Option<CExpr>)> {
+    // `argc > 1 ? atoi(argv[1]) : 4096`: the read, with the other arm as its default.
+    if let CExpr::Cond { cond, then, otherwise } = strip_casts(e) {
+        if cexpr_idents(cond).iter().any(|n| n == "argc") {
+            if let Some((k, None)) = argv_read(then) {
+                return Some((k, Some((**otherwise).clone())));
+            }
+        }
+        return None;
+    }
     let CExpr::Call { func, args, .. } = strip_casts(e) else { return None };
     let argv_index = |a: &CExpr| match a {
         CExpr::Index { array, index } => match (&**array, &**index) {

@@ -1394,6 +1394,29 @@ impl<'a> Lower<'a> {
             .unwrap_or_default()
     }
 
+    /// `MPI::COMM_WORLD.Send(buf, n, MPI::INT, dest, tag)` (the MPI-2 C++ bindings, on the
+    /// bindings' own communicator objects) as the C call it wraps: the communicator goes in at its
+    /// C position and what the C++ call leaves out or returns (a status, a request) after it.
+    /// Returns the C name, `args` rewritten; None (args untouched) for any other method call.
+    fn cxx_comm_call(&mut self, method: Node<'a>, args: &mut Vec<CExpr>, depth: usize) -> Option<&'static str> {
+        let object = method.child_by_field_name(k::F_ARGUMENT)?;
+        if object.kind() != k::QUALIFIED_IDENTIFIER || !self.text(object).starts_with("MPI::") {
+            return None;
+        }
+        let name = self.text(method.child_by_field_name(k::F_FIELD)?);
+        let (c_name, before, after) = crate::frontend::mpi::cxx_comm_method(&name)?;
+        let comm = self.expr(object, depth);
+        let given_after = args.len().saturating_sub(before);
+        let mut rest = args.split_off(args.len().min(before));
+        rest.extend(after.iter().skip(given_after).map(|a| match *a {
+            "MPI_STATUS_IGNORE" => CExpr::Ident((*a).into()),
+            other => CExpr::Unknown(other.into()),
+        }));
+        args.push(comm);
+        args.extend(rest);
+        Some(c_name)
+    }
+
     fn expr(&mut self, n: Node<'a>, depth: usize) -> CExpr {
         if depth > MAX_DEPTH {
             self.diag(n, too_deep());
@@ -1401,7 +1424,11 @@ impl<'a> Lower<'a> {
         }
         let d = depth + 1;
         match n.kind() {
-            k::IDENTIFIER | k::QUALIFIED_IDENTIFIER => CExpr::Ident(self.text(n)),
+            k::IDENTIFIER => CExpr::Ident(self.text(n)),
+            k::QUALIFIED_IDENTIFIER => {
+                let t = self.text(n);
+                CExpr::Ident(crate::frontend::mpi::cxx_name(&t).unwrap_or(t))
+            }
             k::NUMBER_LITERAL => number(&self.text(n)),
             k::STRING_LITERAL | k::CONCATENATED_STRING => CExpr::Str(string_value(&self.text(n))),
             k::CHAR_LITERAL => {
@@ -1481,10 +1508,14 @@ impl<'a> Lower<'a> {
                 arrow: self.op(n) == "->",
             },
             k::CALL_EXPRESSION => {
-                let func = n
-                    .child_by_field_name(k::F_FUNCTION)
-                    .map(|f| self.text(f))
-                    .unwrap_or_default();
+                let fnode = n.child_by_field_name(k::F_FUNCTION);
+                let func = fnode.map(|f| self.text(f)).unwrap_or_default();
+                let func = crate::frontend::mpi::cxx_name(&func).unwrap_or(func);
+                // The C library through C++'s headers (std::atoi, std::sqrt, ::exit) is the C library.
+                let func = match func.strip_prefix("std::").or_else(|| func.strip_prefix("::")) {
+                    Some(f) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => f.to_string(),
+                    _ => func,
+                };
                 if let Some(e) = self.macro_use(n, &func) {
                     return e;
                 }
@@ -1505,6 +1536,11 @@ impl<'a> Lower<'a> {
                             }
                         }
                         self.call_depth -= 1;
+                    }
+                }
+                if let Some(method) = fnode.filter(|f| f.kind() == k::FIELD_EXPRESSION) {
+                    if let Some(c) = self.cxx_comm_call(method, &mut args, d) {
+                        return CExpr::Call { func: c.into(), args, line: line(n) };
                     }
                 }
                 CExpr::Call {
@@ -1685,4 +1721,46 @@ fn string_value(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod cxx_binding_tests {
+    use crate::model::analysis::CommSite;
+
+    fn sites() -> Vec<CommSite> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scale/cxx_bindings.cpp");
+        crate::frontend::analyze(&[p], &crate::frontend::Options::default()).comm
+    }
+
+    #[test]
+    fn the_cxx_bindings_are_the_c_routines_they_wrap() {
+        let s = sites();
+        let calls: Vec<&str> = s.iter().map(|c| c.call.as_str()).collect();
+        assert_eq!(
+            calls,
+            ["MPI_Send", "MPI_Recv", "MPI_Recv", "MPI_Send", "MPI_Sendrecv", "MPI_Allreduce"],
+            "{s:#?}"
+        );
+        for c in &s {
+            assert_eq!(c.comm.as_deref(), Some("MPI_COMM_WORLD"), "{c:#?}");
+        }
+        // Peers from Get_rank()/Get_size(): rank and size, not data.
+        let peer = |i: usize, rank: f64| {
+            let env = move |v: &str| match v {
+                "rank" => Some(rank),
+                "size" => Some(4.0),
+                _ => None,
+            };
+            s[i].peer_expr.as_ref().expect("a peer formula").eval(&env).unwrap()
+        };
+        assert_eq!(peer(0, 3.0), 0.0, "the last rank's next wraps to 0");
+        assert_eq!(peer(1, 0.0), 3.0, "rank 0's previous is the last");
+        // The datatype of the bindings' namespace has its size: n doubles.
+        let bytes = s[0].bytes.as_ref().expect("a size").eval(&|v: &str| (v == "n").then_some(10.0));
+        assert_eq!(bytes.ok(), Some(80.0), "{:?}", s[0].bytes);
+        // The status the C++ call leaves out is the C call's MPI_STATUS_IGNORE; one given is kept.
+        assert_eq!(s[1].args.last().map(String::as_str), Some("MPI_STATUS_IGNORE"));
+        assert_eq!(s[2].args.last().map(String::as_str), Some("st"));
+        assert_eq!(s[4].args.len(), 12, "Sendrecv: 10 arguments, the communicator, the status");
+    }
 }

@@ -52,6 +52,54 @@ pub fn comm_signature(name: &str) -> Option<CommSig> {
     Some(s)
 }
 
+/// A method of the MPI-2 C++ bindings on a communicator (`MPI::COMM_WORLD.Send(...)`) and the
+/// C routine it wraps: the C name, how many of the C++ arguments come before the communicator,
+/// and what fills the C arguments after it when the C++ call leaves them out (a status) or returns
+/// them (a request). `Get_rank`/`Get_size` return the value MPI_Comm_rank/MPI_Comm_size write:
+/// the front end's `MPI_Comm_rank(out)` value.
+pub fn cxx_comm_method(method: &str) -> Option<(&'static str, usize, &'static [&'static str])> {
+    const NONE: &[&str] = &[];
+    const STATUS: &[&str] = &["MPI_STATUS_IGNORE"];
+    const REQUEST: &[&str] = &["(request returned by the C++ binding)"];
+    Some(match method {
+        "Send" => ("MPI_Send", 5, NONE),
+        "Ssend" => ("MPI_Ssend", 5, NONE),
+        "Bsend" => ("MPI_Bsend", 5, NONE),
+        "Rsend" => ("MPI_Rsend", 5, NONE),
+        "Recv" => ("MPI_Recv", 5, STATUS),
+        "Isend" => ("MPI_Isend", 5, REQUEST),
+        "Issend" => ("MPI_Issend", 5, REQUEST),
+        "Irecv" => ("MPI_Irecv", 5, REQUEST),
+        "Sendrecv" => ("MPI_Sendrecv", 10, STATUS),
+        "Sendrecv_replace" => ("MPI_Sendrecv_replace", 7, STATUS),
+        "Probe" => ("MPI_Probe", 2, STATUS),
+        "Barrier" => ("MPI_Barrier", 0, NONE),
+        "Bcast" => ("MPI_Bcast", 4, NONE),
+        "Reduce" => ("MPI_Reduce", 6, NONE),
+        "Allreduce" => ("MPI_Allreduce", 5, NONE),
+        "Scan" => ("MPI_Scan", 5, NONE),
+        "Exscan" => ("MPI_Exscan", 5, NONE),
+        "Gather" => ("MPI_Gather", 7, NONE),
+        "Scatter" => ("MPI_Scatter", 7, NONE),
+        "Allgather" => ("MPI_Allgather", 6, NONE),
+        "Alltoall" => ("MPI_Alltoall", 6, NONE),
+        "Gatherv" => ("MPI_Gatherv", 8, NONE),
+        "Scatterv" => ("MPI_Scatterv", 8, NONE),
+        "Allgatherv" => ("MPI_Allgatherv", 7, NONE),
+        "Alltoallv" => ("MPI_Alltoallv", 9, NONE),
+        "Get_rank" => ("MPI_Comm_rank(out)", 0, NONE),
+        "Get_size" => ("MPI_Comm_size(out)", 0, NONE),
+        _ => return None,
+    })
+}
+
+/// A name of the C++ bindings' namespace as its C name: `MPI::INT` is MPI_INT, `MPI::Init`
+/// MPI_Init, `MPI::COMM_WORLD` MPI_COMM_WORLD.
+pub fn cxx_name(qualified: &str) -> Option<String> {
+    let rest = qualified.strip_prefix("MPI::")?;
+    (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')).then(|| format!("MPI_{rest}"))
+}
+
 /// Integer constants of mpi.h that programs compare against or pass as peers (OpenMPI's values).
 pub const CONSTANTS: &[(&str, i128)] = &[
     ("MPI_PROC_NULL", -2),

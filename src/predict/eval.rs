@@ -4594,6 +4594,18 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.write_ptr(v.get(1), Val::I(i64::from(call == "MPI_Comm_size")));
                 return Ok(Val::I(0));
             }
+            // The C++ bindings' Get_rank()/Get_size() on a communicator: the value returned.
+            "MPI_Comm_rank(out)" | "MPI_Comm_size(out)" if matches!(v.first(), Some(Val::Comm(u32::MAX))) => {
+                return Ok(Val::I(i64::from(call == "MPI_Comm_size(out)")));
+            }
+            "MPI_Comm_rank(out)" => {
+                let c = self.comm_id(v.first(), call)?;
+                return Ok(Val::I(self.my_rank(c) as i64));
+            }
+            "MPI_Comm_size(out)" => {
+                let c = self.comm_id(v.first(), call)?;
+                return Ok(Val::I(self.comm_size(c) as i64));
+            }
             "MPI_Comm_rank" => {
                 let c = self.comm_id(v.first(), call)?;
                 let r = self.my_rank(c);
