@@ -382,6 +382,7 @@ fn a_sweep_reads_each_rank_file_once() {
         force_topology: None,
         hosts: None,
         cores_per_host: None,
+        compiled_ops: false,
     };
     let before = mpicast::trace::rank_file_reads(&dir);
     let sw = sweep(&req, |_| {}).unwrap_or_else(|e| panic!("{e:#}"));

@@ -151,7 +151,8 @@ impl LaunchArgs {
     }
 }
 
-/// The machine table and which of its costs: the same two flags for predict and sweep.
+/// The machine table, which of its costs and where ops come from: the same flags for predict and
+/// sweep.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CostArgs {
     /// Machine table (default: this host with mpicc -O2, measured on first use and cached).
@@ -161,6 +162,13 @@ pub struct CostArgs {
     /// default) or raw (each class's throughput kernel alone). A table without a fit uses raw.
     #[arg(long, value_enum, default_value = "fitted")]
     pub costs: Costs,
+    /// Where a block's instruction ops come from: compiled (the default: the program built with
+    /// its compiler and flags plus -g, each instruction placed in its block by the DWARF line
+    /// table: what -O2 vectorised, hoisted and inlined; library calls keep the source's counts)
+    /// or source (the operators written). When the program cannot be rebuilt (a --build
+    /// command, a compile error), source, with a note.
+    #[arg(long, value_enum, default_value = "compiled", value_name = "FROM")]
+    pub ops: Ops,
 }
 
 // The values of the flags that take one of a few words. (No doc comments on the variants: the

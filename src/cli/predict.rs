@@ -24,13 +24,6 @@ pub struct Args {
     platform: Option<PathBuf>,
     #[command(flatten)]
     costs: super::flags::CostArgs,
-    /// Where a block's instruction ops come from: compiled (the default: the program built with
-    /// its compiler and flags plus -g, each instruction placed in its block by the DWARF line
-    /// table: what -O2 vectorised, hoisted and inlined; library calls keep the source's counts)
-    /// or source (the operators written). When the program cannot be rebuilt (a --build
-    /// command, a compile error), source, with a note.
-    #[arg(long, value_enum, default_value = "compiled", value_name = "FROM")]
-    ops: super::flags::Ops,
     #[command(flatten)]
     build: super::flags::BuildArgs,
     #[command(flatten)]
@@ -147,7 +140,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         machine: args.costs.machine.clone(),
         platform: args.platform.clone(),
         variant: args.costs.costs.variant(),
-        compiled_ops: args.ops == super::flags::Ops::Compiled,
+        compiled_ops: args.costs.ops == super::flags::Ops::Compiled,
         assume_branches: args.assume_branches,
         source: match (&args.trace, args.trace_ranks) {
             (Some(d), _) => Source::Traces(d.clone()),

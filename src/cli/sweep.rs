@@ -86,6 +86,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         force_topology: args.force_topology.clone(),
         hosts: args.hosts,
         cores_per_host: args.cores_per_host,
+        compiled_ops: args.costs.ops == super::flags::Ops::Compiled,
     };
     let bar = ProgressBar::new(0);
     let sweep = session::sweep(&req, |step| match step {

@@ -52,14 +52,18 @@ pub fn record(launch: &LaunchSpec, ranks: u32, startups: &[f64], source: &str) -
     crate::model::write_artifact(&path, &t)
 }
 
-/// The start-up at `ranks` on this host: from the table, measured first (3 runs of an empty MPI
-/// program at min(ranks, cores) ranks) when the table has no point there. Returns it with the
-/// rank count it was measured at.
+/// The start-up at `ranks` on this host: the table's point at `ranks`, else at min(ranks, cores),
+/// measured first (3 runs of an empty MPI program at min(ranks, cores) ranks) when the table has
+/// neither. Returns it with the rank count it was measured at.
 pub fn startup(launch: &LaunchSpec, ranks: u32, cores: u32) -> Result<(f64, u32)> {
     let n = ranks.min(cores.max(1));
     let t = read(launch);
-    if let Some(p) = t.points.iter().find(|p| p.ranks == n) {
-        return Ok((t.at(ranks).unwrap_or(p.median_s), n));
+    // A point at `ranks` itself (validate measures every count it runs), else the one at n: the
+    // value and the rank count it was measured at go together.
+    for at in [ranks, n] {
+        if let Some(p) = t.points.iter().find(|p| p.ranks == at) {
+            return Ok((p.median_s, at));
+        }
     }
     let exe = super::build::build_cached("mpicc", "startup", "empty.c", EMPTY_C, &["-O2"], &[], "empty")?;
     let spans = SpanDir::new(&shim("mpicc")?)?;
@@ -78,5 +82,7 @@ pub fn startup(launch: &LaunchSpec, ranks: u32, cores: u32) -> Result<(f64, u32)
         anyhow::bail!("the empty MPI program gave no span (is the MPI library linked dynamically?)");
     }
     record(launch, n, &startups, "empty")?;
-    Ok((read(launch).at(ranks).unwrap_or(startups[0]), n))
+    let t = read(launch);
+    let median = t.points.iter().find(|p| p.ranks == n).map_or(startups[0], |p| p.median_s);
+    Ok((median, n))
 }

@@ -333,6 +333,8 @@ pub struct SweepRequest {
     /// Hosts of each platform's template, and cores per host.
     pub hosts: Option<u32>,
     pub cores_per_host: Option<u32>,
+    /// Ops from the compiled code (`--ops compiled`), as predict.
+    pub compiled_ops: bool,
 }
 
 /// Where a sweep is, for a progress display.
@@ -397,7 +399,11 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         defines: prog.defines.clone(),
         build: prog.build.clone(),
         estimate_bulk: false,
-        compiled: None,
+        compiled: if req.compiled_ops {
+            compiled_ops(&analysed.files, &prog.build, model)
+        } else {
+            None
+        },
     };
     progress(SweepStep::Start((req.ranks.len() * platforms.len()) as u64));
     let mut points = Vec::new();
