@@ -16,10 +16,12 @@
 //! | reduce_scatter | binomial reduce of the whole vector to rank 0, then linear scatterv |
 //! | scan | linear chain |
 //!
-//! All traffic uses the communicator's collective context, so it never matches user messages.
+//! The algorithms are written against [`PointToPoint`], one rank's blocking operations on a
+//! communicator, and nothing else: the replay implements it over SimGrid (on the
+//! communicator's collective context, so this traffic never matches user messages), the unit
+//! tests below over an in-memory matcher.
 
 use crate::model::trace::TraceAction;
-use crate::sim::replay::{coll_ctx, CommView, Rank, Stop};
 
 pub const ALLREDUCE_RABENSEIFNER_FROM_BYTES: u64 = 10_000;
 pub const ALLGATHER_RDB_BELOW_TOTAL_BYTES: u64 = 50_000;
@@ -37,59 +39,73 @@ const T_ALLGATHER: i32 = 7;
 const T_ALLTOALL: i32 = 8;
 const T_SCAN: i32 = 9;
 
-struct C<'a> {
-    r: &'a mut Rank,
-    c: &'a CommView,
+/// One rank's point-to-point operations on a communicator: all that the algorithms here use.
+/// Peers are ranks of the communicator (0..size); every operation blocks as its MPI call does.
+pub(crate) trait PointToPoint {
+    /// The communicator's size.
+    fn size(&self) -> u32;
+    /// This rank's index in the communicator.
+    fn rank(&self) -> u32;
+    /// MPI_Send of `bytes` to `to`.
+    fn send(&mut self, to: u32, bytes: u64, tag: i32);
+    /// MPI_Recv from `from` (the message's size is the sender's).
+    fn recv(&mut self, from: u32, tag: i32);
+    /// MPI_Sendrecv: the receive and the send posted together, both waited for.
+    fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32);
+    /// The reduction arithmetic that combines `bytes` of received data with the rank's own.
+    fn reduce(&mut self, bytes: u64);
+}
+
+/// The transport with the tag of the collective being played.
+struct C<'a, P: PointToPoint> {
+    p: &'a mut P,
     tag: i32,
 }
 
-impl C<'_> {
+impl<P: PointToPoint> C<'_, P> {
     fn n(&self) -> u32 {
-        self.c.size
+        self.p.size()
     }
     fn me(&self) -> u32 {
-        self.c.me
+        self.p.rank()
     }
     fn send(&mut self, to: u32, bytes: u64) {
-        let w = self.c.world_rank(to);
-        self.r.send(w, bytes, self.tag, coll_ctx(self.c.id));
+        self.p.send(to, bytes, self.tag);
     }
     fn recv(&mut self, from: u32) {
-        let w = self.c.world_rank(from);
-        self.r.recv(Some(w), Some(self.tag), coll_ctx(self.c.id));
+        self.p.recv(from, self.tag);
     }
     fn sendrecv(&mut self, to: u32, bytes: u64, from: u32) {
-        let (wt, wf) = (self.c.world_rank(to), self.c.world_rank(from));
-        self.r
-            .sendrecv(wt, bytes, wf, self.tag, coll_ctx(self.c.id));
+        self.p.sendrecv(to, bytes, from, self.tag);
     }
     fn reduce(&mut self, bytes: u64) {
-        self.r.reduce_compute(bytes);
+        self.p.reduce(bytes);
     }
 }
 
-pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), Stop> {
+/// Plays collective action `a` as this rank's part of it. An error says what is wrong with the
+/// action (a root or a count list that does not fit the communicator, not a collective).
+pub(crate) fn run(p: &mut impl PointToPoint, a: &TraceAction) -> Result<(), String> {
     use TraceAction as A;
-    let n = c.size;
+    let n = p.size();
     let root_ok = |root: u32| {
         if root < n {
             Ok(root)
         } else {
-            Err(Stop(format!("root {root} is not below {n}")))
+            Err(format!("root {root} is not below {n}"))
         }
     };
-    let counts_ok = |k: &Vec<u64>| {
+    let counts_ok = |k: &Vec<u64>, comm: &u32| {
         if k.len() == n as usize {
             Ok(())
         } else {
-            Err(Stop(format!(
-                "{} counts for communicator {} of size {n}",
-                k.len(),
-                c.id
-            )))
+            Err(format!(
+                "{} counts for communicator {comm} of size {n}",
+                k.len()
+            ))
         }
     };
-    let mut x = C { r: rank, c, tag: 0 };
+    let mut x = C { p, tag: 0 };
     match a {
         A::Barrier { .. } => {
             x.tag = T_BARRIER;
@@ -111,8 +127,8 @@ pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), 
             x.tag = T_GATHER;
             gather(&mut x, &vec![*bytes; n as usize], root_ok(*root)?)
         }
-        A::Gatherv { counts, root, .. } => {
-            counts_ok(counts)?;
+        A::Gatherv { counts, root, comm } => {
+            counts_ok(counts, comm)?;
             x.tag = T_GATHER;
             gatherv(&mut x, counts, root_ok(*root)?)
         }
@@ -120,8 +136,8 @@ pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), 
             x.tag = T_SCATTER;
             scatter(&mut x, &vec![*bytes; n as usize], root_ok(*root)?)
         }
-        A::Scatterv { counts, root, .. } => {
-            counts_ok(counts)?;
+        A::Scatterv { counts, root, comm } => {
+            counts_ok(counts, comm)?;
             x.tag = T_SCATTER;
             scatterv(&mut x, counts, root_ok(*root)?)
         }
@@ -133,8 +149,8 @@ pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), 
                 allgatherv_ring(&mut x, &vec![*bytes; n as usize])
             }
         }
-        A::Allgatherv { counts, .. } => {
-            counts_ok(counts)?;
+        A::Allgatherv { counts, comm } => {
+            counts_ok(counts, comm)?;
             x.tag = T_ALLGATHER;
             allgatherv_ring(&mut x, counts)
         }
@@ -147,14 +163,14 @@ pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), 
                 alltoallv_pairwise(&mut x, &v, &v)
             }
         }
-        A::Alltoallv { send, recv, .. } => {
-            counts_ok(send)?;
-            counts_ok(recv)?;
+        A::Alltoallv { send, recv, comm } => {
+            counts_ok(send, comm)?;
+            counts_ok(recv, comm)?;
             x.tag = T_ALLTOALL;
             alltoallv_pairwise(&mut x, send, recv)
         }
-        A::ReduceScatter { counts, .. } => {
-            counts_ok(counts)?;
+        A::ReduceScatter { counts, comm } => {
+            counts_ok(counts, comm)?;
             let total: u64 = counts.iter().sum();
             x.tag = T_REDUCE;
             reduce(&mut x, total, 0);
@@ -172,12 +188,12 @@ pub(crate) fn run(rank: &mut Rank, c: &CommView, a: &TraceAction) -> Result<(), 
                 x.send(me + 1, *bytes);
             }
         }
-        _ => return Err(Stop("not a collective".into())),
+        _ => return Err("not a collective".into()),
     }
     Ok(())
 }
 
-fn barrier(x: &mut C) {
+fn barrier<P: PointToPoint>(x: &mut C<P>) {
     let (n, me) = (x.n(), x.me());
     let mut d = 1;
     while d < n {
@@ -186,7 +202,7 @@ fn barrier(x: &mut C) {
     }
 }
 
-fn bcast(x: &mut C, bytes: u64, root: u32) {
+fn bcast<P: PointToPoint>(x: &mut C<P>, bytes: u64, root: u32) {
     let (n, me) = (x.n(), x.me());
     let vr = (me + n - root) % n;
     let mut mask = 1;
@@ -206,7 +222,7 @@ fn bcast(x: &mut C, bytes: u64, root: u32) {
     }
 }
 
-fn reduce(x: &mut C, bytes: u64, root: u32) {
+fn reduce<P: PointToPoint>(x: &mut C<P>, bytes: u64, root: u32) {
     let (n, me) = (x.n(), x.me());
     let vr = (me + n - root) % n;
     let mut mask = 1;
@@ -228,7 +244,7 @@ fn reduce(x: &mut C, bytes: u64, root: u32) {
 /// Folds a non-power-of-two communicator onto its largest power of two: among the first 2 x rem
 /// ranks, even ones hand their data to the next odd one and sit out. Returns the rank's index in
 /// the power-of-two group (None: sits out) and the group size.
-fn fold_in(x: &mut C, bytes: u64) -> (Option<u32>, u32) {
+fn fold_in<P: PointToPoint>(x: &mut C<P>, bytes: u64) -> (Option<u32>, u32) {
     let (n, me) = (x.n(), x.me());
     let pof2 = 1 << (31 - n.leading_zeros());
     let rem = n - pof2;
@@ -246,7 +262,7 @@ fn fold_in(x: &mut C, bytes: u64) -> (Option<u32>, u32) {
     }
 }
 
-fn fold_out(x: &mut C, bytes: u64) {
+fn fold_out<P: PointToPoint>(x: &mut C<P>, bytes: u64) {
     let (n, me) = (x.n(), x.me());
     let pof2 = 1 << (31 - n.leading_zeros());
     let rem = n - pof2;
@@ -267,7 +283,7 @@ fn real_rank(newrank: u32, rem: u32) -> u32 {
     }
 }
 
-fn allreduce(x: &mut C, bytes: u64) {
+fn allreduce<P: PointToPoint>(x: &mut C<P>, bytes: u64) {
     let n = x.n();
     if n == 1 {
         return;
@@ -309,7 +325,7 @@ fn allreduce(x: &mut C, bytes: u64) {
     fold_out(x, bytes);
 }
 
-fn gather(x: &mut C, counts: &[u64], root: u32) {
+fn gather<P: PointToPoint>(x: &mut C<P>, counts: &[u64], root: u32) {
     let (n, me) = (x.n(), x.me());
     let vr = (me + n - root) % n;
     // Bytes of the subtree rooted at virtual rank v with extent `mask`.
@@ -332,7 +348,7 @@ fn gather(x: &mut C, counts: &[u64], root: u32) {
     }
 }
 
-fn scatter(x: &mut C, counts: &[u64], root: u32) {
+fn scatter<P: PointToPoint>(x: &mut C<P>, counts: &[u64], root: u32) {
     let (n, me) = (x.n(), x.me());
     let vr = (me + n - root) % n;
     let subtree = |v: u32, mask: u32| -> u64 {
@@ -358,7 +374,7 @@ fn scatter(x: &mut C, counts: &[u64], root: u32) {
     }
 }
 
-fn gatherv(x: &mut C, counts: &[u64], root: u32) {
+fn gatherv<P: PointToPoint>(x: &mut C<P>, counts: &[u64], root: u32) {
     let (n, me) = (x.n(), x.me());
     if me == root {
         for r in (0..n).filter(|&r| r != root) {
@@ -369,7 +385,7 @@ fn gatherv(x: &mut C, counts: &[u64], root: u32) {
     }
 }
 
-fn scatterv(x: &mut C, counts: &[u64], root: u32) {
+fn scatterv<P: PointToPoint>(x: &mut C<P>, counts: &[u64], root: u32) {
     let (n, me) = (x.n(), x.me());
     if me == root {
         for r in (0..n).filter(|&r| r != root) {
@@ -380,7 +396,7 @@ fn scatterv(x: &mut C, counts: &[u64], root: u32) {
     }
 }
 
-fn allgather_rdb(x: &mut C, bytes: u64) {
+fn allgather_rdb<P: PointToPoint>(x: &mut C<P>, bytes: u64) {
     let (n, me) = (x.n(), x.me());
     let mut mask = 1;
     while mask < n {
@@ -390,7 +406,7 @@ fn allgather_rdb(x: &mut C, bytes: u64) {
     }
 }
 
-fn allgatherv_ring(x: &mut C, counts: &[u64]) {
+fn allgatherv_ring<P: PointToPoint>(x: &mut C<P>, counts: &[u64]) {
     let (n, me) = (x.n(), x.me());
     let (right, left) = ((me + 1) % n, (me + n - 1) % n);
     for i in 0..n.saturating_sub(1) {
@@ -399,7 +415,7 @@ fn allgatherv_ring(x: &mut C, counts: &[u64]) {
     }
 }
 
-fn alltoall_bruck(x: &mut C, bytes: u64) {
+fn alltoall_bruck<P: PointToPoint>(x: &mut C<P>, bytes: u64) {
     let (n, me) = (x.n(), x.me());
     let mut pof = 1;
     while pof < n {
@@ -409,7 +425,7 @@ fn alltoall_bruck(x: &mut C, bytes: u64) {
     }
 }
 
-fn alltoallv_pairwise(x: &mut C, send: &[u64], _recv: &[u64]) {
+fn alltoallv_pairwise<P: PointToPoint>(x: &mut C<P>, send: &[u64], _recv: &[u64]) {
     let (n, me) = (x.n(), x.me());
     for step in 1..n {
         let to = (me + step) % n;

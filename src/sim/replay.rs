@@ -33,6 +33,7 @@ use crate::model::trace::{
     Compute, HostStats, LinkStats, Mapping, Peer, RankStats, ReplayJob, ReplayResult, Tag,
     TimelineEvent, TraceAction, COMM_WORLD,
 };
+use crate::sim::coll::{self, PointToPoint};
 use crate::sim::engine::{self, Comm, Engine, EngineOptions, Host, Link, Mailbox};
 use crate::sim::job::DEFAULT_NETWORK_MODEL;
 use crate::trace::{rank_file, TraceReader};
@@ -43,7 +44,7 @@ pub(crate) type Ctx = u64;
 pub(crate) fn p2p_ctx(comm: u32) -> Ctx {
     u64::from(comm) * 2
 }
-pub(crate) fn coll_ctx(comm: u32) -> Ctx {
+fn coll_ctx(comm: u32) -> Ctx {
     u64::from(comm) * 2 + 1
 }
 
@@ -226,16 +227,16 @@ struct Opts {
 
 /// A communicator as seen by one rank: its members (world ranks) and this rank's index.
 #[derive(Clone)]
-pub(crate) struct CommView {
-    pub(crate) id: u32,
+struct CommView {
+    id: u32,
     /// None: the world (member i is world rank i).
     members: Option<Rc<Vec<u32>>>,
-    pub(crate) me: u32,
-    pub(crate) size: u32,
+    me: u32,
+    size: u32,
 }
 
 impl CommView {
-    pub(crate) fn world_rank(&self, r: u32) -> u32 {
+    fn world_rank(&self, r: u32) -> u32 {
         match &self.members {
             None => r,
             Some(m) => m[r as usize],
@@ -244,7 +245,7 @@ impl CommView {
 }
 
 /// One rank's replay state.
-pub(crate) struct Rank {
+struct Rank {
     me: u32,
     world: Rc<RefCell<World>>,
     opts: Rc<Opts>,
@@ -265,7 +266,7 @@ pub(crate) struct Rank {
 }
 
 /// Why an actor stopped early (the message goes to the shared error list).
-pub(crate) struct Stop(pub(crate) String);
+struct Stop(String);
 
 impl Rank {
     // ---- point to point ---------------------------------------------------------------------
@@ -474,12 +475,12 @@ impl Rank {
             .clear();
     }
 
-    pub(crate) fn send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) {
+    fn send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) {
         let mut r = [self.post_send(to, bytes, tag, ctx)];
         self.complete(&mut r);
     }
 
-    pub(crate) fn recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) {
+    fn recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) {
         let mut r = [self.post_recv(from, tag, ctx)];
         self.complete(&mut r);
     }
@@ -511,7 +512,7 @@ impl Rank {
         }
     }
 
-    pub(crate) fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32, ctx: Ctx) {
+    fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32, ctx: Ctx) {
         let rr = self.post_recv(Some(from), Some(tag), ctx);
         let sr = self.post_send(to, bytes, tag, ctx);
         let mut r = [rr, sr];
@@ -519,7 +520,7 @@ impl Rank {
     }
 
     /// Reduction arithmetic on `bytes`, charged as compute.
-    pub(crate) fn reduce_compute(&mut self, bytes: u64) {
+    fn reduce_compute(&mut self, bytes: u64) {
         self.flops(bytes as f64 * self.opts.reduce_flops_per_byte);
     }
 
@@ -790,7 +791,11 @@ impl Rank {
                     | A::Scan { comm, .. } => self.comm(*comm)?,
                     _ => unreachable!("point-to-point actions are handled above"),
                 };
-                super::coll::run(self, &c, other)?;
+                let mut traffic = CollTraffic {
+                    rank: self,
+                    comm: &c,
+                };
+                coll::run(&mut traffic, other).map_err(Stop)?;
             }
         }
         Ok(())
@@ -830,6 +835,39 @@ impl Rank {
         for (_, mut c) in self.eager.drain(..) {
             c.wait();
         }
+    }
+}
+
+/// One rank's collective traffic on one communicator, the point-to-point operations `coll`
+/// builds collectives from: communicator ranks mapped to world ranks, on the communicator's
+/// collective context.
+struct CollTraffic<'a> {
+    rank: &'a mut Rank,
+    comm: &'a CommView,
+}
+
+impl PointToPoint for CollTraffic<'_> {
+    fn size(&self) -> u32 {
+        self.comm.size
+    }
+    fn rank(&self) -> u32 {
+        self.comm.me
+    }
+    fn send(&mut self, to: u32, bytes: u64, tag: i32) {
+        let w = self.comm.world_rank(to);
+        self.rank.send(w, bytes, tag, coll_ctx(self.comm.id));
+    }
+    fn recv(&mut self, from: u32, tag: i32) {
+        let w = self.comm.world_rank(from);
+        self.rank.recv(Some(w), Some(tag), coll_ctx(self.comm.id));
+    }
+    fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32) {
+        let (wt, wf) = (self.comm.world_rank(to), self.comm.world_rank(from));
+        self.rank
+            .sendrecv(wt, bytes, wf, tag, coll_ctx(self.comm.id));
+    }
+    fn reduce(&mut self, bytes: u64) {
+        self.rank.reduce_compute(bytes);
     }
 }
 
