@@ -433,3 +433,6 @@ fn alltoallv_pairwise<P: PointToPoint>(x: &mut C<P>, send: &[u64], _recv: &[u64]
         x.sendrecv(to, send[to as usize], from);
     }
 }
+
+#[cfg(test)]
+mod tests;
