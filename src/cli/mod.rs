@@ -81,7 +81,15 @@ pub fn main() -> ExitCode {
                     let tips: Vec<&str> =
                         text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
                     let tips = if tips.is_empty() { String::new() } else { format!("; {}", tips.join("; ")) };
-                    eprintln!("mpicast: {first}{tips} (see mpicast --help)");
+                    // A wrong word for a flag that takes one of a few: the valid ones, as
+                    // mpicast's own checks list them.
+                    let valid = match e.get(clap::error::ContextKind::ValidValue) {
+                        Some(clap::error::ContextValue::Strings(v)) if !v.is_empty() => {
+                            format!(" (valid: {})", v.join(", "))
+                        }
+                        _ => String::new(),
+                    };
+                    eprintln!("mpicast: {first}{valid}{tips} (see mpicast --help)");
                     ExitCode::from(EXIT_INPUT)
                 }
             };
