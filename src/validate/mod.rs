@@ -170,6 +170,7 @@ pub fn validate(req: &Request) -> Result<Outcome> {
         // Real runs.
         let mut runs: Vec<RunTimes> = Vec::new();
         let mut failure = None;
+        let meter = crate::model::load::LoadMeter::start();
         for r in 0..req.runs {
             match run_program(
                 &req.launch,
@@ -210,8 +211,12 @@ pub fn validate(req: &Request) -> Result<Outcome> {
         } else {
             None
         };
-        // The launcher's start-up at n ranks, for predictions on this host (mpicast/startup).
-        if let Some(m) = measured.as_ref().filter(|m| !m.startup_s.is_empty()) {
+        // The launcher's start-up at n ranks, for predictions on this host (mpicast/startup);
+        // not from runs under load, which would stand for this host's start-up afterwards.
+        let load = meter.finish();
+        if let Some(w) = load.as_ref().and_then(|l| l.warning("the start-up")) {
+            eprintln!("validate: n={n}: {w}: not recorded");
+        } else if let Some(m) = measured.as_ref().filter(|m| !m.startup_s.is_empty()) {
             if let Err(e) = crate::mpi::startup::record(&req.launch, n, &m.startup_s, "validate") {
                 eprintln!("validate: start-up not recorded: {}", one_line(&e));
             }
