@@ -12,6 +12,7 @@
 
 pub mod edit;
 pub mod smpi;
+mod xml;
 
 use std::fmt::Write as _;
 
@@ -738,26 +739,27 @@ pub fn distinct_hosts(hosts: &[String]) -> Vec<String> {
     v
 }
 
-/// Host ids of a platform file in `mpicast/order` order (declaration order when absent): a
-/// small scan of the XML, enough for files written by mpicast.
+/// Host ids of a platform file in `mpicast/order` order (declaration order when absent); none
+/// when the file is not well-formed XML (`check_platform` says why).
 pub fn host_ids(xml: &str) -> Vec<String> {
-    let mut hosts: Vec<(usize, String)> = Vec::new();
-    for (i, part) in xml.split("<host ").skip(1).enumerate() {
-        let id = part
-            .split("id=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .unwrap_or("")
-            .to_string();
-        let tag_end = part.find("</host>").unwrap_or(part.len());
-        let order = part[..tag_end]
-            .split("id=\"mpicast/order\" value=\"")
-            .nth(1)
-            .and_then(|r| r.split('"').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(i);
-        hosts.push((order, id));
-    }
+    let readable = xml::readable(xml);
+    let Ok(doc) = xml::parse(&readable) else {
+        return Vec::new();
+    };
+    let mut hosts: Vec<(usize, String)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("host"))
+        .enumerate()
+        .map(|(i, h)| {
+            let order = h
+                .children()
+                .find(|p| p.has_tag_name("prop") && p.attribute("id") == Some("mpicast/order"))
+                .and_then(|p| p.attribute("value"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(i);
+            (order, h.attribute("id").unwrap_or("").to_string())
+        })
+        .collect();
     hosts.sort_by_key(|h| h.0);
     hosts.into_iter().map(|h| h.1).collect()
 }
@@ -765,11 +767,12 @@ pub fn host_ids(xml: &str) -> Vec<String> {
 // ---- checking a platform file before SimGrid reads it ------------------------------------------
 //
 // SimGrid aborts its process on a malformed platform without saying which file or line (its parse
-// errors are C++ exceptions that cannot cross into Rust). This light reading catches what
-// hand-edited and truncated files usually get wrong, with the file and line, before a simulation
-// starts: XML syntax (tags, quotes, nesting), the element and attribute names and required
-// attributes of SimGrid's DTD 4.1, values with units (speeds, bandwidths, latencies, cores),
-// duplicate host ids, links and route ends that are not declared, and a platform with no host.
+// errors are C++ exceptions that cannot cross into Rust). This reading catches what hand-edited
+// and truncated files usually get wrong, with the file and line, before a simulation starts: XML
+// syntax (tags, quotes, nesting; `xml` reads it with roxmltree), the DOCTYPE SimGrid's parser
+// needs, the element and attribute names and required attributes of SimGrid's DTD 4.1, values
+// with units (speeds, bandwidths, latencies, cores), duplicate host ids, links and route ends
+// that are not declared, and a platform with no host.
 
 /// Element -> (required attributes, optional attributes), from SimGrid's DTD 4.1 (SimGrid 3.32).
 const PLATFORM_ELEMENTS: &[(&str, &[&str], &[&str])] = &[
@@ -974,291 +977,6 @@ pub fn platform_hosts(path: &std::path::Path) -> Result<PlatformHosts> {
     check_platform_text(text).map_err(|(line, msg)| anyhow::anyhow!("{name}:{line}: {msg}"))
 }
 
-/// One element's start tag.
-struct XmlElem<'a> {
-    name: &'a str,
-    attrs: Vec<(&'a str, &'a str)>,
-    line: usize,
-    parent: Option<&'a str>,
-}
-
-fn xml_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':') || b >= 0x80
-}
-
-fn excerpt(s: &str) -> String {
-    let t: String = s.trim().chars().take(24).collect();
-    if s.trim().chars().count() > 24 {
-        format!("{t}...")
-    } else {
-        t
-    }
-}
-
-/// A small XML reader: well-formedness (tags, quotes, nesting, one root element), start tags
-/// with their attributes, parent and line. Errors are (line, message).
-fn xml_elements(text: &str) -> std::result::Result<Vec<XmlElem<'_>>, (usize, String)> {
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut i = 0usize;
-    let mut line = 1usize;
-    let mut out: Vec<XmlElem> = Vec::new();
-    let mut stack: Vec<(&str, usize)> = Vec::new();
-    let mut root_done = false;
-    let nl = |s: &str| s.bytes().filter(|&c| c == b'\n').count();
-    while i < n {
-        let off = text[i..].find('<').unwrap_or(n - i);
-        let chunk = &text[i..i + off];
-        if !chunk.trim().is_empty() {
-            match stack.last() {
-                None => {
-                    return Err((
-                        line + nl(&chunk[..chunk.len() - chunk.trim_start().len()]),
-                        format!("text outside the <platform> element: {:?}", excerpt(chunk)),
-                    ))
-                }
-                Some((p, _)) if *p != "trace" => {
-                    return Err((
-                        line + nl(&chunk[..chunk.len() - chunk.trim_start().len()]),
-                        format!(
-                            "text {:?} inside <{p}> (only elements belong there)",
-                            excerpt(chunk)
-                        ),
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-        line += nl(chunk);
-        i += off;
-        if i >= n {
-            break;
-        }
-        let rest = &text[i..];
-        let start_line = line;
-        let skip_to = |pat: &str, what: &str| -> std::result::Result<usize, (usize, String)> {
-            rest.find(pat).map(|e| e + pat.len()).ok_or_else(|| {
-                (
-                    start_line,
-                    format!(
-                        "{what} is not closed (no `{pat}` before the end of the file: truncated?)"
-                    ),
-                )
-            })
-        };
-        if rest.starts_with("<!--") {
-            let e = skip_to("-->", "comment")?;
-            line += nl(&rest[..e]);
-            i += e;
-        } else if rest.starts_with("<?") {
-            let e = skip_to("?>", "processing instruction")?;
-            line += nl(&rest[..e]);
-            i += e;
-        } else if rest.starts_with("<![CDATA[") {
-            let e = skip_to("]]>", "CDATA section")?;
-            if !matches!(stack.last(), Some(("trace", _))) {
-                return Err((line, "CDATA section outside a <trace> element".into()));
-            }
-            line += nl(&rest[..e]);
-            i += e;
-        } else if rest.starts_with("<!") {
-            if !out.is_empty() {
-                return Err((
-                    line,
-                    format!(
-                        "{:?} after the first element",
-                        excerpt(&rest[..rest.len().min(24)])
-                    ),
-                ));
-            }
-            // <!DOCTYPE ...> with an optional [internal subset] and quoted strings.
-            let mut depth = 0i32;
-            let mut quote: Option<u8> = None;
-            let mut end = None;
-            for (k, &c) in rest.as_bytes().iter().enumerate().skip(2) {
-                match (quote, c) {
-                    (Some(q), c) if c == q => quote = None,
-                    (Some(_), _) => {}
-                    (None, b'"' | b'\'') => quote = Some(c),
-                    (None, b'[') => depth += 1,
-                    (None, b']') => depth -= 1,
-                    (None, b'>') if depth <= 0 => {
-                        end = Some(k + 1);
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            let e = end.ok_or_else(|| {
-                (
-                    line,
-                    "<!DOCTYPE ...> is not closed (truncated?)".to_string(),
-                )
-            })?;
-            line += nl(&rest[..e]);
-            i += e;
-        } else if let Some(after) = rest.strip_prefix("</") {
-            let len = after.bytes().take_while(|&c| xml_name_byte(c)).count();
-            let name = &after[..len];
-            let tail = &after[len..];
-            let ws = tail.len() - tail.trim_start().len();
-            if name.is_empty() || !tail[ws..].starts_with('>') {
-                return Err((
-                    line,
-                    format!(
-                        "malformed end tag {:?}",
-                        excerpt(&rest[..rest.len().min(24)])
-                    ),
-                ));
-            }
-            match stack.pop() {
-                None => return Err((line, format!("</{name}> without a matching <{name}>"))),
-                Some((open, open_line)) if open != name => {
-                    return Err((
-                        line,
-                        format!("</{name}> closes <{open}> (opened at line {open_line}): tags are not balanced"),
-                    ))
-                }
-                Some(_) => {}
-            }
-            if stack.is_empty() {
-                root_done = true;
-            }
-            line += nl(&tail[..ws]);
-            i += 2 + len + ws + 1;
-        } else {
-            // A start tag.
-            let len = rest[1..].bytes().take_while(|&c| xml_name_byte(c)).count();
-            let name = &rest[1..1 + len];
-            if name.is_empty()
-                || name.as_bytes()[0].is_ascii_digit()
-                || matches!(name.as_bytes()[0], b'-' | b'.')
-            {
-                return Err((
-                    line,
-                    format!(
-                        "`<` not followed by an element name: {:?}",
-                        excerpt(&rest[..rest.len().min(24)])
-                    ),
-                ));
-            }
-            if root_done {
-                return Err((line, format!("<{name}> after the end of the root element (one <platform> element per file)")));
-            }
-            let parent = stack.last().map(|p| p.0);
-            let mut j = 1 + len;
-            let rb = rest.as_bytes();
-            let mut attrs: Vec<(&str, &str)> = Vec::new();
-            let not_closed = || {
-                (start_line, format!("<{name}> tag is not closed (no `>` before the end of the file: truncated?)"))
-            };
-            let empty;
-            loop {
-                while j < rb.len() && rb[j].is_ascii_whitespace() {
-                    if rb[j] == b'\n' {
-                        line += 1;
-                    }
-                    j += 1;
-                }
-                if j >= rb.len() {
-                    return Err(not_closed());
-                }
-                if rest[j..].starts_with("/>") {
-                    empty = true;
-                    j += 2;
-                    break;
-                }
-                if rb[j] == b'>' {
-                    empty = false;
-                    j += 1;
-                    break;
-                }
-                let alen = rest[j..].bytes().take_while(|&c| xml_name_byte(c)).count();
-                if alen == 0 {
-                    let c = rest[j..].chars().next().unwrap_or(' ');
-                    return Err((line, format!("unexpected {c:?} in the <{name}> tag")));
-                }
-                let aname = &rest[j..j + alen];
-                j += alen;
-                while j < rb.len() && rb[j].is_ascii_whitespace() {
-                    if rb[j] == b'\n' {
-                        line += 1;
-                    }
-                    j += 1;
-                }
-                if j >= rb.len() {
-                    return Err(not_closed());
-                }
-                if rb[j] != b'=' {
-                    return Err((
-                        line,
-                        format!(
-                            "attribute {aname} of <{name}> has no value (expected {aname}=\"...\")"
-                        ),
-                    ));
-                }
-                j += 1;
-                while j < rb.len() && rb[j].is_ascii_whitespace() {
-                    if rb[j] == b'\n' {
-                        line += 1;
-                    }
-                    j += 1;
-                }
-                if j >= rb.len() {
-                    return Err(not_closed());
-                }
-                let q = rb[j];
-                if q != b'"' && q != b'\'' {
-                    return Err((line, format!("value of {aname} in <{name}> is not quoted")));
-                }
-                let vstart = j + 1;
-                let Some(vlen) = rest[vstart..].find(q as char) else {
-                    return Err((
-                        line,
-                        format!("value of {aname} in <{name}> has no closing quote (truncated?)"),
-                    ));
-                };
-                let value = &rest[vstart..vstart + vlen];
-                if value.contains('<') {
-                    return Err((
-                        line,
-                        format!("value of {aname} in <{name}> contains `<` (an unclosed quote?)"),
-                    ));
-                }
-                if attrs.iter().any(|(a, _)| *a == aname) {
-                    return Err((line, format!("attribute {aname} given twice in <{name}>")));
-                }
-                line += nl(value);
-                attrs.push((aname, value));
-                j = vstart + vlen + 1;
-            }
-            out.push(XmlElem {
-                name,
-                attrs,
-                line: start_line,
-                parent,
-            });
-            if !empty {
-                stack.push((name, start_line));
-            }
-            if empty && parent.is_none() {
-                root_done = true;
-            }
-            i += j;
-        }
-    }
-    if let Some((open, open_line)) = stack.last() {
-        return Err((
-            line,
-            format!("the file ends inside <{open}> (opened at line {open_line}): truncated, or a missing </{open}>"),
-        ));
-    }
-    if out.is_empty() {
-        return Err((1, "no XML element: not a SimGrid platform file".into()));
-    }
-    Ok(out)
-}
-
 /// strtod's number, then the rest (SimGrid's unit parser): `1.5e9f` -> (1.5e9, "f").
 fn split_number(s: &str) -> Option<(f64, &str)> {
     let t = s.trim_start();
@@ -1355,16 +1073,16 @@ pub fn unit_factor(q: Quantity, unit: &str) -> Option<f64> {
     }
 }
 
-fn unit_ok(q: Quantity, unit: &str) -> bool {
-    unit_factor(q, unit).is_some()
-}
-
-fn check_quantity(
+/// Reads a quantity attribute as SimGrid does: a number and a unit, or a list of them (speeds:
+/// pstates separated by `,`; bandwidths: `,` or `;`). Returns each part's byte range in `value`
+/// (from its number to its unit's end) and its size in the base unit; the error names the
+/// element, the attribute and the valid units.
+fn read_quantity(
     q: Quantity,
     value: &str,
     elem: &str,
     attr: &str,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<Vec<(std::ops::Range<usize>, f64)>, String> {
     let (what, units) = match q {
         Quantity::Speed => ("a speed", "f, kf, Mf, Gf, Tf, ... or flops, gigaflops, ..."),
         Quantity::Bandwidth => (
@@ -1373,35 +1091,72 @@ fn check_quantity(
         ),
         Quantity::Latency => ("a time", "s, ms, us, ns, ps, m, h, d, w"),
     };
-    let parts: Vec<&str> = match q {
-        Quantity::Speed => value.split(',').map(str::trim).collect(),
-        Quantity::Bandwidth => value.split([',', ';']).collect(),
-        Quantity::Latency => vec![value],
+    let separators: &[char] = match q {
+        Quantity::Speed => &[','],
+        Quantity::Bandwidth => &[',', ';'],
+        Quantity::Latency => &[],
     };
-    for p in parts {
-        let ok = match split_number(p) {
-            Some((v, unit)) if v.is_finite() && unit_ok(q, unit) => {
-                if v < 0.0 {
-                    return Err(format!(
-                        "<{elem} {attr}=\"{value}\">: {what} cannot be negative"
-                    ));
-                }
-                if v == 0.0 && q != Quantity::Latency {
-                    return Err(format!(
-                        "<{elem} {attr}=\"{value}\">: {what} of 0 never lets anything finish"
-                    ));
-                }
-                true
-            }
-            _ => false,
-        };
-        if !ok {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for piece in value.split(separators) {
+        let end = start + piece.len();
+        let lead = piece.len() - piece.trim_start().len();
+        let p = if q == Quantity::Speed { piece.trim() } else { piece };
+        let read = split_number(p)
+            .filter(|(v, _)| v.is_finite())
+            .and_then(|(v, unit)| Some((v, unit_factor(q, unit)?)));
+        let Some((v, factor)) = read else {
             return Err(format!(
                 "<{elem} {attr}=\"{value}\">: {p:?} is not {what} (a number and a unit, no space: {units})"
             ));
+        };
+        if v < 0.0 {
+            return Err(format!("<{elem} {attr}=\"{value}\">: {what} cannot be negative"));
         }
+        if v == 0.0 && q != Quantity::Latency {
+            return Err(format!("<{elem} {attr}=\"{value}\">: {what} of 0 never lets anything finish"));
+        }
+        parts.push((start + lead..start + lead + p.trim_start().len(), v * factor));
+        start = end + 1;
     }
-    Ok(())
+    Ok(parts)
+}
+
+/// The attributes of `elem` that hold a quantity, from SimGrid's DTD 4.1.
+fn quantity_attrs(elem: &str) -> &'static [(&'static str, Quantity)] {
+    match elem {
+        "host" => &[("speed", Quantity::Speed)],
+        "cluster" => &[
+            ("speed", Quantity::Speed),
+            ("bw", Quantity::Bandwidth),
+            ("lat", Quantity::Latency),
+            ("bb_bw", Quantity::Bandwidth),
+            ("bb_lat", Quantity::Latency),
+            ("loopback_bw", Quantity::Bandwidth),
+            ("loopback_lat", Quantity::Latency),
+            ("limiter_link", Quantity::Bandwidth),
+        ],
+        "cabinet" => &[
+            ("speed", Quantity::Speed),
+            ("bw", Quantity::Bandwidth),
+            ("lat", Quantity::Latency),
+        ],
+        "peer" => &[
+            ("speed", Quantity::Speed),
+            ("bw_in", Quantity::Bandwidth),
+            ("bw_out", Quantity::Bandwidth),
+            ("lat", Quantity::Latency),
+        ],
+        "link" | "backbone" => &[
+            ("bandwidth", Quantity::Bandwidth),
+            ("latency", Quantity::Latency),
+        ],
+        "disk" => &[
+            ("read_bw", Quantity::Bandwidth),
+            ("write_bw", Quantity::Bandwidth),
+        ],
+        _ => &[],
+    }
 }
 
 /// `0-15,20,22-23` -> [(0, 15), (20, 20), (22, 23)]
@@ -1424,12 +1179,96 @@ fn parse_radical(s: &str) -> Option<Vec<(u64, u64)>> {
     Some(out)
 }
 
+/// One element of a parsed platform: its name, attributes (entities expanded), line and parent.
+struct XmlElem<'a> {
+    name: &'a str,
+    attrs: Vec<(&'a str, &'a str)>,
+    line: usize,
+    parent: Option<&'a str>,
+}
+
 fn attr<'a>(e: &XmlElem<'a>, a: &str) -> Option<&'a str> {
     e.attrs.iter().find(|(k, _)| *k == a).map(|(_, v)| *v)
 }
 
+/// The elements of a parsed platform in document order; text where only elements belong (any
+/// element but `<trace>`) is an error.
+fn elements<'a>(
+    text: &str,
+    doc: &'a roxmltree::Document,
+) -> std::result::Result<Vec<XmlElem<'a>>, (usize, String)> {
+    let lines = xml::Lines::new(text);
+    let mut out = Vec::new();
+    for n in doc.descendants() {
+        let parent = n.parent_element().map(|p| p.tag_name().name());
+        if n.is_text() {
+            let t = n.text().unwrap_or("").trim();
+            if t.is_empty() || parent == Some("trace") {
+                continue;
+            }
+            let raw = text.get(n.range()).unwrap_or("");
+            let line = lines.line(n.range().start + raw.len() - raw.trim_start().len());
+            let shown: String = t.chars().take(24).collect();
+            let shown = if t.chars().count() > 24 { format!("{shown}...") } else { shown };
+            return Err((
+                line,
+                format!("text {shown:?} inside <{}> (only elements belong there)", parent.unwrap_or("")),
+            ));
+        }
+        if n.is_element() {
+            out.push(XmlElem {
+                name: n.tag_name().name(),
+                attrs: n.attributes().map(|a| (a.name(), a.value())).collect(),
+                line: lines.line(n.range().start),
+                parent,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The DOCTYPEs SimGrid's parser (FleXML) takes, with either quote and any spacing; it reads no
+/// other DOCTYPE, no internal subset, and no file without one.
+const SIMGRID_DTDS: &[&str] = &[
+    "https://simgrid.org/simgrid.dtd",
+    "http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd",
+];
+
+/// SimGrid's parser reads a platform only after one of its DOCTYPEs (`SIMGRID_DTDS`).
+fn check_doctype(
+    text: &str,
+    doc: &roxmltree::Document,
+    root_line: usize,
+) -> std::result::Result<(), (usize, String)> {
+    let want = format!("<!DOCTYPE platform SYSTEM \"{}\">", SIMGRID_DTDS[0]);
+    let Some((at, decl)) = xml::doctype(doc) else {
+        return Err((root_line, format!("no DOCTYPE before <platform>: SimGrid reads a platform only after {want}")));
+    };
+    let words: Vec<&str> = decl["<!DOCTYPE".len()..decl.len() - 1].split_whitespace().collect();
+    let known = |url: &str| {
+        ['"', '\''].iter().any(|q| {
+            url.strip_prefix(*q)
+                .and_then(|u| u.strip_suffix(*q))
+                .is_some_and(|u| SIMGRID_DTDS.contains(&u))
+        })
+    };
+    if matches!(words.as_slice(), ["platform", "SYSTEM", url] if known(url)) {
+        return Ok(());
+    }
+    let shown: String = decl.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
+    Err((
+        xml::Lines::new(text).line(at),
+        format!("{shown:?} is not a DOCTYPE SimGrid reads: its parser takes {want} (or the gforge.inria.fr URL) and no [internal subset]"),
+    ))
+}
+
 fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize, String)> {
-    let elems = xml_elements(text)?;
+    if text.starts_with('\u{feff}') {
+        return Err((1, "the file starts with a byte-order mark, which SimGrid's parser does not read (save it as UTF-8 without one)".into()));
+    }
+    let readable = xml::readable(text);
+    let doc = xml::parse(&readable)?;
+    let elems = elements(text, &doc)?;
     let root = &elems[0];
     if root.name != "platform" {
         return Err((
@@ -1454,6 +1293,7 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
         Some((v, None)) => return Err((root.line, format!("platform version {v:?} is not a number (expected 4.1)"))),
         Some(_) => {}
     }
+    check_doctype(text, &doc, root.line)?;
     let mut hosts = PlatformHosts::default();
     let mut host_lines: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut links: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -1496,45 +1336,13 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
                 return Err((e.line, format!("<{}> lacks its {r} attribute", e.name)));
             }
         }
-        let quantities: &[(&str, Quantity)] = match e.name {
-            "host" => &[("speed", Quantity::Speed)],
-            "cluster" => &[
-                ("speed", Quantity::Speed),
-                ("bw", Quantity::Bandwidth),
-                ("lat", Quantity::Latency),
-                ("bb_bw", Quantity::Bandwidth),
-                ("bb_lat", Quantity::Latency),
-                ("loopback_bw", Quantity::Bandwidth),
-                ("loopback_lat", Quantity::Latency),
-                ("limiter_link", Quantity::Bandwidth),
-            ],
-            "cabinet" => &[
-                ("speed", Quantity::Speed),
-                ("bw", Quantity::Bandwidth),
-                ("lat", Quantity::Latency),
-            ],
-            "peer" => &[
-                ("speed", Quantity::Speed),
-                ("bw_in", Quantity::Bandwidth),
-                ("bw_out", Quantity::Bandwidth),
-                ("lat", Quantity::Latency),
-            ],
-            "link" | "backbone" => &[
-                ("bandwidth", Quantity::Bandwidth),
-                ("latency", Quantity::Latency),
-            ],
-            "disk" => &[
-                ("read_bw", Quantity::Bandwidth),
-                ("write_bw", Quantity::Bandwidth),
-            ],
-            _ => &[],
-        };
+        let quantities = quantity_attrs(e.name);
         for (a, q) in quantities {
             if let Some(v) = attr(e, a) {
                 if v.trim().is_empty() && !required.contains(a) {
                     continue;
                 }
-                check_quantity(*q, v, e.name, a).map_err(|m| (e.line, m))?;
+                read_quantity(*q, v, e.name, a).map_err(|m| (e.line, m))?;
             }
         }
         if let Some(c) = attr(e, "core") {
@@ -1657,4 +1465,174 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
         }
     }
     Ok(hosts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "<?xml version=\"1.0\"?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<!-- a comment -->\n";
+
+    /// The checker's (line, message) for a file of HEAD (3 lines) and `body`.
+    fn check(body: &str) -> std::result::Result<PlatformHosts, (usize, String)> {
+        check_platform_text(&format!("{HEAD}{body}"))
+    }
+
+    fn fails(body: &str, line: usize, says: &str) {
+        match check(body) {
+            Ok(_) => panic!("accepted:\n{body}"),
+            Err((l, msg)) => {
+                assert!(l == line && msg.contains(says), "got {l}: {msg}\nexpected {line}: ...{says}...\n{body}")
+            }
+        }
+    }
+
+    const ZONE: &str = "<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Full\">\n";
+
+    #[test]
+    fn errors_name_the_line_and_what_is_wrong() {
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\"/>\n<host id=\"b\" spe"), 7, "tag is not closed");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\"/>\n</platform>\n"), 7, "</platform> closes <zone> (opened at line 5)");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf/>\n<host id=\"b\" speed=\"1Gf\"/>\n</zone></platform>\n"), 6, "contains `<` (an unclosed quote?)");
+        fails(&format!("{ZONE}<hots id=\"a\" speed=\"1Gf\"/>\n</zone></platform>\n"), 6, "unknown element <hots>");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1GHz\"/>\n</zone></platform>\n"), 6, "\"1GHz\" is not a speed");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\" colour=\"red\"/>\n</zone></platform>\n"), 6, "<host> has no attribute colour (valid: ");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\"/>\n<link id=\"l\" latency=\"1us\"/>\n</zone></platform>\n"), 7, "<link> lacks its bandwidth attribute");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\"/>\n<host id=\"a\" speed=\"1Gf\"/>\n</zone></platform>\n"), 7, "host \"a\" is declared twice (first at line 6)");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\"/>\n<route src=\"a\" dst=\"a\"><link_ctn id=\"l10\"/></route>\n</zone></platform>\n"), 7, "no link \"l10\" is declared");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\"/>\n<route src=\"a\" dst=\"b\"/>\n</zone></platform>\n"), 7, "no host or router \"b\" is declared");
+        fails(&format!("{ZONE}<host id=\"a\" speed=\"1Gf\" core=\"0\"/>\n</zone></platform>\n"), 6, "the core count must be a whole number >= 1");
+        fails(&format!("{ZONE}<link id=\"l\" bandwidth=\"1GBps\" latency=\"5 us\"/>\n</zone></platform>\n"), 6, "\"5 us\" is not a time");
+        fails(&format!("{ZONE}<link id=\"l\" bandwidth=\"0Bps\"/>\n</zone></platform>\n"), 6, "a bandwidth of 0 never lets anything finish");
+        fails("<platform version=\"3\">\n<host id=\"a\" speed=\"1Gf\"/>\n</platform>\n", 4, "platform version 3 is too old");
+        fails("<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Full\"/>\n</platform>\n", 4, "the platform declares no host");
+        fails("<platform version=\"4.1\">\n<zone id=\"w\" routing=\"Fast\"/>\n</platform>\n", 5, "unknown routing");
+        fails("<platform version=\"4.1\">\n<host id=\"a\" speed=\"1Gf\">fast</host>\n</platform>\n", 5, "text \"fast\" inside <host>");
+        fails("<platfrom version=\"4.1\"/>\n", 4, "the root element is <platfrom>");
+        fails("<platform version=\"4.1\">\n<host id=\"a\" speed=\"1Gf\" id=\"b\"/>\n</platform>\n", 5, "attribute id given twice");
+        fails("<platform version=\"4.1\"><host id=\"a\" speed=\"1Gf\"/></platform>\n<platform/>\n", 5, "after the end of the root element");
+        assert_eq!(check_platform_text("This is not a platform.\nhost h0 1Gf\n").unwrap_err().0, 1);
+        assert!(check_platform_text("").unwrap_err().1.contains("no XML element"));
+    }
+
+    #[test]
+    fn reads_what_simgrid_reads() {
+        // Single quotes, the older DTD URL, a character reference, `--` inside a comment, a CDATA
+        // trace, a cluster.
+        let doctype = "<!DOCTYPE platform SYSTEM 'http://simgrid.gforge.inria.fr/simgrid/simgrid.dtd'>\n";
+        let x = format!(
+            "<?xml version='1.0'?>\n{doctype}<!-- run with --bw-scale 2 -->\n<platform version='4.1'>\n\
+             <trace id='t' periodicity='1'><![CDATA[0 1.0\n1 0.5]]></trace>\n\
+             <cluster id='c' prefix='node-' suffix='.lan' radical='0-3,8' speed='1Gf' bw='&#49;25MBps' lat='50us' core='4'/>\n</platform>\n"
+        );
+        let hosts = check_platform_text(&x).unwrap();
+        assert_eq!(hosts.count(), 5);
+        assert!(hosts.contains("node-8.lan") && !hosts.contains("node-5.lan") && !hosts.contains("node-03.lan"));
+        // What SimGrid's parser refuses (each one aborts it): an internal subset, another DTD,
+        // no DOCTYPE, a byte-order mark, a comment that ends in `--->`.
+        let refused = |text: &str, line: usize, says: &str| {
+            let (l, msg) = check_platform_text(text).map(|_| ()).unwrap_err();
+            assert!(l == line && msg.contains(says), "{l}: {msg}\nexpected {line}: ...{says}...");
+        };
+        let subset = x.replace("simgrid.dtd'>", "simgrid.dtd' [ <!ENTITY gige \"125MBps\"> ]>");
+        refused(&subset, 2, "is not a DOCTYPE SimGrid reads");
+        refused(&x.replace("http://simgrid.gforge.inria.fr/simgrid/", ""), 2, "is not a DOCTYPE SimGrid reads");
+        refused(&x.replace(doctype, ""), 3, "no DOCTYPE before <platform>");
+        refused(&format!("\u{feff}{x}"), 1, "byte-order mark");
+        refused(&x.replace("2 -->", "2 --->"), 3, "a comment ends with `--->`");
+    }
+
+    /// The files mpicast writes (templates, measured platforms) pass the check and list their
+    /// hosts in rank order.
+    #[test]
+    fn written_platforms_round_trip() {
+        for (name, _) in TEMPLATES {
+            for n in [1usize, 2, 16] {
+                let x = template(name, n).unwrap();
+                let hosts = check_platform_text(&x).unwrap_or_else(|e| panic!("{name} x{n}: {e:?}"));
+                let ids = host_ids(&x);
+                let expect = if *name == "localhost" { 1 } else { n };
+                assert_eq!((hosts.count(), ids.len()), (expect as u64, expect), "{name} x{n}: {ids:?}");
+                assert!(ids.iter().all(|h| hosts.contains(h)), "{name} x{n}: {ids:?}");
+                let mut sorted = ids.clone();
+                sorted.sort();
+                assert_eq!(sorted, ids, "{name} x{n}: names sort in rank order");
+            }
+        }
+        for hosts in [vec![], vec!["b".to_string(), "a".to_string()], (0..70).map(|k| format!("h{k:02}")).collect()] {
+            for intra in [false, true] {
+                let t = measured_table(&hosts, intra);
+                let x = measured(&t, 2);
+                let checked = check_platform_text(&x).unwrap_or_else(|e| panic!("{} hosts: {e:?}\n{x}", hosts.len()));
+                let ids = host_ids(&x);
+                if hosts.is_empty() {
+                    assert_eq!(ids, ["localhost"]);
+                } else {
+                    assert_eq!(ids, hosts);
+                }
+                assert_eq!(checked.count(), ids.len() as u64);
+            }
+        }
+    }
+
+    fn measured_table(hosts: &[String], intra: bool) -> NetworkTable {
+        let seg = serde_json::json!({"from_bytes": 0, "to_bytes": 0, "latency_s": 50e-6, "bandwidth_bytes_per_s": 11.5e6});
+        serde_json::from_value(serde_json::json!({
+            "launch": {"command": ["mpirun", "--host", "a,b"], "hosts": hosts, "ranks": 2, "host0": "a"},
+            "duration_s": 1.0, "pingpong": [], "overheads": [], "collectives": [],
+            "segments": [seg], "break_points_bytes": [], "eager_threshold_bytes": null,
+            "fit": {"heldout_sizes_bytes": [], "heldout_max_rel_error": 0.0, "heldout_mean_rel_error": 0.0,
+                    "fit_max_rel_error": 0.0, "outlier_sizes_bytes": []},
+            "smpi": {"link_latency_s": 50e-6, "link_bandwidth_bytes_per_s": 11.5e6,
+                     "cfg": ["smpi/bw-factor:0:0.9", "smpi/send-is-detached-thresh:65536"], "smpi_only_cfg": [],
+                     "overheads_clamped": false},
+            "self_check": null,
+            "intra_host": if intra {
+                serde_json::json!({"host": "a", "command": [], "pingpong": [], "segments": [seg]})
+            } else {
+                serde_json::Value::Null
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn shipped_platforms_pass() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "xml") {
+                let hosts = platform_hosts(&p).unwrap_or_else(|e| panic!("{e:#}"));
+                let text = std::fs::read_to_string(&p).unwrap();
+                let ids = host_ids(&text);
+                assert!(!ids.is_empty() && ids.iter().all(|h| hosts.contains(h)), "{}: {ids:?}", p.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 7, "{n} platforms");
+    }
+
+    #[test]
+    fn host_ids_follow_the_order_property() {
+        let x = "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\">\
+                 <host id=\"z\" speed=\"1Gf\"><prop id=\"mpicast/order\" value=\"0\"/></host>\
+                 <host id=\"y\" speed=\"1Gf\"><prop id=\"mpicast/order\" value=\"2\"/></host>\
+                 <host id=\"x\" speed=\"1Gf\"><prop id=\"mpicast/order\" value=\"1\"/></host>\
+                 <!-- <host id=\"commented\" speed=\"1Gf\"/> --></zone></platform>";
+        assert_eq!(host_ids(x), ["z", "x", "y"]);
+        assert!(host_ids("<platform><host id=\"a\"").is_empty());
+    }
+
+    /// One unit table: every unit the checker takes scales to the same base value.
+    #[test]
+    fn one_unit_reader() {
+        let read = |q, v: &str| read_quantity(q, v, "link", "x").map(|p| p.iter().map(|(_, b)| *b).collect::<Vec<_>>());
+        assert_eq!(read(Quantity::Latency, "1d"), Ok(vec![86400.0]));
+        assert_eq!(read(Quantity::Bandwidth, "1TiBps"), Ok(vec![1024f64.powi(4)]));
+        assert_eq!(read(Quantity::Bandwidth, "8Gbps; 1GBps"), Ok(vec![1e9, 1e9]));
+        assert_eq!(read(Quantity::Speed, "1Gf, 2gigaflops"), Ok(vec![1e9, 2e9]));
+        assert!(read(Quantity::Bandwidth, "1KBps").is_err());
+        assert!(read(Quantity::Latency, "1 s").is_err());
+    }
 }
