@@ -1076,7 +1076,7 @@ pub fn unit_factor(q: Quantity, unit: &str) -> Option<f64> {
 /// Reads a quantity attribute as SimGrid does: a number and a unit, or a list of them (speeds:
 /// pstates separated by `,`; bandwidths: `,` or `;`). Returns each part's byte range in `value`
 /// (from its number to its unit's end) and its size in the base unit; the error names the
-/// element, the attribute and the valid units.
+/// element, the attribute and the valid units. The checker and the what-if edits both read here.
 fn read_quantity(
     q: Quantity,
     value: &str,

@@ -1,10 +1,13 @@
 //! Platform files as XML documents. roxmltree reads them (well-formedness, character
 //! references, the byte range of every node and attribute); this module turns its errors into a
-//! line and a sentence, and finds the DOCTYPE (which roxmltree does not keep).
+//! line and a sentence, finds the DOCTYPE (which roxmltree does not keep), and splices new
+//! attribute values into the original text so that an edited platform differs from the file only
+//! where it was edited.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
-use roxmltree::{Document, Error, ParsingOptions, TextPos};
+use roxmltree::{Attribute, Document, Error, ParsingOptions, TextPos};
 
 /// The 1-based line of a byte offset.
 pub(super) struct Lines(Vec<usize>);
@@ -222,6 +225,30 @@ fn open_elements(prefix: &str) -> Vec<(String, usize)> {
     Vec::new()
 }
 
+/// The byte range of an attribute's value in `text`, inside its quotes.
+pub(super) fn value_range(text: &str, a: &Attribute) -> Option<Range<usize>> {
+    let r = a.range_value();
+    let quote = text.get(r.end..r.end + 1)?;
+    (r.start >= 1 && text.get(r.start - 1..r.start)? == quote && (quote == "\"" || quote == "'"))
+        .then_some(r)
+}
+
+/// `text` with each range replaced by its string (ranges do not overlap; an empty range inserts).
+pub(super) fn splice(text: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
+    edits.sort_by_key(|(r, _)| (r.start, r.end));
+    let mut out =
+        String::with_capacity(text.len() + edits.iter().map(|(_, s)| s.len()).sum::<usize>());
+    let mut at = 0;
+    for (r, s) in edits {
+        debug_assert!(r.start >= at, "overlapping edits");
+        out.push_str(&text[at..r.start]);
+        out.push_str(&s);
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +325,26 @@ mod tests {
                 "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">"
             )
         );
+    }
+
+    #[test]
+    fn splices_keep_everything_else() {
+        let text = "<a x='1'  y=\"2\"/>";
+        let doc = Document::parse(text).unwrap();
+        let a = doc.root_element();
+        let x = value_range(text, &a.attributes().next().unwrap()).unwrap();
+        let y = value_range(text, &a.attributes().nth(1).unwrap()).unwrap();
+        let end = a.attributes().nth(1).unwrap().range().end;
+        let out = splice(
+            text,
+            vec![
+                (y, "20".into()),
+                (end..end, " z=\"3\"".into()),
+                (x, "10".into()),
+            ],
+        );
+        assert_eq!(out, "<a x='10'  y=\"20\" z=\"3\"/>");
+        assert_eq!(Lines::new("a\nb\n").line(2), 2);
+        assert_eq!(Lines::new("a\nb\n").line(0), 1);
     }
 }
