@@ -949,7 +949,7 @@ impl<'a> Analyzer<'a> {
             if let Base::Named(n) = &t.base {
                 if let Some(td) = self.globals.typedefs.get(n) {
                     let ind = t.indirection;
-                    t = CType { base: td.base.clone(), indirection: td.indirection + ind, is_const: t.is_const, width: td.width };
+                    t = CType { base: td.base.clone(), indirection: td.indirection + ind, is_const: t.is_const, width: td.width, unsigned: td.unsigned };
                     continue;
                 }
                 t.base = match n.as_str() {
@@ -978,7 +978,7 @@ impl<'a> Analyzer<'a> {
             CExpr::Ident(n) => self.var_type(n),
             CExpr::Int(_) => CType::int(),
             CExpr::Float { single, .. } => CType::new(if *single { Base::Float } else { Base::Double }),
-            CExpr::Str(_) => CType { base: Base::Int, indirection: 1, is_const: true, width: 1 },
+            CExpr::Str(_) => CType { base: Base::Int, indirection: 1, is_const: true, width: 1, unsigned: false },
             CExpr::Binary { op, left, right } => {
                 let lt = self.expr_ops(left, ops, false);
                 let rt = self.expr_ops(right, ops, false);
@@ -1170,9 +1170,9 @@ impl<'a> Analyzer<'a> {
             "malloc" | "calloc" | "realloc" | "free" | "aligned_alloc" | "posix_memalign" if !user_defined => {
                 add_op(ops, OpClass::Alloc, Expr::int(1));
                 return match func {
-                    "free" => CType { base: Base::Void, indirection: 0, is_const: false, width: 0 },
+                    "free" => CType::new(Base::Void),
                     "posix_memalign" => CType::int(),
-                    _ => CType { base: Base::Void, indirection: 1, is_const: false, width: 0 },
+                    _ => CType { indirection: 1, ..CType::new(Base::Void) },
                 };
             }
             "printf" | "fprintf" | "sprintf" | "snprintf" | "dprintf" | "puts" | "fputs" if !user_defined => {
@@ -1223,7 +1223,7 @@ impl<'a> Analyzer<'a> {
                     self.diag(args[2].line_hint(), format!("{func} size {} not known before running; counted as one byte", cexpr_text(&args[2])));
                 }
                 add_op(ops, class, n);
-                return CType { base: Base::Void, indirection: 1, is_const: false, width: 0 };
+                return CType { indirection: 1, ..CType::new(Base::Void) };
             }
             _ => {}
         }
@@ -1237,7 +1237,7 @@ impl<'a> Analyzer<'a> {
         }
         match func {
             "MPI_Wtime" | "atof" | "strtod" | "drand48" | "erand48" => CType::double(),
-            "malloc" | "calloc" | "realloc" => CType { base: Base::Void, indirection: 1, is_const: false, width: 0 },
+            "malloc" | "calloc" | "realloc" => CType { indirection: 1, ..CType::new(Base::Void) },
             _ => CType::int(),
         }
     }

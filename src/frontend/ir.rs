@@ -79,11 +79,13 @@ pub struct CType {
     pub is_const: bool,
     /// Bytes of an integer base other than int (char 1, short 2, long 8); 0: the base's own.
     pub width: u8,
+    /// An integer type written `unsigned` (typedefs such as uint64_t keep their name instead).
+    pub unsigned: bool,
 }
 
 impl CType {
     pub fn new(base: Base) -> CType {
-        CType { base, indirection: 0, is_const: false, width: 0 }
+        CType { base, indirection: 0, is_const: false, width: 0, unsigned: false }
     }
     pub fn int() -> CType {
         CType::new(Base::Int)
@@ -95,7 +97,7 @@ impl CType {
         CType::new(Base::Unknown)
     }
     pub fn deref(&self) -> CType {
-        CType { base: self.base.clone(), indirection: self.indirection.saturating_sub(1), is_const: false, width: self.width }
+        CType { base: self.base.clone(), indirection: self.indirection.saturating_sub(1), is_const: false, width: self.width, unsigned: self.unsigned }
     }
     pub fn is_scalar_fp(&self) -> bool {
         self.indirection == 0 && matches!(self.base, Base::Float | Base::Double)

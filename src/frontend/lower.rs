@@ -858,6 +858,12 @@ impl<'a> Lower<'a> {
         let mut ty = CType::new(base);
         if matches!(ty.base, Base::Int) && matches!(t.kind(), k::PRIMITIVE_TYPE | k::SIZED_TYPE_SPECIFIER) {
             let text = self.text(t);
+            // The fixed-width and size types are primitive types to tree-sitter-c.
+            if let Some((width, unsigned)) = fixed_width_int(&text) {
+                ty.width = width;
+                ty.unsigned = unsigned;
+                return ty;
+            }
             ty.width = if text.contains("char") {
                 1
             } else if text.contains("short") {
@@ -867,6 +873,7 @@ impl<'a> Lower<'a> {
             } else {
                 0
             };
+            ty.unsigned = text.contains("unsigned");
         }
         ty
     }
@@ -1626,6 +1633,22 @@ fn number(text: &str) -> CExpr {
         Ok(v) => CExpr::Int(v),
         Err(_) => CExpr::Unknown(text.to_string()),
     }
+}
+
+/// Width in bytes (0: int's own) and signedness of the integer types of <stdint.h> and
+/// <stddef.h> that tree-sitter-c parses as primitive types.
+fn fixed_width_int(name: &str) -> Option<(u8, bool)> {
+    Some(match name {
+        "int8_t" => (1, false),
+        "uint8_t" => (1, true),
+        "int16_t" => (2, false),
+        "uint16_t" => (2, true),
+        "int32_t" => (0, false),
+        "uint32_t" => (0, true),
+        "int64_t" | "ssize_t" | "intptr_t" | "ptrdiff_t" | "intmax_t" => (8, false),
+        "uint64_t" | "size_t" | "uintptr_t" | "uintmax_t" => (8, true),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

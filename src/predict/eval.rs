@@ -726,6 +726,9 @@ pub struct Interp<'s, 'p, 'a> {
     comms: HashMap<u32, Vec<u32>>,
     /// Arrays declared with their dimensions: cell -> (dimensions, element bytes), for sizeof.
     decl_dims: CellMap<(Vec<i64>, i64)>,
+    /// Scalar cells declared with an unsigned 64-bit type (uint64_t, unsigned long, size_t):
+    /// `>>` on them shifts in zeros, as C does.
+    unsigned64: CellMap<()>,
     /// Graph topologies: communicator -> (MPI_GRAPH or MPI_DIST_GRAPH, this rank's in- and
     /// out-neighbours (ranks of the communicator), weighted); a graph's whole `index` and
     /// `edges` under MPI_GRAPH.
@@ -861,6 +864,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             remote: HashMap::new(),
             topo: HashMap::new(),
             decl_dims: CellMap::default(),
+            unsigned64: CellMap::default(),
             next_group: GROUP_BASE + 1,
             comm_seq: HashMap::new(),
             coll_seq: HashMap::new(),
@@ -3297,6 +3301,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         },
                     }
                 }
+                ">>" if self.unsigned64_expr(left) => {
+                    let a = self.eval_sink(left, sink)?;
+                    let b = self.eval_sink(right, sink)?;
+                    match (a, b) {
+                        (Val::I(x), Val::I(y)) => Val::I((x as u64).wrapping_shr(y as u32) as i64),
+                        (a, b) => binary(op, a, b),
+                    }
+                }
                 _ => {
                     let a = self.eval_sink(left, sink)?;
                     let b = self.eval_sink(right, sink)?;
@@ -3442,6 +3454,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// Records (or forgets, for a cell reused by another variable) an array's declared
     /// dimensions, evaluated now.
     fn note_dims(&mut self, c: usize, d: &VarDecl) {
+        if self.is_unsigned64(&d.ty) {
+            self.unsigned64.insert(c, ());
+        } else if !self.unsigned64.is_empty() {
+            self.unsigned64.remove(&c);
+        }
         if d.dims.is_empty() {
             if !self.decl_dims.is_empty() {
                 self.decl_dims.remove(&c);
@@ -3475,6 +3492,49 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let c = self.lookup(n)?;
         let (dims, b) = self.decl_dims.get(&c)?;
         (levels <= dims.len()).then(|| dims[levels..].iter().product::<i64>() * b)
+    }
+
+    /// An unsigned 64-bit integer type, through typedefs.
+    fn is_unsigned64(&self, t: &CType) -> bool {
+        let mut t = t;
+        for _ in 0..16 {
+            if t.indirection > 0 {
+                return false;
+            }
+            match &t.base {
+                Base::Int => return t.unsigned && t.width == 8,
+                Base::Named(n) => match n.as_str() {
+                    "uint64_t" | "size_t" | "uintptr_t" | "uintmax_t" | "u_int64_t" => return true,
+                    _ => match self.sh.typedefs.get(n.as_str()) {
+                        Some(td) => t = td,
+                        None => return false,
+                    },
+                },
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// Whether an integer expression has an unsigned 64-bit type: a variable declared so, what
+    /// a pointer to one points at, a cast to one, or arithmetic on one.
+    fn unsigned64_expr(&self, e: &CExpr) -> bool {
+        match e {
+            CExpr::Cast { ty, .. } => self.is_unsigned64(ty),
+            CExpr::Ident(n) => self.lookup(n).is_some_and(|c| self.unsigned64.contains_key(&c)),
+            CExpr::Deref(p) => match &**p {
+                CExpr::Ident(n) => match self.lookup(n).map(|c| self.get(c)) {
+                    Some(Val::P(c, 0)) => self.unsigned64.contains_key(&c),
+                    _ => false,
+                },
+                _ => false,
+            },
+            CExpr::Binary { op, left, right } if matches!(op.as_str(), "+" | "-" | "*" | "&" | "|" | "^" | "/" | "%") => {
+                self.unsigned64_expr(left) || self.unsigned64_expr(right)
+            }
+            CExpr::Binary { op, left, .. } if matches!(op.as_str(), "<<" | ">>") => self.unsigned64_expr(left),
+            _ => false,
+        }
     }
 
     fn static_type(&self, e: &CExpr) -> Option<CType> {
@@ -6015,6 +6075,32 @@ fn bool_val(v: Val) -> Val {
 fn convert(v: Val, ty: &CType) -> Val {
     if ty.indirection > 0 {
         return v;
+    }
+    // An integer converted to a narrower integer type keeps its low bits (as gcc does).
+    if let Val::I(x) = v {
+        let named = |n: &str| match n {
+            "int8_t" => Some((1, false)),
+            "uint8_t" => Some((1, true)),
+            "int16_t" => Some((2, false)),
+            "uint16_t" => Some((2, true)),
+            "int32_t" => Some((4, false)),
+            "uint32_t" | "unsigned" => Some((4, true)),
+            _ => None,
+        };
+        let narrow = match &ty.base {
+            Base::Int => Some((if ty.width == 0 { 4 } else { ty.width }, ty.unsigned)),
+            Base::Named(n) => named(n.as_str()),
+            _ => None,
+        };
+        return Val::I(match narrow {
+            Some((1, false)) => x as i8 as i64,
+            Some((1, true)) => x as u8 as i64,
+            Some((2, false)) => x as i16 as i64,
+            Some((2, true)) => x as u16 as i64,
+            Some((4, false)) => x as i32 as i64,
+            Some((4, true)) => x as u32 as i64,
+            _ => x,
+        });
     }
     match (&ty.base, v) {
         (Base::Int, Val::F(f)) => Val::I(f as i64),
