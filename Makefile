@@ -49,11 +49,12 @@ CORPUS ?= full
 corpus: build
 	@./scripts/corpus.sh $(CORPUS)
 
-# Mutation fuzzing of the readers and the front end (tests/fuzz.rs), MPICAST_FUZZ_SECS per target.
+# Mutation fuzzing of the readers and the front end (tests/fuzz.rs, in the integration test
+# binary), MPICAST_FUZZ_SECS per target.
 MPICAST_FUZZ_SECS ?= 600
 fuzz:
-	MPICAST_FUZZ_SECS=$(MPICAST_FUZZ_SECS) $(CARGO) test --release --test fuzz -- --ignored --test-threads=1 --nocapture \
-		fuzz_trace fuzz_frontend fuzz_json fuzz_expr
+	MPICAST_FUZZ_SECS=$(MPICAST_FUZZ_SECS) $(CARGO) test --release --test integration -- --ignored --test-threads=1 --nocapture \
+		fuzz::fuzz_trace fuzz::fuzz_frontend fuzz::fuzz_json fuzz::fuzz_expr
 
 clean:
 	$(CARGO) clean

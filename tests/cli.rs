@@ -1,14 +1,6 @@
 //! The command line's contract: help and version, one-line errors, exit status 2 on bad input.
 
-use std::process::{Command, Output};
-
-fn mpicast(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast")).args(args).output().expect("mpicast runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use crate::util::{mpicast, stderr};
 
 #[test]
 fn help_and_version_exit_zero() {

@@ -4,155 +4,21 @@
 //! Needs mpicc, mpirun and make (Debian: openmpi-bin libopenmpi-dev make). The programs are
 //! built once per test process into examples/build/; the tests then run in parallel.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::process::Stdio;
+
+use crate::util::{assert_close, built_example, mpirun, run_command, Run, SessionDir};
 
 const RANK_COUNTS: [usize; 3] = [1, 2, 4];
-
-fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
-}
-
-/// The path of a built example. The first caller runs `make -C examples`; the others wait
-/// for it, so make never runs twice at once within this process.
-fn program(name: &str) -> PathBuf {
-    static BUILD: OnceLock<Result<(), String>> = OnceLock::new();
-    let built = BUILD.get_or_init(|| {
-        let dir = examples_dir();
-        let command = format!("make -C {}", dir.display());
-        match Command::new("make").arg("-C").arg(&dir).output() {
-            Err(e) => Err(format!("could not start `{command}`: {e}")),
-            Ok(out) if !out.status.success() => Err(format!(
-                "`{command}` failed ({})\nstdout:\n{}\nstderr:\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Ok(_) => Ok(()),
-        }
-    });
-    if let Err(message) = built {
-        panic!("{message}");
-    }
-    examples_dir().join("build").join(name)
-}
-
-/// A session directory of its own for one mpirun, removed when dropped. OpenMPI's jobs
-/// share /tmp/ompi.<host>.<uid> by default, and mpiruns that start and end at the same time
-/// (as parallel tests do) race on creating and removing it ("mkdir ... File exists").
-struct SessionDir(PathBuf);
-
-impl SessionDir {
-    fn new() -> SessionDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("mpicast-ex-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|e| panic!("could not create {}: {e}", path.display()));
-        SessionDir(path)
-    }
-}
-
-impl Drop for SessionDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// mpirun as these tests need it: allowed as root, more ranks than the machine's cores,
-/// waiting ranks yield the core instead of spinning, no core binding (tests run in parallel,
-/// and bound jobs would all pin their rank 0 to the same core), its own session directory,
-/// and a time limit so that a hung program fails its test instead of hanging the suite.
-fn mpirun(ranks: usize, session: &SessionDir) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--bind-to",
-        "none",
-        "--stdin",
-        "none",
-    ])
-    .args(["--mca", "mpi_yield_when_idle", "1"])
-    .arg("--mca")
-    .arg("orte_tmpdir_base")
-    .arg(&session.0)
-    .args(["--timeout", "120"])
-    .args(["-np", &ranks.to_string()])
-    .stdin(Stdio::null()); // mpirun would forward our stdin to rank 0
-    cmd
-}
-
-/// One finished run: what was run, what it printed, and the `key=value` tokens of stdout.
-struct Run {
-    command: String,
-    stdout: String,
-    stderr: String,
-    values: HashMap<String, String>,
-}
-
-impl Run {
-    /// The command and its output, for assertion messages.
-    fn context(&self) -> String {
-        format!(
-            "command: {}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.command, self.stdout, self.stderr
-        )
-    }
-
-    fn text(&self, key: &str) -> &str {
-        match self.values.get(key) {
-            Some(v) => v,
-            None => panic!("no `{key}=` in the output\n{}", self.context()),
-        }
-    }
-
-    fn f64(&self, key: &str) -> f64 {
-        let text = self.text(key);
-        text.parse()
-            .unwrap_or_else(|e| panic!("`{key}={text}` is not a number: {e}\n{}", self.context()))
-    }
-
-    fn i64(&self, key: &str) -> i64 {
-        let text = self.text(key);
-        text.parse()
-            .unwrap_or_else(|e| panic!("`{key}={text}` is not an integer: {e}\n{}", self.context()))
-    }
-}
 
 /// Runs an example; panics with the command and its output unless it succeeds and prints a
 /// positive `elapsed_s=`.
 fn run(name: &str, ranks: usize, args: &[&str]) -> Run {
-    let exe = program(name);
+    let exe = built_example(name);
     let session = SessionDir::new();
     let mut cmd = mpirun(ranks, &session);
     cmd.arg(&exe).args(args);
-    let command = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("could not start {command}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let values = stdout
-        .split_whitespace()
-        .filter_map(|token| token.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let run = Run {
-        command,
-        stdout,
-        stderr,
-        values,
-    };
-    assert!(
-        out.status.success(),
-        "run failed ({})\n{}",
-        out.status,
-        run.context()
-    );
+    let run = run_command(cmd);
+    assert!(run.success, "run failed ({})\n{}", run.status, run.context());
     let elapsed = run.f64("elapsed_s");
     assert!(
         elapsed > 0.0 && elapsed.is_finite(),
@@ -160,15 +26,6 @@ fn run(name: &str, ranks: usize, args: &[&str]) -> Run {
         run.context()
     );
     run
-}
-
-/// Asserts |actual - expected| <= rel * |expected|.
-fn assert_close(actual: f64, expected: f64, rel: f64, what: &str, run: &Run) {
-    assert!(
-        (actual - expected).abs() <= rel * expected.abs(),
-        "{what}: got {actual}, expected {expected} (relative tolerance {rel})\n{}",
-        run.context()
-    );
 }
 
 /// Runs an example at every rank count in RANK_COUNTS.
@@ -532,7 +389,7 @@ fn bad_arguments_print_usage() {
         .map(|name| {
             let session = SessionDir::new();
             let mut cmd = mpirun(1, &session);
-            cmd.arg(program(name))
+            cmd.arg(built_example(name))
                 .arg("12x")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());

@@ -6,15 +6,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util::{exe, root};
+
 use mpicast::model::analysis::{Block, BlockKind, CountStatus, ProgramModel};
 use mpicast::model::parse_artifact;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/c").join(name)
+    root().join("tests/fixtures/c").join(name)
 }
 
 fn analyze(path: &Path, defs: &[&str]) -> ProgramModel {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mpicast"));
+    let mut cmd = Command::new(exe());
     cmd.arg("analyze").arg(path).arg("--json").arg("-");
     for d in defs {
         cmd.arg("-D").arg(d);
@@ -218,8 +220,8 @@ fn function_called_in_a_loop() {
 
 #[test]
 fn examples_analyse_clean() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast")).arg("analyze").arg(&dir).arg("--summary").output().unwrap();
+    let dir = root().join("examples");
+    let out = Command::new(exe()).arg("analyze").arg(&dir).arg("--summary").output().unwrap();
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("syntax error"), "{stderr}");
@@ -334,8 +336,8 @@ fn function_like_macros_are_costed_as_their_expansion() {
 // vectorisation, hoisting and inlining are known ----
 
 fn analyze_compiled(name: &str, cflags: &str) -> (ProgramModel, String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/objcode").join(name);
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let path = root().join("tests/fixtures/objcode").join(name);
+    let out = Command::new(exe())
         .arg("analyze")
         .arg(&path)
         .arg("--compiled")
@@ -419,7 +421,7 @@ fn library_calls_are_costed_by_their_classes() {
 /// process's own rank.
 #[test]
 fn program_variables_named_like_the_analysis_symbols_keep_their_meaning() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/names.c");
+    let p = root().join("tests/fixtures/memory/names.c");
     let m = analyze(&p, &[]);
     let ps: Vec<(String, Option<u32>, Option<f64>)> = m.parameters.iter().map(|p| (p.name.clone(), p.argv_index, p.default)).collect();
     assert_eq!(ps, vec![("size'".to_string(), Some(1), Some(64.0))]);
@@ -442,7 +444,7 @@ fn program_variables_named_like_the_analysis_symbols_keep_their_meaning() {
 /// argv[1], matvec's parameter), loop-carried chains and allocations.
 #[test]
 fn memory_references_have_strides_and_reuse_distances() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/nest.c");
+    let p = root().join("tests/fixtures/memory/nest.c");
     let m = analyze(&p, &[]);
     let n = 100.0;
     let env: HashMap<String, f64> = [("n".to_string(), n), ("buckets".to_string(), 4096.0)].into();

@@ -1,8 +1,8 @@
 //! Mutation fuzzing without nightly: cargo-fuzz needs a nightly toolchain, so these
 //! are ignored tests that mutate a seed corpus for a while and catch panics in-process.
 //!
-//!     MPICAST_FUZZ_SECS=600 cargo test --release --test fuzz -- --ignored --test-threads=1
-//!     MPICAST_FUZZ_SECS=600 cargo test --release --test fuzz fuzz_trace -- --ignored
+//!     MPICAST_FUZZ_SECS=600 cargo test --release --test integration fuzz:: -- --ignored --test-threads=1
+//!     MPICAST_FUZZ_SECS=600 cargo test --release --test integration fuzz_trace -- --ignored
 //!
 //! (`make fuzz` runs every target.) Targets: `fuzz_trace` (trace line parser, TraceReader and
 //! validate_dir on a file), `fuzz_frontend` (C/C++ front end on a file), `fuzz_json` (every
@@ -26,9 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::root;
-
+use crate::util::{children_run_this_mpicast, root};
 
 fn env_secs(name: &str, default: f64) -> f64 {
     std::env::var(name)
@@ -1097,14 +1095,14 @@ fn fuzz_replay_crashes() {
 }
 
 /// Rewrites the JSON seeds from the current artifact types (run after a schema change):
-/// `cargo test --test fuzz write_json_seeds -- --ignored`. Needs mpicc (machine table) and SimGrid.
+/// `cargo test --test integration write_json_seeds -- --ignored`. Needs mpicc (machine table) and SimGrid.
 #[test]
 #[ignore]
 fn write_json_seeds() {
     use mpicast::model::to_json;
     let out = root().join("tests/fuzz-corpus/json");
     std::fs::create_dir_all(&out).unwrap();
-    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+    children_run_this_mpicast();
     // Analyses: a loop nest and an MPI program.
     for (name, src) in [
         ("analysis_triangular.json", "tests/fixtures/c/triangular.c"),
@@ -1127,7 +1125,7 @@ fn write_json_seeds() {
     }
     let table = mpicast::network::build_table(raw, vec![], 1.0);
     std::fs::write(out.join("network_shm.json"), to_json(&table)).unwrap();
-    let platform = root().join("platforms/two_hosts.xml");
+    let platform = crate::util::two_hosts();
     let (mut job, _) = mpicast::network::self_check_job(&table, &platform, "h0", "h1");
     job.actors.truncate(6);
     std::fs::write(out.join("simjob.json"), to_json(&job)).unwrap();

@@ -10,9 +10,7 @@ use std::process::Command;
 use mpicast::frontend;
 use mpicast::instrument::{blocks_to_count, rewrite};
 
-mod common;
-use common::root;
-
+use crate::util::root;
 
 fn sources(dir: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))

@@ -4,13 +4,15 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::util::{exe, root};
+
 use mpicast::machine::load_table;
 use mpicast::model::machine::MachineTable;
 use mpicast::model::ops::OpClass;
 
 fn bench(dir: &Path, name: &str, extra: &[&str]) -> MachineTable {
     let out = dir.join(name);
-    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let o = Command::new(exe())
         .args(["bench", "machine", "--quick", "-o"])
         .arg(&out)
         .args(extra)
@@ -100,7 +102,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     }
 
     // --compare prints the per-class ratio of two tables (the classes both have).
-    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let o = Command::new(exe())
         .args(["bench", "machine", "--compare"])
         .args([dir.path().join("o2.json"), dir.path().join("o0.json")])
         .output()
@@ -119,7 +121,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
 #[test]
 fn unknown_class_is_refused_with_the_valid_names() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let o = Command::new(exe())
         .args(["bench", "machine", "--classes", "nonsense"])
         .env("XDG_CACHE_HOME", dir.path())
         .output()
@@ -136,7 +138,7 @@ fn unknown_class_is_refused_with_the_valid_names() {
 /// fitted again on load: every class within 0.5-2x its raw cost, from the table's own kernels.
 #[test]
 fn a_cached_fit_that_zeroed_a_class_is_refitted_within_bounds() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/json/machine_quick.json");
+    let path = root().join("tests/fuzz-corpus/json/machine_quick.json");
     let stored: MachineTable = mpicast::model::read_artifact(&path).unwrap();
     assert_eq!(stored.fit.as_ref().unwrap().ns_per_op[&OpClass::Load], 0.0, "the fixture keeps the old fit");
     let t = load_table(&path).unwrap();
@@ -155,7 +157,7 @@ fn a_cached_fit_that_zeroed_a_class_is_refitted_within_bounds() {
 fn a_table_measured_under_load_is_marked_and_not_the_default() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let o = Command::new(exe())
         .args(["bench", "machine", "--quick", "--samples", "2", "--classes", "int_add"])
         .env("XDG_CACHE_HOME", &cache)
         .env("MPICAST_LOAD_LIMIT", "-1")

@@ -10,13 +10,11 @@ use mpicast::model::simjob::{ActorSpec, SimAction, SimJob};
 use mpicast::network::{self, fit, run};
 use mpicast::platform;
 
-mod common;
-use common::root;
-
+use crate::util::{children_run_this_mpicast, root};
 
 fn exe() -> &'static str {
-    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
-    env!("CARGO_BIN_EXE_mpicast")
+    children_run_this_mpicast();
+    crate::util::exe()
 }
 
 /// Deterministic noise in [-amp, amp].

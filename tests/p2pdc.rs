@@ -5,160 +5,22 @@
 //! here: the sync scheme exactly, the async and hybrid schemes through the fixed-point residual
 //! of their final iterate and a bound on the distance that residual allows. A small C program
 //! embedded below checks the runtime's semantics one by one. Each test prints what it measured
-//! (`cargo test --test p2pdc -- --nocapture`).
+//! (`cargo test --test integration p2pdc:: -- --nocapture`).
 //!
 //! Needs mpicc, mpirun and make (Debian: openmpi-bin libopenmpi-dev make).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::Command;
 use std::sync::OnceLock;
-use common::root;
+
+use crate::util::{assert_close, build_once, built_example, example, fixed_machine, mpicast, mpirun, platform, root, run_command, Run, Scratch, SessionDir};
 
 const RANK_COUNTS: [usize; 3] = [1, 2, 4];
-
-
-/// Runs a build command once per test process; panics with its output when it fails.
-fn build_once(cell: &'static OnceLock<Result<(), String>>, cmd: impl FnOnce() -> Command) {
-    let built = cell.get_or_init(|| {
-        let mut cmd = cmd();
-        let command = format!("{cmd:?}");
-        match cmd.output() {
-            Err(e) => Err(format!("could not start {command}: {e}")),
-            Ok(out) if !out.status.success() => Err(format!(
-                "{command} failed ({})\nstdout:\n{}\nstderr:\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Ok(out) if !out.stderr.is_empty() && command.contains("mpicc") => Err(format!(
-                "{command} warned:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Ok(_) => Ok(()),
-        }
-    });
-    if let Err(message) = built {
-        panic!("{message}");
-    }
-}
-
-/// examples/build/obstacle3d_p2p, built by `make -C examples` on first use.
-fn obstacle_program() -> PathBuf {
-    static BUILD: OnceLock<Result<(), String>> = OnceLock::new();
-    build_once(&BUILD, || {
-        let mut cmd = Command::new("make");
-        cmd.arg("-C").arg(root().join("examples"));
-        cmd
-    });
-    root().join("examples/build/obstacle3d_p2p")
-}
-
-/// A session directory of its own for one mpirun, removed when dropped (OpenMPI's jobs share
-/// /tmp/ompi.<host>.<uid> by default and parallel mpiruns race on it; see tests/examples.rs).
-struct SessionDir(PathBuf);
-
-impl SessionDir {
-    fn new() -> SessionDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("mpicast-p2p-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|e| panic!("could not create {}: {e}", path.display()));
-        SessionDir(path)
-    }
-}
-
-impl Drop for SessionDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// mpirun as tests/examples.rs runs it: as root, oversubscribed, waiting ranks yield, no
-/// binding, its own session directory, a time limit.
-fn mpirun(ranks: usize, session: &SessionDir) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--bind-to",
-        "none",
-        "--stdin",
-        "none",
-    ])
-    .args(["--mca", "mpi_yield_when_idle", "1"])
-    .arg("--mca")
-    .arg("orte_tmpdir_base")
-    .arg(&session.0)
-    .args(["--timeout", "120"])
-    .args(["-np", &ranks.to_string()])
-    .stdin(Stdio::null());
-    cmd
-}
-
-/// One finished run: the command, its output, its status and the `key=value` tokens of stdout.
-struct Run {
-    command: String,
-    stdout: String,
-    stderr: String,
-    success: bool,
-    values: HashMap<String, String>,
-}
-
-impl Run {
-    fn context(&self) -> String {
-        format!(
-            "command: {}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.command, self.stdout, self.stderr
-        )
-    }
-
-    fn text(&self, key: &str) -> &str {
-        match self.values.get(key) {
-            Some(v) => v,
-            None => panic!("no `{key}=` in the output\n{}", self.context()),
-        }
-    }
-
-    fn f64(&self, key: &str) -> f64 {
-        let text = self.text(key);
-        text.parse()
-            .unwrap_or_else(|e| panic!("`{key}={text}` is not a number: {e}\n{}", self.context()))
-    }
-
-    fn i64(&self, key: &str) -> i64 {
-        let text = self.text(key);
-        text.parse()
-            .unwrap_or_else(|e| panic!("`{key}={text}` is not an integer: {e}\n{}", self.context()))
-    }
-}
-
-fn run_command(mut cmd: Command) -> Run {
-    let command = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("could not start {command}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let values = stdout
-        .split_whitespace()
-        .filter_map(|token| token.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Run {
-        command,
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        success: out.status.success(),
-        values,
-    }
-}
 
 /// Runs obstacle3d_p2p in `scheme` on `ranks` ranks; panics unless it succeeds, reports the
 /// scheme it was given and a positive `elapsed_s=`.
 fn run_obstacle(scheme: &str, ranks: usize, args: &[&str]) -> Run {
-    let exe = obstacle_program();
+    let exe = built_example("obstacle3d_p2p");
     let session = SessionDir::new();
     let mut cmd = mpirun(ranks, &session);
     cmd.arg(&exe).arg(format!("--scheme={scheme}")).args(args);
@@ -263,14 +125,6 @@ fn obstacle_reference(n: usize, max_iters: usize, tol: f64) -> Reference {
 /// solution of -w'' = 1, x (1 - x) / 2 <= 1/8), so 3 (n + 1)^2 / 4.
 fn error_amplification(n: usize) -> f64 {
     0.75 * ((n + 1) * (n + 1)) as f64
-}
-
-fn assert_close(actual: f64, expected: f64, rel: f64, what: &str, run: &Run) {
-    assert!(
-        (actual - expected).abs() <= rel * expected.abs(),
-        "{what}: got {actual}, expected {expected} (relative tolerance {rel})\n{}",
-        run.context()
-    );
 }
 
 /// One line per run for the test's output: what the figures were.
@@ -430,7 +284,7 @@ fn hybrid_scheme_converges_to_the_serial_solution() {
 /// epoch can change what it computes.
 #[test]
 fn asynchronous_schemes_converge_while_other_processes_take_the_cores() {
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let stop = Arc::new(AtomicBool::new(false));
     let cores = std::thread::available_parallelism().map_or(2, usize::from);
@@ -494,7 +348,7 @@ fn asynchronous_runs_stop_at_the_iteration_limit() {
 
 #[test]
 fn scheme_comes_from_the_environment_and_bad_ones_are_refused() {
-    let exe = obstacle_program();
+    let exe = built_example("obstacle3d_p2p");
     let session = SessionDir::new();
     let mut cmd = mpirun(2, &session);
     cmd.env("P2PDC_SCHEME", "async")
@@ -701,20 +555,18 @@ fn a_message_of_the_wrong_size_aborts_with_a_message() {
     );
 }
 
-mod common;
-
 /// Traced, the asynchronous scheme's receives are `arecv` (taken without waiting in replay), the
 /// synchronous scheme's plain `recv`; both predict, each with the iterations its trace recorded.
 #[test]
 fn asynchronous_receives_are_traced_and_replayed_as_such() {
-    let s = common::Scratch::new("mpicast-p2pdc-arecv");
+    let s = Scratch::new("mpicast-p2pdc-arecv");
     let mut predicted = Vec::new();
     for scheme in ["sync", "async"] {
         let dir = s.path().join(scheme);
         let mpirun = s.mpirun_args();
         let sch = format!("--scheme={scheme}");
-        let src = common::example("obstacle3d_p2p");
-        let out = common::mpicast(&[
+        let src = example("obstacle3d_p2p");
+        let out = mpicast(&[
             // The P2PDC runtime is linked in by mpicast itself.
             "trace", src.to_str().unwrap(), "-n", "2", "-o", dir.to_str().unwrap(), "--all-blocks",
             "--mpirun-args", &mpirun, "--timeout", "120", "--", &sch, "16", "2000",
@@ -727,10 +579,10 @@ fn asynchronous_receives_are_traced_and_replayed_as_such() {
         } else {
             assert!(arecvs > 0, "async traces its receives as arecv");
         }
-        let m = common::fixed_machine();
-        let p = common::platform("cluster-gige");
+        let m = fixed_machine();
+        let p = platform("cluster-gige");
         let json = s.path().join(format!("{scheme}.json"));
-        let out = common::mpicast(&[
+        let out = mpicast(&[
             "predict", src.to_str().unwrap(), "-n", "2", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", p.to_str().unwrap(),
             "--json", json.to_str().unwrap(), "--", &sch, "16", "2000",
         ]);

@@ -6,23 +6,17 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use mpicast::model::trace::{Peer, TraceAction};
-use common::root;
-
-mod common;
-
+use crate::util::{exe, root, Scratch, LOCALHOST, MACHINE};
 
 fn predict(args: &[&str]) -> Output {
     let r = root();
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    Command::new(exe())
         .current_dir(&r)
         .arg("predict")
         .args(args)
         .output()
         .expect("run mpicast")
 }
-
-const MACHINE: &str = "tests/fixtures/machine/fixed.json";
-const LOCALHOST: &str = "platforms/localhost.xml";
 
 fn json(args: &[&str]) -> serde_json::Value {
     // Options go before `--`: what follows it is the program's.
@@ -529,12 +523,12 @@ fn mpi_actions(dir: &Path, rank: u32) -> Vec<String> {
 }
 
 /// The lines starting with `rank ` that a real run prints (mpicc, mpirun), sorted.
-fn real_run_lines(scratch: &common::Scratch, src: &str, ranks: u32, args: &[&str]) -> Vec<String> {
+fn real_run_lines(scratch: &Scratch, src: &str, ranks: u32, args: &[&str]) -> Vec<String> {
     real_run_lines_with(scratch, src, ranks, args, &[])
 }
 
 /// [`real_run_lines`] built with extra compiler flags (`-I` to a harness's headers).
-fn real_run_lines_with(scratch: &common::Scratch, src: &str, ranks: u32, args: &[&str], cflags: &[&str]) -> Vec<String> {
+fn real_run_lines_with(scratch: &Scratch, src: &str, ranks: u32, args: &[&str], cflags: &[&str]) -> Vec<String> {
     let exe = scratch.path().join("prog");
     let out = Command::new("mpicc")
         .args(["-O1", "-o", exe.to_str().unwrap()])
@@ -571,7 +565,7 @@ fn real_run_lines_with(scratch: &common::Scratch, src: &str, ranks: u32, args: &
 /// parameters, decomposition and message sizes) as a real run prints them, and the static
 /// path's messages as `mpicast trace` records them.
 fn static_matches_run(src: &str, ranks: u32, defines: &[&str], args: &[&str]) {
-    let scratch = common::Scratch::new("mpicast-eval");
+    let scratch = Scratch::new("mpicast-eval");
     let saved = scratch.path().join("static");
     let n = ranks.to_string();
     let mut a = vec![
@@ -634,7 +628,7 @@ fn eval_argv_ternary_and_renamed_main_parameters() {
 #[test]
 fn eval_define_binds_a_program_variable() {
     // -D n=64 wins over the program argument: the run is given 64 itself.
-    let scratch = common::Scratch::new("mpicast-eval-d");
+    let scratch = Scratch::new("mpicast-eval-d");
     let d = scratch.path().to_str().unwrap();
     let p = json(&[
         "tests/fixtures/eval/argv_ternary.c",
@@ -981,7 +975,7 @@ fn corpus_helpers_of_a_header_outside_the_sources_are_evaluated() {
         .flat_map(|r| r["lines"].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()))
         .collect();
     got.sort();
-    let scratch = common::Scratch::new("mpicast-helper");
+    let scratch = Scratch::new("mpicast-helper");
     let main = dir.join("src/main.c");
     let want = real_run_lines_with(&scratch, main.to_str().unwrap(), 2, &[], &[&cflags]);
     assert_eq!(want.len(), 6, "{want:?}");
@@ -1033,7 +1027,7 @@ fn eval_sizeof_of_declared_arrays() {
 fn buffered_sends_do_not_wait_for_their_receives() {
     let src = "tests/fixtures/corpus/bsend_after_barrier.c";
     static_matches_run(src, 2, &[], &[]);
-    let scratch = common::Scratch::new("mpicast-bsend");
+    let scratch = Scratch::new("mpicast-bsend");
     let traced = scratch.trace("traced", &root().join(src), 2, &[]);
     let p = json(&[src, "-n", "2", "--trace", traced.to_str().unwrap(), "--platform", LOCALHOST]);
     assert_eq!(p["mode"], "trace");
@@ -1111,7 +1105,7 @@ fn estimate_bulk_scales_a_prefix_of_a_long_histogram_loop() {
     assert_eq!(s["mode"], "static");
     let count = |l: &str| -> f64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
     let got = count(s["static_output"][0]["lines"][0].as_str().unwrap());
-    let scratch = common::Scratch::new("mpicast-eval");
+    let scratch = Scratch::new("mpicast-eval");
     let want = count(&real_run_lines(&scratch, src, 2, &[])[0]);
     assert!(
         close(got, want, 0.02),
@@ -1185,7 +1179,7 @@ fn loops_that_read_their_variable_by_period_fold_and_agree_with_the_trace() {
     let mut a = st[..split].to_vec();
     a.extend(["--machine", MACHINE, "--json", "-"]);
     a.extend(&st[split..]);
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let out = Command::new(exe())
         .current_dir(root())
         .arg("predict")
         .args(&a)
@@ -1214,7 +1208,7 @@ fn loops_that_read_their_variable_by_period_fold_and_agree_with_the_trace() {
 fn bulk_data_from_ranks_evaluated_later_needs_no_second_pass() {
     let passes = |args: &[&str]| -> String {
         let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-        let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+        let out = Command::new(exe())
             .current_dir(root())
             .arg("predict")
             .args(&args[..split])

@@ -14,8 +14,7 @@ use mpicast::model::trace::{
 use mpicast::sim::TraceSource;
 use mpicast::trace::TraceWriter;
 
-mod common;
-use common::root;
+use crate::util::{children_run_this_mpicast, exe, root, two_hosts};
 
 const L: f64 = 50e-6;
 const B: f64 = 125e6;
@@ -25,15 +24,12 @@ const UNIT: [&str; 3] = [
     "network/crosstraffic:0",
 ];
 
-fn two_hosts() -> PathBuf {
-    root().join("platforms/two_hosts.xml")
-}
 fn cluster() -> PathBuf {
     root().join("tests/fixtures/traces/cluster16.xml")
 }
 
 fn setup() {
-    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+    children_run_this_mpicast();
 }
 
 fn try_replay(
@@ -359,7 +355,7 @@ fn a_collective_not_entered_by_all_is_a_deadlock() {
 }
 
 fn cli(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    Command::new(exe())
         .args(args)
         .output()
         .unwrap()

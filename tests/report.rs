@@ -12,16 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
-use common::root;
+use crate::util::{mpicast_in, root, MACHINE};
 
-const MACHINE: &str = "tests/fixtures/machine/fixed.json";
 const PLATFORM: &str = "platforms/cluster-gige.xml";
-
-
-fn mpicast_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast")).current_dir(dir).args(args).output().expect("run mpicast")
-}
 
 fn mpicast(args: &[&str]) -> Output {
     mpicast_in(&root(), args)

@@ -15,21 +15,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::root;
+use crate::util::{exe, root, two_hosts};
 
 fn bad(rel: &str) -> PathBuf {
     root().join("tests/fixtures/bad").join(rel)
-}
-fn two_hosts() -> PathBuf {
-    root().join("platforms/two_hosts.xml")
 }
 fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
 fn mpicast(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    Command::new(exe())
         .args(args)
         .env_remove("RUST_BACKTRACE")
         .output()
@@ -608,7 +604,7 @@ fn ten_megabytes() -> Vec<u8> {
 
 fn analyze_binary(path: &Path) -> (Output, Duration) {
     let t0 = Instant::now();
-    let o = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let o = Command::new(exe())
         .arg("analyze")
         .arg(path)
         .arg("--summary")
@@ -691,7 +687,7 @@ fn hostile_c_in_process_on_a_small_stack() {
 /// time; the blocks are most of it). Too slow for a debug test run: run it with --ignored in a
 /// release build, alone (the peak is measured over this process's children).
 #[test]
-#[ignore = "10 MB of C: release builds only (cargo test --release --test robustness ten_megabytes -- --ignored)"]
+#[ignore = "10 MB of C: release builds only, alone (cargo test --release --test integration ten_megabytes -- --ignored)"]
 fn ten_megabytes_of_small_functions() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("many.c");

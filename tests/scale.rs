@@ -4,11 +4,9 @@
 //!
 //! Needs mpicc and mpirun (Debian: openmpi-bin libopenmpi-dev) and SimGrid.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::{example, fixed_machine, mpicast, platform, Scratch};
+use crate::util::{children_run_this_mpicast, example, fixed_machine, mpicast, platform, root, Scratch};
 use mpicast::model::prediction::Prediction;
 use mpicast::model::sweep::Sweep;
 use mpicast::model::trace::{Peer, Tag, TraceAction};
@@ -175,7 +173,7 @@ fn strong_and_weak_scaling_divide_or_keep_the_work() {
 #[test]
 fn calls_under_branches_on_data_are_rescaled_by_the_program() {
     let s = Scratch::new("mpicast-scale-branch-call");
-    let src = common::root().join("tests/fixtures/scale/branch_call.c");
+    let src = root().join("tests/fixtures/scale/branch_call.c");
     let args = ["512", "run"];
     let small = s.trace("bc-2", &src, 2, &args);
     let big = s.trace("bc-4", &src, 4, &args);
@@ -194,7 +192,7 @@ fn calls_under_branches_on_data_are_rescaled_by_the_program() {
 #[test]
 fn a_ring_traced_at_two_ranks_scales_as_a_ring() {
     let s = Scratch::new("mpicast-scale-ring");
-    let src = common::root().join("tests/fixtures/scale/token_ring.c");
+    let src = root().join("tests/fixtures/scale/token_ring.c");
     let args = ["50"];
     let small = s.trace("ring-2", &src, 2, &args);
     let big = s.trace("ring-4", &src, 4, &args);
@@ -214,7 +212,7 @@ fn a_ring_traced_at_two_ranks_scales_as_a_ring() {
 #[test]
 fn pairs_traced_at_two_ranks_scale_as_pairs() {
     let s = Scratch::new("mpicast-scale-pairs");
-    let src = common::root().join("tests/fixtures/scale/pairs.c");
+    let src = root().join("tests/fixtures/scale/pairs.c");
     let args = ["65536"];
     let small = s.trace("pairs-2", &src, 2, &args);
     let big = s.trace("pairs-4", &src, 4, &args);
@@ -238,7 +236,7 @@ fn pairs_traced_at_two_ranks_scale_as_pairs() {
 #[test]
 fn a_two_rank_chain_with_unknown_peers_is_not_guessed() {
     let s = Scratch::new("mpicast-scale-first-two");
-    let src = common::root().join("tests/fixtures/scale/first_two.c");
+    let src = root().join("tests/fixtures/scale/first_two.c");
     let args = ["100"];
     let small = s.trace("ft-2", &src, 2, &args);
     let big = s.trace("ft-4", &src, 4, &args);
@@ -260,7 +258,7 @@ fn a_two_rank_chain_with_unknown_peers_is_not_guessed() {
 #[test]
 fn a_loop_the_front_end_cannot_count_is_rescaled_by_the_static_path() {
     let s = Scratch::new("mpicast-scale-kept-loop");
-    let src = common::root().join("tests/fixtures/scale/kept_loop.c");
+    let src = root().join("tests/fixtures/scale/kept_loop.c");
     let small = s.trace("kl-2", &src, 2, &["S"]);
     let big = s.trace("kl-4", &src, 4, &["S"]);
     let src = src.to_str().unwrap();
@@ -362,7 +360,7 @@ fn a_sweep_reads_each_rank_file_once() {
     let src = example("jacobi2d");
     let args = ["48", "6", "3"];
     let dir = s.trace("jacobi2d-4", &src, 4, &args);
-    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+    children_run_this_mpicast();
     let req = SweepRequest {
         program: ProgramSpec {
             inputs: vec![src.clone()],

@@ -2,22 +2,18 @@
 //! platforms/two_hosts.xml: two 1 Gf hosts, one link of 125 MB/s bandwidth (B) and 50 us latency (L).
 //! Each simulation runs in a child `mpicast simulate` process.
 
-use std::path::PathBuf;
-
 use mpicast::model::simjob::{ActorSpec, SimAction, SimJob, SimOutcome};
 
-fn platform() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("platforms/two_hosts.xml")
-}
+use crate::util::{children_run_this_mpicast, two_hosts};
 
 fn simulate(job: &SimJob) -> SimOutcome {
-    std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+    children_run_this_mpicast();
     mpicast::sim::child::simulate(job).expect("simulation runs")
 }
 
 fn job(cfg: &[&str], a: Vec<SimAction>, b: Vec<SimAction>) -> SimJob {
     SimJob {
-        platform: platform(),
+        platform: two_hosts(),
         cfg: cfg.iter().map(|s| s.to_string()).collect(),
         actors: vec![
             ActorSpec { name: "a".into(), host: "h0".into(), actions: a },
@@ -77,7 +73,7 @@ fn compute_then_message_adds_up() {
 #[test]
 fn a_receive_without_a_send_is_reported_as_a_deadlock() {
     let err = mpicast::sim::child::simulate(&{
-        std::env::set_var("MPICAST_EXE", env!("CARGO_BIN_EXE_mpicast"));
+        children_run_this_mpicast();
         job(&[], vec![], vec![SimAction::Recv { from: "a".into() }])
     })
     .unwrap_err();

@@ -14,43 +14,10 @@ use mpicast::model::read_artifact;
 use mpicast::model::trace::{Compute, Peer, Tag, TraceAction, TraceMeta};
 use mpicast::trace::TraceReader;
 
-mod common;
-use common::root;
-
-
-fn example(name: &str) -> PathBuf {
-    root().join("examples").join(format!("{name}.c"))
-}
+use crate::util::{example, exe, root, Scratch};
 
 fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/trace").join(name)
-}
-
-/// A scratch directory for one test (traces, OpenMPI session), removed when dropped.
-struct Scratch(tempfile::TempDir);
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(
-            tempfile::Builder::new()
-                .prefix("mpicast-trace-test")
-                .tempdir()
-                .expect("temp dir"),
-        )
-    }
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-    /// mpirun options as the tests need them: root allowed, oversubscribed, waiting ranks yield,
-    /// no binding, and a session directory of this test's own (parallel mpiruns race otherwise).
-    fn mpirun_args(&self) -> String {
-        let session = self.path().join("ompi");
-        std::fs::create_dir_all(&session).unwrap();
-        format!(
-            "--allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none --stdin none --mca orte_tmpdir_base {}",
-            session.display()
-        )
-    }
 }
 
 struct Traced {
@@ -92,7 +59,7 @@ impl Traced {
 /// Runs `mpicast trace SOURCE -n RANKS -o DIR EXTRA -- ARGS` in the scratch directory.
 fn trace(s: &Scratch, source: &Path, ranks: u32, extra: &[&str], args: &[&str]) -> Traced {
     let dir = s.path().join("traces");
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let out = Command::new(exe())
         .arg("trace")
         .arg(source)
         .args(["-n", &ranks.to_string(), "-o"])
@@ -123,7 +90,7 @@ fn trace_ok(s: &Scratch, source: &Path, ranks: u32, extra: &[&str], args: &[&str
 
 /// `mpicast replay DIR` on the localhost platform succeeds and reports a makespan.
 fn replays(dir: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let out = Command::new(exe())
         .arg("replay")
         .arg(dir)
         .arg("--platform")
@@ -275,7 +242,7 @@ fn jacobi2d_expected(rank: u32, n: u64, iters: u64, k: u64) -> Vec<TraceAction> 
 
 #[test]
 fn jacobi2d_trace_has_the_halo_exchange_and_folds() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let (n, iters, k) = (31, 23, 5);
     let t = trace_ok(&s, &example("jacobi2d"), 4, &[], &["31", "23", "5"]);
     for rank in 0..4 {
@@ -306,7 +273,7 @@ fn jacobi2d_trace_has_the_halo_exchange_and_folds() {
 
 #[test]
 fn pi_dartboard_trace_is_master_worker() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let rounds = 5;
     let t = trace_ok(&s, &example("pi_dartboard"), 4, &[], &["20000", "5"]);
     let mut master = vec![TraceAction::Barrier { comm: 0 }];
@@ -336,7 +303,7 @@ fn pi_dartboard_trace_is_master_worker() {
 
 #[test]
 fn matmul_mw_trace_sends_row_blocks() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let (n, reps) = (40u64, 3);
     let t = trace_ok(&s, &example("matmul_mw"), 4, &[], &["40", "3"]);
     let rows = |w: u64| block_size(n, 3, w);
@@ -373,7 +340,7 @@ fn matmul_mw_trace_sends_row_blocks() {
 
 #[test]
 fn stencil3d_torus_trace_has_nonblocking_faces_with_reused_request_ids() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let (n, iters) = (12u64, 7);
     let t = trace_ok(&s, &example("stencil3d_torus"), 4, &[], &["12", "7"]);
     // MPI_Dims_create(4, 3) = 2x2x1, periodic, ranks row-major.
@@ -455,7 +422,7 @@ fn stencil3d_torus_trace_has_nonblocking_faces_with_reused_request_ids() {
 
 #[test]
 fn obstacle3d_trace_follows_the_convergence_loop() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let n = 16u64;
     let t = trace_ok(&s, &example("obstacle3d"), 4, &[], &["16", "40"]);
     let iterations: u64 = t.value("iterations").parse().unwrap();
@@ -502,7 +469,7 @@ fn obstacle3d_trace_follows_the_convergence_loop() {
 
 #[test]
 fn isort_trace_has_consistent_all_to_all_counts() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let (keys, iters) = (2048u64, 3);
     let t = trace_ok(&s, &example("isort"), 4, &[], &["2048", "3"]);
     assert_eq!(t.value("verified"), "1", "{}", t.context());
@@ -549,7 +516,7 @@ fn isort_trace_has_consistent_all_to_all_counts() {
 
 #[test]
 fn cpp_program_is_built_with_mpicxx_and_traced() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let rounds = 5;
     let t = trace_ok(&s, &fixture("ring.cpp"), 3, &["--all-blocks"], &["5"]);
     assert!(t.meta().build.contains("mpicxx"), "{}", t.meta().build);
@@ -565,7 +532,7 @@ fn cpp_program_is_built_with_mpicxx_and_traced() {
 
 #[test]
 fn all_blocks_counts_every_construct() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace_ok(&s, &fixture("constructs.c"), 2, &["--all-blocks"], &[]);
     let model = t.analysis();
     let meta = t.meta();
@@ -615,7 +582,7 @@ fn all_blocks_counts_every_construct() {
 
 #[test]
 fn time_blocks_traces_replay_directly() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace_ok(
         &s,
         &example("jacobi2d"),
@@ -656,7 +623,7 @@ fn time_blocks_traces_replay_directly() {
 /// spinning about 200 ms; the counters' measured cost per increment is in the meta.
 #[test]
 fn time_blocks_charge_cpu_time_not_waiting() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace_ok(&s, &fixture("sleep_burst.c"), 1, &["--time-blocks"], &[]);
     let times: Vec<f64> = actions(&t.dir, 0)
         .into_iter()
@@ -676,7 +643,7 @@ fn time_blocks_charge_cpu_time_not_waiting() {
 
 #[test]
 fn the_users_tree_is_never_written() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let user = s.path().join("user");
     std::fs::create_dir_all(user.join("sub")).unwrap();
     std::fs::copy(example("jacobi2d"), user.join("jacobi2d.c")).unwrap();
@@ -712,7 +679,7 @@ fn the_users_tree_is_never_written() {
     assert_eq!(before, snapshot(&user), "the user's directory changed");
     assert!(t.dir.join("rank-1.trace").is_file());
     // The default trace directory is relative to the current directory, not the source's.
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let out = Command::new(exe())
         .arg("trace")
         .arg(user.join("jacobi2d.c"))
         .args([
@@ -742,7 +709,7 @@ fn the_users_tree_is_never_written() {
 /// The run is whole: the traces are kept, with a warning naming the exit status.
 #[test]
 fn a_nonzero_exit_after_finalize_keeps_the_traces_with_a_warning() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     // With --time-blocks the plain run beside the trace (for the counters' cost) exits with
     // status 1 too: a warning, not a failure.
     let t = trace(&s, &fixture("exit_status.c"), 2, &["--time-blocks"], &[]);
@@ -761,7 +728,7 @@ fn a_nonzero_exit_after_finalize_keeps_the_traces_with_a_warning() {
 
 #[test]
 fn a_crashing_rank_leaves_flagged_partial_traces_and_exit_2() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace(&s, &fixture("crash.c"), 3, &[], &[]);
     assert_eq!(t.out.status.code(), Some(2), "{}", t.context());
     let err = t.stderr();
@@ -798,7 +765,7 @@ fn a_crashing_rank_leaves_flagged_partial_traces_and_exit_2() {
 
 #[test]
 fn a_build_failure_shows_the_compiler_and_exits_2() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace(&s, &fixture("broken.c"), 2, &[], &[]);
     assert_eq!(t.out.status.code(), Some(2), "{}", t.context());
     let err = t.stderr();
@@ -818,7 +785,7 @@ fn a_build_failure_shows_the_compiler_and_exits_2() {
 
 #[test]
 fn sampled_iterations_run_and_are_marked_for_extrapolation() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace_ok(
         &s,
         &example("jacobi2d"),
@@ -841,11 +808,11 @@ fn sampled_iterations_run_and_are_marked_for_extrapolation() {
 
 #[test]
 fn folding_keeps_traces_small_as_iterations_grow() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let small = trace_ok(&s, &example("jacobi2d"), 4, &[], &["31", "40", "5"]);
     let bytes = |t: &Traced| t.meta().rank_traces.iter().map(|r| r.bytes).max().unwrap();
     let b40 = bytes(&small);
-    let s2 = Scratch::new();
+    let s2 = Scratch::new("mpicast-trace-test");
     let big = trace_ok(&s2, &example("jacobi2d"), 4, &[], &["31", "400", "5"]);
     let b400 = bytes(&big);
     assert!(
@@ -857,7 +824,7 @@ fn folding_keeps_traces_small_as_iterations_grow() {
 
 #[test]
 fn an_unwritable_trace_directory_does_not_stop_the_program() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let work = s.path().join("work");
     let t = trace_ok(
         &s,
@@ -917,7 +884,7 @@ fn timed_bursts_parse_and_format() {
 
 #[test]
 fn a_custom_build_command_links_the_runtime_through_its_mpicc() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let user = s.path().join("proj");
     std::fs::create_dir_all(&user).unwrap();
     std::fs::copy(example("jacobi2d"), user.join("jacobi2d.c")).unwrap();
@@ -940,7 +907,7 @@ fn a_custom_build_command_links_the_runtime_through_its_mpicc() {
 
 #[test]
 fn wildcards_communicators_v_collectives_and_requests_are_recorded() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace_ok(&s, &fixture("wrappers.c"), 4, &[], &[]);
     let counts: Vec<u64> = (1..=4).map(|j| 4 * j).collect();
     for rank in 0..4u32 {
@@ -1013,7 +980,7 @@ fn wildcards_communicators_v_collectives_and_requests_are_recorded() {
 /// `-D USE_MPI -D WIDTH=7` it is built with MPI and the value.
 #[test]
 fn defines_reach_the_build_and_a_missing_mpi_macro_is_named() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let src = root().join("tests/fixtures/build/guarded_mpi.c");
     let t = trace(&s, &src, 2, &[], &[]);
     assert_eq!(t.out.status.code(), Some(2), "{}", t.context());
@@ -1029,7 +996,7 @@ fn defines_reach_the_build_and_a_missing_mpi_macro_is_named() {
 /// include directory), for the build and the analysis.
 #[test]
 fn compile_commands_json_gives_the_build_its_flags() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let proj = s.path().join("proj");
     std::fs::create_dir_all(proj.join("inc")).unwrap();
     let text = std::fs::read_to_string(root().join("tests/fixtures/build/guarded_mpi.c")).unwrap();
@@ -1049,7 +1016,7 @@ fn compile_commands_json_gives_the_build_its_flags() {
 /// the waitall names every request once and the trace replays.
 #[test]
 fn requests_sharing_a_handle_keep_their_own_ids() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let t = trace_ok(&s, &root().join("tests/fixtures/corpus/self_isend.c"), 2, &[], &[]);
     assert_eq!(t.value("exchanged"), "4");
     for rank in 0..2 {
@@ -1060,7 +1027,7 @@ fn requests_sharing_a_handle_keep_their_own_ids() {
         ids.dedup();
         assert_eq!(ids.len(), 4, "rank {rank}: {line}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_mpicast"))
+    let out = Command::new(exe())
         .args(["replay"])
         .arg(&t.dir)
         .args(["--platform", root().join("platforms/localhost.xml").to_str().unwrap()])
@@ -1075,7 +1042,7 @@ fn requests_sharing_a_handle_keep_their_own_ids() {
 /// and the simulation deadlocked).
 #[test]
 fn testany_and_cancel_are_recorded_and_replay() {
-    let s = Scratch::new();
+    let s = Scratch::new("mpicast-trace-test");
     let size = 3u32;
     let t = trace_ok(&s, &fixture("testany_cancel.c"), size, &["--time-blocks"], &[]);
     let (nrecv, nmsg) = (3, 4);

@@ -6,9 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
-use common::root;
-
+use crate::util::{exe, root, LOCALHOST, MACHINE};
 
 fn mpicast(args: &[&str]) -> Output {
     mpicast_in(args, None)
@@ -16,16 +14,13 @@ fn mpicast(args: &[&str]) -> Output {
 
 /// With `cache`: mpicast's tool cache (built libraries, start-up tables) in that directory.
 fn mpicast_in(args: &[&str], cache: Option<&Path>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mpicast"));
+    let mut c = Command::new(exe());
     c.current_dir(root()).args(args);
     if let Some(d) = cache {
         c.env("MPICAST_CACHE_DIR", d);
     }
     c.output().expect("run mpicast")
 }
-
-const MACHINE: &str = "tests/fixtures/machine/fixed.json";
-const LOCALHOST: &str = "platforms/localhost.xml";
 
 fn read_json(p: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(p).expect("validate wrote its JSON");
