@@ -14,7 +14,7 @@ use mpicast::model::trace::{
 use mpicast::sim::TraceSource;
 use mpicast::trace::TraceWriter;
 
-use crate::util::{children_run_this_mpicast, exe, root, two_hosts};
+use crate::util::{children_run_this_mpicast, exe, root, skip, two_hosts};
 
 const L: f64 = 50e-6;
 const B: f64 = 125e6;
@@ -601,21 +601,21 @@ fn cross_check(name: &str, ranks: Vec<Vec<A>>, smpi_cfg: &[&str]) -> (f64, f64) 
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| panic!("{name}: no simulation time from smpirun: {text}"));
     let diff = (ours.makespan_s - smpi).abs() / smpi;
-    if std::env::var_os("MPICAST_CROSS_CHECK_REPORT").is_some() {
-        eprintln!(
-            "cross-check {name}: ours {:.6} s, SMPI {:.6} s, difference {:.2}%",
-            ours.makespan_s,
-            smpi,
-            100.0 * diff
-        );
-        return (ours.makespan_s, smpi);
-    }
     eprintln!(
         "cross-check {name}: ours {:.6} s, SMPI {:.6} s, difference {:.2}%",
         ours.makespan_s,
         smpi,
         100.0 * diff
     );
+    if std::env::var_os("MPICAST_CROSS_CHECK_REPORT").is_some() {
+        skip(&format!(
+            "MPICAST_CROSS_CHECK_REPORT is set: {name}: ours {:.6} s, SMPI {:.6} s ({:.2}% apart), the 5% bound not checked",
+            ours.makespan_s,
+            smpi,
+            100.0 * diff
+        ));
+        return (ours.makespan_s, smpi);
+    }
     assert!(
         diff <= 0.05,
         "{name}: ours {} s vs SMPI {} s ({:.1}% apart)",

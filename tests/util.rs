@@ -1,7 +1,8 @@
 //! Helpers the test modules share: paths, running the mpicast binary, mpirun with a session
-//! directory of its own, scratch directories, the examples' build.
+//! directory of its own, scratch directories, the examples' build, skips that show.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Once, OnceLock};
@@ -58,6 +59,15 @@ pub fn mpicast_in(dir: &Path, args: &[&str]) -> Output {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Says that the calling test did not run its checks, and why: `SKIP <test>: <reason>`. The
+/// harness captures what passing tests print, so this writes to stderr itself, where
+/// `cargo test` shows it among the results. The test then returns and passes; `--skip <name>`
+/// leaves it out altogether.
+pub fn skip(reason: &str) {
+    let name = std::thread::current().name().unwrap_or("a test").to_string();
+    let _ = writeln!(std::io::stderr().lock(), "SKIP {name}: {reason}");
 }
 
 /// mpirun's options for every test run: root allowed, more ranks than cores, waiting ranks
