@@ -44,3 +44,15 @@ fn wrong_kind_and_wrong_version_are_named() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("mpicast/simjob version 7, this mpicast reads version 1"), "{}", stderr(&o));
 }
+
+/// A wrong word for a flag that takes one of a few lists the valid ones on the one line.
+#[test]
+fn a_wrong_choice_lists_the_valid_ones() {
+    let o = mpicast(&["predict", "x.c", "--costs", "cheap"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("invalid value 'cheap' for '--costs <COSTS>' (valid: fitted, raw)"), "{e}");
+    let o = mpicast(&["sweep", "x.c", "-n", "2", "--ops", "asm"]);
+    assert!(stderr(&o).contains("(valid: source, compiled)"), "{}", stderr(&o));
+}

@@ -1393,3 +1393,19 @@ fn an_error_report_is_assumed_never_taken() {
     assert!(close(stat["predicted_s"].as_f64().unwrap(), traced["predicted_s"].as_f64().unwrap(), 0.05), "static {} traced {}", stat["predicted_s"], traced["predicted_s"]);
 }
 
+
+/// The static path converts integers as C does: a 64-bit LCG in uint64_t read with `>>` (its
+/// top bit set), casts to narrower types, sizes of <stdint.h> types. Rank 0's bytes are the sum
+/// of the six values the program computes (an LCG's keys were 4294941582 instead of 39822).
+#[test]
+fn the_static_path_converts_integers_as_c_does() {
+    let mut state: u64 = 314159265;
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 48) as i64
+    };
+    let (a, b) = (next(), next());
+    let sizes = [a, b, ((a + 1000) as u8) as i64, ((70000 + b % 100) as i16) as i64 + 70, 810, 4095];
+    let p = json(&["tests/fixtures/eval/unsigned_lcg.c", "-n", "2", "--static-only", "--platform", LOCALHOST]);
+    assert_eq!(p["ranks_detail"][0]["bytes_sent"].as_i64(), Some(sizes.iter().sum::<i64>()), "{sizes:?}");
+}

@@ -389,3 +389,23 @@ fn a_sweep_reads_each_rank_file_once() {
     assert!(sw.points.iter().all(|p| p.predicted_s > 0.0), "{:?}", sw.points);
     assert_eq!(reads, 4, "rank files of a 4-rank trace read {reads} times by a 3-point sweep");
 }
+
+/// The MPI-2 C++ bindings (`MPI::COMM_WORLD.Send`, `Get_rank()`) are comm sites with peer
+/// formulas: a ring in them traced at 2 ranks scales as a ring (Open MPI's ring_cxx, whose
+/// sends the front end did not see, was scaled as a chain: -49%).
+#[test]
+fn a_ring_in_the_cxx_bindings_scales_as_a_ring() {
+    let s = Scratch::new("mpicast-scale-cxx");
+    let src = root().join("tests/fixtures/scale/cxx_bindings.cpp");
+    let args = ["20000"];
+    let small = s.trace("cxx-2", &src, 2, &args);
+    let big = s.trace("cxx-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert_eq!(sc.topology, "ring 2", "{:?}", sc.evidence);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+}
