@@ -2026,7 +2026,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.pending.extend(out);
         }
         self.want_prefix(Some(b), s);
-        let written = written_idents(s);
+        // An arm that only reports an error is assumed never taken: what it writes (an error
+        // count) keeps its value.
+        let written = written_idents(&without_error_arms(s));
         let why = format!(
             "computed by the loop at {}:{}",
             self.file,
@@ -6613,6 +6615,34 @@ fn is_error_path(s: &Stmt) -> bool {
     }
     let mut sign = false;
     walk(s, &mut sign) && sign
+}
+
+/// `s` with the arms that only report an error (the other arm does not) left out, as the
+/// static path assumes them never taken (see `Shared::error_arms`).
+fn without_error_arms(s: &Stmt) -> Stmt {
+    let boxed = |b: &Stmt| Box::new(without_error_arms(b));
+    match s {
+        Stmt::If { cond, then, otherwise, span } => {
+            let else_if = matches!(otherwise.as_deref(), Some(Stmt::If { .. }));
+            let te = is_error_path(then);
+            let ee = !else_if && otherwise.as_deref().is_some_and(is_error_path);
+            let then = if te && !ee { Box::new(Stmt::Empty(then.span())) } else { boxed(then) };
+            let otherwise = if ee && !te { None } else { otherwise.as_deref().map(boxed) };
+            Stmt::If { cond: cond.clone(), then, otherwise, span: *span }
+        }
+        Stmt::Compound(v, span) => Stmt::Compound(v.iter().map(without_error_arms).collect(), *span),
+        Stmt::For { init, cond, update, body, span } => {
+            Stmt::For { init: init.clone(), cond: cond.clone(), update: update.clone(), body: boxed(body), span: *span }
+        }
+        Stmt::While { cond, body, span } => Stmt::While { cond: cond.clone(), body: boxed(body), span: *span },
+        Stmt::DoWhile { body, cond, span } => Stmt::DoWhile { body: boxed(body), cond: cond.clone(), span: *span },
+        Stmt::Switch { cond, body, span } => Stmt::Switch { cond: cond.clone(), body: boxed(body), span: *span },
+        Stmt::Case { value, body, span } => {
+            Stmt::Case { value: value.clone(), body: body.iter().map(without_error_arms).collect(), span: *span }
+        }
+        Stmt::Label(b, span) => Stmt::Label(boxed(b), *span),
+        other => other.clone(),
+    }
 }
 
 fn written_idents(s: &Stmt) -> HashSet<String> {
