@@ -191,14 +191,19 @@ fn calls_under_branches_on_data_are_rescaled_by_the_program() {
 /// hops, as the 4-rank trace says (Open MPI's ring_c was scaled as a chain, -45%).
 #[test]
 fn a_ring_traced_at_two_ranks_scales_as_a_ring() {
-    let s = Scratch::new("mpicast-scale-ring");
-    let src = root().join("tests/fixtures/scale/token_ring.c");
-    let args = ["50"];
-    let small = s.trace("ring-2", &src, 2, &args);
-    let big = s.trace("ring-4", &src, 4, &args);
+    two_ranks_scale_as_a_ring("ring", "token_ring.c", &["50"]);
+}
+
+/// `fixture` (tests/fixtures/scale) traced at 2 ranks is scaled as a ring to 4 and gives the
+/// 4-rank trace's prediction.
+fn two_ranks_scale_as_a_ring(name: &str, fixture: &str, args: &[&str]) {
+    let s = Scratch::new(&format!("mpicast-scale-{name}"));
+    let src = root().join("tests/fixtures/scale").join(fixture);
+    let small = s.trace(&format!("{name}-2"), &src, 2, args);
+    let big = s.trace(&format!("{name}-4"), &src, 4, args);
     let src = src.to_str().unwrap();
-    let scaled = predict(src, 4, &small, &args, &[]);
-    let real = predict(src, 4, &big, &args, &[]);
+    let scaled = predict(src, 4, &small, args, &[]);
+    let real = predict(src, 4, &big, args, &[]);
     let sc = scaled.scaling.as_ref().expect("scaling recorded");
     assert_eq!(sc.topology, "ring 2", "{:?}", sc.evidence);
     assert_eq!(scaled.messages, real.messages);
@@ -395,17 +400,5 @@ fn a_sweep_reads_each_rank_file_once() {
 /// sends the front end did not see, was scaled as a chain: -49%).
 #[test]
 fn a_ring_in_the_cxx_bindings_scales_as_a_ring() {
-    let s = Scratch::new("mpicast-scale-cxx");
-    let src = root().join("tests/fixtures/scale/cxx_bindings.cpp");
-    let args = ["20000"];
-    let small = s.trace("cxx-2", &src, 2, &args);
-    let big = s.trace("cxx-4", &src, 4, &args);
-    let src = src.to_str().unwrap();
-    let scaled = predict(src, 4, &small, &args, &[]);
-    let real = predict(src, 4, &big, &args, &[]);
-    let sc = scaled.scaling.as_ref().expect("scaling recorded");
-    assert_eq!(sc.topology, "ring 2", "{:?}", sc.evidence);
-    assert_eq!(scaled.messages, real.messages);
-    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
-    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+    two_ranks_scale_as_a_ring("cxx", "cxx_bindings.cpp", &["20000"]);
 }
