@@ -103,6 +103,8 @@ open(doc, "w").write(text)
 print(f"wrote part 1's table into {doc}")
 PY
 
+# PART=1 stops here.
+[ "${PART:-all}" = 1 ] && exit 0
 echo
 echo "65,536 ranks scaled from a 4-rank trace (platform cluster-ib, 16,384 hosts of 4 cores):"
 printf '%-16s %12s %10s %10s %10s %12s\n' example predicted_s wall_s sim_s rss_GiB messages

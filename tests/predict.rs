@@ -1405,7 +1405,29 @@ fn the_static_path_converts_integers_as_c_does() {
         (state >> 48) as i64
     };
     let (a, b) = (next(), next());
-    let sizes = [a, b, ((a + 1000) as u8) as i64, ((70000 + b % 100) as i16) as i64 + 70, 810, 4095];
+    let mut x: u32 = 2463534242;
+    for _ in 0..3 {
+        x = x.wrapping_mul(1664525).wrapping_add(1013904223);
+    }
+    let sizes = [a, b, ((a + 1000) as u8) as i64, ((70000 + b % 100) as i16) as i64 + 70, 810, 4095, (x >> 20) as i64];
     let p = json(&["tests/fixtures/eval/unsigned_lcg.c", "-n", "2", "--static-only", "--platform", LOCALHOST]);
     assert_eq!(p["ranks_detail"][0]["bytes_sent"].as_i64(), Some(sizes.iter().sum::<i64>()), "{sizes:?}");
+}
+
+/// A counting sort whose keys the static path does not compute (a long loop makes them): the
+/// histogram's entries are not known, its total is (zeroed, then one increment per key), so
+/// the loop up to each entry runs n times in all per sort, and the assumptions say so.
+#[test]
+fn a_loop_up_to_a_histograms_entries_runs_its_total() {
+    let p = json(&["tests/fixtures/eval/histogram.c", "-n", "2", "--static-only", "--platform", LOCALHOST, "--", "20000"]);
+    let inner = p["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["kind"] == "loop" && b["line_start"] == 30)
+        .expect("the loop up to count[v]");
+    // 2 ranks x 3 sorts x 20000 keys.
+    assert_eq!(inner["executions"].as_f64(), Some(120_000.0), "{inner}");
+    let notes: Vec<&str> = p["assumptions"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
+    assert!(notes.iter().any(|a| a.contains("from the total of `count`") && a.contains("20000 over 500 entries")), "{notes:?}");
 }

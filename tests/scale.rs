@@ -402,3 +402,26 @@ fn a_sweep_reads_each_rank_file_once() {
 fn a_ring_in_the_cxx_bindings_scales_as_a_ring() {
     two_ranks_scale_as_a_ring("cxx", "cxx_bindings.cpp", &["20000"]);
 }
+
+/// A bucket sort (Alltoall of counts, Alltoallv of keys, a counting sort) whose keys cluster
+/// in the middle: how many keys each rank receives at N' only the program's arithmetic at N'
+/// tells. Scaling the 2-rank trace spread them evenly (9% under the 4-rank trace); the static
+/// path, checked against the 2-rank trace, gives the 4-rank trace's prediction.
+#[test]
+fn a_bucket_sort_scaled_is_the_static_path_checked_against_the_trace() {
+    let s = Scratch::new("mpicast-scale-bucket");
+    let src = root().join("tests/fixtures/scale/bucket_sort.c");
+    let args = ["3000"];
+    let small = s.trace("bs-2", &src, 2, &args);
+    let big = s.trace("bs-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    assert!(scaled.assumptions[0].starts_with("counts and messages at 4 ranks from the program's own arithmetic"), "{:?}", scaled.assumptions);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 0.01, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+    // Weak scaling is an assumption the user chose: the trace is scaled, not replaced.
+    let weak = predict(src, 4, &small, &args, &["--scaling", "weak"]);
+    assert!(weak.scaling.is_some());
+}

@@ -436,6 +436,7 @@ type Memory<'p> = (
     Vec<Cell>,
     Undoable<()>,
     Undoable<Val>,
+    Undoable<(f64, i64)>,
     Undoable<bool>,
     Undoable<&'p str>,
 );
@@ -729,6 +730,10 @@ pub struct Interp<'s, 'p, 'a> {
     /// Scalar cells declared with an unsigned 64-bit type (uint64_t, unsigned long, size_t):
     /// `>>` on them shifts in zeros, as C does.
     unsigned64: CellMap<()>,
+    /// Scalar cells declared with an integer type narrower than 64 bits (int, unsigned,
+    /// int32_t, short, char): a store keeps the low bits, as C's conversion does
+    /// (`unsigned x = x * 1664525u + ...` wraps at 2^32).
+    narrow: CellMap<CType>,
     /// Graph topologies: communicator -> (MPI_GRAPH or MPI_DIST_GRAPH, this rank's in- and
     /// out-neighbours (ranks of the communicator), weighted); a graph's whole `index` and
     /// `edges` under MPI_GRAPH.
@@ -752,6 +757,11 @@ pub struct Interp<'s, 'p, 'a> {
     /// Arrays whose elements not yet stored read as this value (zero: the rest of an
     /// initialiser list, objects of static storage).
     fill: Undoable<Val>,
+    /// Arrays whose elements are not known but whose sum is: (the sum, the elements it is
+    /// over). A histogram zeroed by a loop and incremented at places known only at run time
+    /// (a counting sort's `count[key[i]]++`) keeps its total, and a loop up to one of its
+    /// entries runs the mean (`trip@B`).
+    totals: Undoable<(f64, i64)>,
     /// Cells declared with an arithmetic type (for arrays and pointers: of their elements):
     /// true for integers. A store converts to it, as C's assignment does.
     num_ty: Undoable<bool>,
@@ -865,6 +875,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             topo: HashMap::new(),
             decl_dims: CellMap::default(),
             unsigned64: CellMap::default(),
+            narrow: CellMap::default(),
             next_group: GROUP_BASE + 1,
             comm_seq: HashMap::new(),
             coll_seq: HashMap::new(),
@@ -882,6 +893,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             debug: std::env::var_os("MPICAST_EVAL_DEBUG").is_some_and(|v| v != "sample"),
             maybe_array: Default::default(),
             fill: Default::default(),
+            totals: Default::default(),
             num_ty: Default::default(),
             poisoned: CellSet::default(),
             st_ty: Default::default(),
@@ -961,6 +973,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             std::mem::take(&mut self.heap),
             std::mem::take(&mut self.maybe_array),
             std::mem::take(&mut self.fill),
+            std::mem::take(&mut self.totals),
             std::mem::take(&mut self.num_ty),
             std::mem::take(&mut self.st_ty),
         )
@@ -971,6 +984,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.heap,
             self.maybe_array,
             self.fill,
+            self.totals,
             self.num_ty,
             self.st_ty,
         ) = m;
@@ -979,6 +993,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn begin_undo(&mut self) {
         self.maybe_array.begin();
         self.fill.begin();
+        self.totals.begin();
         self.num_ty.begin();
         self.st_ty.begin();
     }
@@ -986,6 +1001,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn commit_undo(&mut self) {
         self.maybe_array.commit();
         self.fill.commit();
+        self.totals.commit();
         self.num_ty.commit();
         self.st_ty.commit();
     }
@@ -994,6 +1010,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn undo(&mut self) {
         self.maybe_array.undo();
         self.fill.undo();
+        self.totals.undo();
         self.num_ty.undo();
         self.st_ty.undo();
     }
@@ -1021,6 +1038,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             self.num_ty.remove(&k);
             self.st_ty.remove(&k);
+            if !self.narrow.is_empty() {
+                self.narrow.remove(&k);
+            }
             self.touched(k);
             return k;
         }
@@ -1166,6 +1186,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             (None, Val::F(f)) if matches!(self.heap[c], Cell::V(Val::I(_))) => Val::I(f as i64),
             (_, v) => v,
+        };
+        let v = match (v, self.narrow.get(&c)) {
+            (Val::I(x), Some(t)) => convert(Val::I(x), t),
+            (v, _) => v,
         };
         self.set(c, v.clone());
         v
@@ -2011,17 +2035,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// Charges a loop without communication from the front end's formula when it resolves
     /// with the interpreter's values and is long; its written scalars become unknown.
     fn by_formula(&mut self, b: usize, s: &'p Stmt) -> R<bool> {
-        let Some((out, arms, total)) = self.formula_charges(b) else {
+        let Some((out, arms, total, estimated)) = self.formula_charges(b, Some(s)) else {
             return Ok(false);
         };
         // A short nest inside a loop being iterated (a small rank's stencil sweep at each time
         // step) is charged too: interpreting it, time step after time step, ran the numerics
         // on bulk data (jacobi2d at 1,024 ranks: 8 x 8 blocks, 90 ms a rank).
         let nest_in_loop = self.iterating > 0 && matches!(s, Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } if has_loop(body));
-        if (total <= INTERPRET_BELOW && !nest_in_loop) || self.writes_small_state(s) || self.short_reduction(s, total) {
+        // A loop up to a histogram's entries cannot be interpreted (its bounds are not known).
+        if !estimated && ((total <= INTERPRET_BELOW && !nest_in_loop) || self.writes_small_state(s) || self.short_reduction(s, total)) {
             return Ok(false);
         }
         self.note_arms(arms);
+        let trips = out.iter().find(|(j, _)| *j == b).map(|(_, n)| n / self.weight.max(f64::MIN_POSITIVE));
         if self.weight != 0.0 {
             self.pending.extend(out);
         }
@@ -2034,10 +2060,101 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.file,
             s.span().line_start
         );
+        // (Read before the loop's scalars become unknown: the loop variable starts at 0.)
+        let filled = trips.and_then(|n| self.fill_loop(s, n));
+        let sums = trips.map(|n| self.increments(s, n)).unwrap_or_default();
         self.poison(&written, &why);
         self.poison_arrays(s, &why);
+        if let Some((t, v, n)) = filled {
+            // Every element is `v`: the array starts over (also those stored before).
+            self.put(t, Cell::Ar(Vec::new(), true));
+            self.fill.insert(t, v.clone());
+            self.poisoned.remove(&t);
+            if let Some(x) = v.num() {
+                self.totals.insert(t, (x * n as f64, n));
+            }
+        }
+        for (t, x) in sums {
+            self.totals.insert(t, x);
+        }
         self.rng_skipped(s);
         Ok(true)
+    }
+
+    /// A loop `for (v = 0; v < n; v++) a[v] = x;` (x known and the same every iteration) over
+    /// at least the elements array `a` holds: (a, x, n).
+    fn fill_loop(&mut self, s: &Stmt, trips: f64) -> Option<(usize, Val, i64)> {
+        let Stmt::For { init, cond, update, body, .. } = s else { return None };
+        let shape = loop_shape(init.as_deref(), cond.as_ref(), update.as_ref())?;
+        if !matches!(shape.step, Step::Add(1)) {
+            return None;
+        }
+        let c = self.lookup(&shape.var)?;
+        if self.get(c).int() != Some(0) {
+            return None;
+        }
+        let mut st: &Stmt = body;
+        while let Stmt::Compound(v, _) = st {
+            let [one] = v.as_slice() else { return None };
+            st = one;
+        }
+        let Stmt::Expr(CExpr::Assign { op, left, right }, _) = st else { return None };
+        let CExpr::Index { index, .. } = &**left else { return None };
+        if op != "=" || !matches!(&**index, CExpr::Ident(n) if *n == shape.var) || mentions_any(right, &HashSet::from([shape.var.clone()])) {
+            return None;
+        }
+        if !matches!(&**right, CExpr::Int(_) | CExpr::Float { .. } | CExpr::Ident(_) | CExpr::Unary { .. }) {
+            return None;
+        }
+        let v = self.eval(right).ok().filter(|v| v.num().is_some())?;
+        let (t, _) = self.store_target(left)?;
+        let n = trips.round() as i64;
+        match &self.heap[t] {
+            Cell::Ar(els, _) if els.len() as i64 <= n && els.iter().all(|e| matches!(self.heap[*e], Cell::V(_))) => Some((t, v, n)),
+            _ => None,
+        }
+    }
+
+    /// Statements of a loop body run on every iteration that add a known amount to an element
+    /// at a place known only at run time (`count[key[i]]++`) of an array whose sum is known:
+    /// its sum after `trips` iterations, per array.
+    fn increments(&mut self, s: &Stmt, trips: f64) -> Vec<(usize, (f64, i64))> {
+        let body = match s {
+            Stmt::For { body, .. } | Stmt::While { body, .. } => &**body,
+            _ => return Vec::new(),
+        };
+        let stmts: Vec<&Stmt> = match body {
+            Stmt::Compound(v, _) => v.iter().collect(),
+            one => vec![one],
+        };
+        let mut out: Vec<(usize, (f64, i64))> = Vec::new();
+        for st in stmts {
+            let (left, d) = match st {
+                Stmt::Expr(CExpr::Update { op, arg, .. }, _) => (&**arg, if op.contains("++") { 1.0 } else { -1.0 }),
+                Stmt::Expr(CExpr::Assign { op, left, right }, _) if op == "+=" || op == "-=" => {
+                    let Some(x) = (match &**right {
+                        CExpr::Int(k) => Some(*k as f64),
+                        _ => None,
+                    }) else {
+                        continue;
+                    };
+                    (&**left, if op == "+=" { x } else { -x })
+                }
+                _ => continue,
+            };
+            if !matches!(left, CExpr::Index { .. }) {
+                continue;
+            }
+            let Some((t, _)) = self.store_target(left) else { continue };
+            let cur = match out.iter().position(|(c, _)| *c == t) {
+                Some(k) => Some(out.remove(k).1),
+                None => self.total_of(t),
+            };
+            if let Some((sum, n)) = cur {
+                out.push((t, (sum + d * trips, n)));
+            }
+        }
+        out
     }
 
     /// A loop without loops inside that sums array elements into a scalar known now, short
@@ -2071,7 +2188,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// A loop's block executions from the front end's formula with the interpreter's values
     /// (weighted), the data-dependent arms it charges and the total; None when it does not
     /// resolve.
-    fn formula_charges(&mut self, b: usize) -> Option<(Vec<(usize, f64)>, Vec<usize>, f64)> {
+    fn formula_charges(&mut self, b: usize, s: Option<&Stmt>) -> Option<(Vec<(usize, f64)>, Vec<usize>, f64, bool)> {
         let prog = self.sh.prog;
         let Ok(execs) = prog.contrib_execs_pub(b) else {
             return None;
@@ -2133,6 +2250,16 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
         }
+        // Loops whose count the front end does not know: a loop up to a histogram's entry
+        // runs the histogram's mean (noted once the formula is used).
+        let mut notes = Vec::new();
+        for v in prog.vars_of(b) {
+            if let Some(l) = super::skeleton::trip_var_block(v) {
+                let (m, note) = self.histogram_trips(s?, l)?;
+                env.insert(v.clone(), m);
+                notes.push(note);
+            }
+        }
         let mut out = Vec::new();
         let mut total = 0.0;
         for (j, e) in execs.iter() {
@@ -2142,7 +2269,48 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 out.push((*j, n * self.weight));
             }
         }
-        Some((out, arms, total))
+        let estimated = !notes.is_empty();
+        for note in notes {
+            if !self.assumed.contains(&note) {
+                self.assumed.push(note);
+            }
+        }
+        Some((out, arms, total, estimated))
+    }
+
+    /// The loop of block `l` in statement `s`, when it is `for (c = 0; c < a[i]; c++)` over
+    /// an array whose elements are not known but whose sum is (a counting sort's histogram):
+    /// its mean trips, the sum over the elements, and the note that says so. A loop over every
+    /// entry of the histogram then runs its total exactly.
+    fn histogram_trips(&mut self, s: &Stmt, l: usize) -> Option<(f64, String)> {
+        let file = self.file;
+        let sh = self.sh;
+        let found = find_stmt(s, &|x| {
+            matches!(x, Stmt::For { .. })
+                && sh.block(file, x.span().line_start, x.span().col, BlockKind::Loop) == Some(l)
+        })?;
+        let Stmt::For { init, cond, update, body, .. } = found else { return None };
+        let shape = loop_shape(init.as_deref(), cond.as_ref(), update.as_ref())?;
+        if !matches!(shape.step, Step::Add(1)) || !matches!(shape.start, CExpr::Int(0)) || shape.cmp != "<" {
+            return None;
+        }
+        let CExpr::Index { .. } = &shape.bound else { return None };
+        let (t, name) = self.store_target(&shape.bound)?;
+        let (sum, n) = *self.totals.get(&t)?;
+        if !matches!(self.fill.get(&t), Some(Val::U(_))) || n <= 0 {
+            return None;
+        }
+        // The body must not change the histogram, nor leave early.
+        if self.store_targets(body).iter().any(|(c, _)| *c == t) || has_exit(body) {
+            return None;
+        }
+        let m = (sum / n as f64).max(0.0);
+        let note = format!(
+            "{file}:{}: `{}` from the total of `{name}`, whose entries are known only at run time: {sum} over {n} entries, {m:.3} trips on average",
+            found.span().line_start,
+            crate::frontend::analyze::cexpr_text(cond.as_ref()?),
+        );
+        Some((m, note))
     }
 
     /// A loop that stored into arrays was charged without running all its iterations: should
@@ -2221,6 +2389,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if !self.poisoned.is_empty() {
             self.poisoned.remove(&c);
         }
+        // A store at a known place changes the sum by what is not known.
+        if !self.totals.is_empty() {
+            self.totals.remove(&c);
+        }
     }
 
     /// Every element of array cell `t` (and of arrays in it) becomes unknown, also those not
@@ -2242,6 +2414,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         self.fill.insert(t, Val::U(why.clone()));
+        self.totals.remove(&t);
     }
 
     /// A store whose place is not known (an index computed from data): the array it goes
@@ -2264,6 +2437,48 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// A store at a place not known (`lost_store`) that adds `d` to an element (None: any other
+    /// store): an array whose sum was known, or whose elements all were, keeps its sum.
+    fn lost_increment(&mut self, left: &CExpr, d: Option<f64>) -> R<()> {
+        let before = match d {
+            Some(_) if self.prefix.is_none() => self.store_target(left).and_then(|(t, _)| self.total_of(t).map(|x| (t, x))),
+            _ => None,
+        };
+        self.lost_store(left)?;
+        match (before, d) {
+            (Some((t, (sum, n))), Some(d)) => self.totals.insert(t, (sum + d * self.weight, n)),
+            _ => {
+                if let Some((t, _)) = self.store_target(left) {
+                    self.totals.remove(&t);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sum of array cell `t`'s elements and their number: its recorded total, else the sum
+    /// of its elements when every one is a known number (at most SMALL_ARRAY of them).
+    fn total_of(&self, t: usize) -> Option<(f64, i64)> {
+        if let Some(x) = self.totals.get(&t) {
+            return Some(*x);
+        }
+        if self.poisoned.contains(&t) || matches!(self.fill.get(&t), Some(Val::U(_))) {
+            return None;
+        }
+        let Cell::Ar(els, _) = &self.heap[t] else { return None };
+        if els.is_empty() || els.len() as i64 > SMALL_ARRAY {
+            return None;
+        }
+        let mut sum = 0.0;
+        for e in els {
+            match &self.heap[*e] {
+                Cell::V(v) => sum += v.num()?,
+                _ => return None,
+            }
+        }
+        Some((sum, els.len() as i64))
     }
 
     /// In a prefix run, at the end of iteration `k` of its loop: stop at the cap or, past
@@ -2427,8 +2642,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         let k = px.stopped.expect("stopped");
         // Charges: the formula, else the prefix's scaled.
-        match self.formula_charges(lb) {
-            Some((out, arms, _)) => {
+        match self.formula_charges(lb, Some(s)) {
+            Some((out, arms, _, _)) => {
                 self.note_arms(arms);
                 self.pending.extend(out);
             }
@@ -2643,6 +2858,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let var_in_body = shape.as_ref().is_some_and(|sh| mentions(body, &sh.var));
         let mut history: VecDeque<Vec<(usize, f64)>> = VecDeque::new();
         let mut snaps: VecDeque<Vec<(String, Val)>> = VecDeque::new();
+        let mut sums: VecDeque<Vec<(usize, f64)>> = VecDeque::new();
         let mut k: u64 = 0;
         let mut folded_once = false;
         loop {
@@ -2694,6 +2910,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             } else {
                 self.snapshot(&written)
             };
+            let sums_before = self.sums_snapshot();
             self.charge(lb);
             let f = self.stmt(body, sink)?;
             match f {
@@ -2718,9 +2935,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let merged = merge(it);
                 history.push_back(merged);
                 snaps.push_back(before);
+                sums.push_back(sums_before);
                 if history.len() > 48 {
                     history.pop_front();
                     snaps.pop_front();
+                    sums.pop_front();
                 }
                 if self.prefix.as_ref().is_some_and(|px| {
                     px.stmt == s as *const Stmt as usize && px.depth == self.depth
@@ -2766,6 +2985,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                             self.rng_skipped(body);
                             let sh = shape.as_ref().unwrap();
                             self.advance(&series, rest, &sh.var, line, &data);
+                            let now = self.sums_snapshot();
+                            let sums: Vec<&[(usize, f64)]> = sums
+                                .iter()
+                                .skip(sums.len().saturating_sub(16))
+                                .map(|v| v.as_slice())
+                                .chain(std::iter::once(now.as_slice()))
+                                .collect();
+                            self.advance_sums(&sums, rest);
                             return Ok(Flow::Normal);
                         }
                     }
@@ -2860,6 +3087,36 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             };
             if matches!(self.heap[c], Cell::V(_)) {
                 self.put(c, Cell::V(nv));
+            }
+        }
+    }
+
+    /// The known sums of arrays (`totals`), by cell.
+    fn sums_snapshot(&self) -> Vec<(usize, f64)> {
+        if self.totals.is_empty() {
+            return Vec::new();
+        }
+        let mut v: Vec<(usize, f64)> = self.totals.iter().map(|(c, (x, _))| (*c, *x)).collect();
+        v.sort_by_key(|x| x.0);
+        v
+    }
+
+    /// After `rest` more iterations charged analytically: an array's sum that grew by the same
+    /// amount at every recorded iteration (`series`, oldest first, the last taken now) goes
+    /// on growing so; one that changed otherwise is no longer known.
+    fn advance_sums(&mut self, series: &[&[(usize, f64)]], rest: u64) {
+        let Some(now) = series.last() else { return };
+        for (c, x) in now.iter() {
+            let at = |snap: &[(usize, f64)]| snap.iter().find(|(d, _)| d == c).map(|(_, x)| *x);
+            let vals: Option<Vec<f64>> = series.iter().map(|s| at(s)).collect();
+            let step = vals.as_ref().and_then(|v| {
+                let d = v.get(1)? - v.first()?;
+                v.windows(2).all(|w| ((w[1] - w[0]) - d).abs() <= 1e-9 * d.abs().max(1.0)).then_some(d)
+            });
+            match (step, self.totals.get(c).copied()) {
+                (Some(d), Some((_, n))) if d != 0.0 => self.totals.insert(*c, (x + d * rest as f64, n)),
+                (Some(_), _) => {}
+                (None, _) => self.totals.remove(c),
             }
         }
     }
@@ -3331,7 +3588,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 if let Some(c) = self.place(arg, sink)? {
                     self.set(c, new.clone());
                 } else {
-                    self.lost_store(arg)?;
+                    let d = if op.contains("++") { 1.0 } else { -1.0 };
+                    self.lost_increment(arg, Some(d))?;
                 }
                 if *prefix {
                     new
@@ -3351,7 +3609,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     return Ok(self.store(c, v));
                 }
                 if !matches!(&**left, CExpr::Ident(_)) {
-                    self.lost_store(left)?;
+                    let d = match (op.as_str(), v.num()) {
+                        ("+=", Some(x)) => Some(x),
+                        ("-=", Some(x)) => Some(-x),
+                        _ => None,
+                    };
+                    self.lost_increment(left, d)?;
                 }
                 v
             }
@@ -3461,6 +3724,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         } else if !self.unsigned64.is_empty() {
             self.unsigned64.remove(&c);
         }
+        match self.narrow_int(&d.ty).filter(|_| d.dims.is_empty()) {
+            Some(t) => {
+                self.narrow.insert(c, t);
+            }
+            None if !self.narrow.is_empty() => {
+                self.narrow.remove(&c);
+            }
+            None => {}
+        }
         if d.dims.is_empty() {
             if !self.decl_dims.is_empty() {
                 self.decl_dims.remove(&c);
@@ -3494,6 +3766,25 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let c = self.lookup(n)?;
         let (dims, b) = self.decl_dims.get(&c)?;
         (levels <= dims.len()).then(|| dims[levels..].iter().product::<i64>() * b)
+    }
+
+    /// An integer type of at most 32 bits, through typedefs: the type `convert` narrows to.
+    fn narrow_int(&self, t: &CType) -> Option<CType> {
+        let mut t = t;
+        for _ in 0..16 {
+            if t.indirection > 0 {
+                return None;
+            }
+            match &t.base {
+                Base::Int if t.width <= 4 => return Some(t.clone()),
+                Base::Named(n) => match n.as_str() {
+                    "int8_t" | "uint8_t" | "int16_t" | "uint16_t" | "int32_t" | "uint32_t" | "unsigned" => return Some(t.clone()),
+                    _ => t = self.sh.typedefs.get(n.as_str())?,
+                },
+                _ => return None,
+            }
+        }
+        None
     }
 
     /// An unsigned 64-bit integer type, through typedefs.
@@ -6792,6 +7083,25 @@ fn call_names<'e>(s: &'e Stmt, out: &mut Vec<&'e str>) {
 }
 
 /// Whether the statement is or holds a loop.
+/// The first statement in `s` (itself included, in program order) that `f` accepts.
+fn find_stmt<'s>(s: &'s Stmt, f: &dyn Fn(&Stmt) -> bool) -> Option<&'s Stmt> {
+    if f(s) {
+        return Some(s);
+    }
+    match s {
+        Stmt::Compound(v, _) => v.iter().find_map(|x| find_stmt(x, f)),
+        Stmt::Case { body, .. } => body.iter().find_map(|x| find_stmt(x, f)),
+        Stmt::If { then, otherwise, .. } => find_stmt(then, f).or_else(|| otherwise.as_deref().and_then(|o| find_stmt(o, f))),
+        Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } | Stmt::Switch { body, .. } | Stmt::Label(body, _) => find_stmt(body, f),
+        _ => None,
+    }
+}
+
+/// Whether `s` holds a break, return or goto (anywhere: a break of an inner loop counts too).
+fn has_exit(s: &Stmt) -> bool {
+    find_stmt(s, &|x| matches!(x, Stmt::Break(_) | Stmt::Return(..) | Stmt::Goto(_))).is_some()
+}
+
 fn has_loop(s: &Stmt) -> bool {
     match s {
         Stmt::For { .. } | Stmt::While { .. } | Stmt::DoWhile { .. } => true,

@@ -243,6 +243,24 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     // strong scaling are assumptions the user chose).
     let scaled = |dir: &Path| -> Result<Prediction> {
         let e = match from_trace(dir) {
+            // Part of the traced compute kept its traced counts (they depend on data): the
+            // static path at N', where it reproduces the trace at K.
+            Ok(p) if !req.measured
+                && req.scaling == Mode::Program
+                && unbound.is_none()
+                && p.scaling.as_ref().is_some_and(|s| s.formula_share < 0.999) =>
+            {
+                return Ok(match static_checked(model, &popts, dir, req.allow_incomplete) {
+                    Some(mut q) => {
+                        q.scaling = p.scaling.map(|mut s| {
+                            s.notes.push(format!("not used: counts and messages at {} ranks come from the static path, which reproduces the {}-rank trace", s.to_ranks, s.from_ranks));
+                            s
+                        });
+                        q
+                    }
+                    None => p,
+                });
+            }
             Ok(p) => return Ok(p),
             Err(e) => e,
         };
@@ -312,6 +330,58 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         }
     }
     Ok(prediction)
+}
+
+/// Ranks up to which a scaled trace's kept counts are checked against the static path (it
+/// evaluates every rank, bulk data estimated from prefixes of its loops).
+const STATIC_CHECK_MAX: u32 = 64;
+
+/// Largest difference between the static path and the trace at the trace's size for the
+/// static path to stand for the scaled trace: block executions (weighted by cost) and the
+/// predicted time, relative. (pi_dartboard's sampled branch rates are 0.9% off its trace's
+/// counts: there the trace, whose kept counts are right, is scaled.)
+const STATIC_CHECK_TOLERANCE: f64 = 0.005;
+
+/// The static path at `opts.ranks` in place of the traces in `dir` scaled, when it reproduces
+/// them at their own size: every block's executions (weighted by the trace's seconds) and the
+/// predicted time within STATIC_CHECK_TOLERANCE, the same number of messages. Values that
+/// long loops compute from bulk data are estimated (`--estimate-bulk`): the trace checks the
+/// estimate. None when it does not resolve or does not agree.
+fn static_checked(model: &crate::model::analysis::ProgramModel, opts: &Options, dir: &Path, allow_incomplete: bool) -> Option<Prediction> {
+    let k = crate::trace::discover(dir).ok()?;
+    if k == opts.ranks || k > STATIC_CHECK_MAX || opts.ranks > STATIC_CHECK_MAX {
+        return None;
+    }
+    let at = |ranks: u32| Options { ranks, estimate_bulk: true, ..opts.clone() };
+    let (_, traced) = super::predict_trace(dir, &at(k), false, allow_incomplete).ok()?;
+    let stat = super::predict_static(model, &at(k)).ok()?;
+    let execs: HashMap<&str, f64> = stat.blocks.iter().map(|b| (b.id.as_str(), b.executions)).collect();
+    let (mut off, mut all) = (0.0, 0.0);
+    for b in &traced.blocks {
+        let e = execs.get(b.id.as_str()).copied().unwrap_or(0.0);
+        if b.executions > 0.0 {
+            off += b.seconds * ((e - b.executions) / b.executions).abs().min(1.0);
+            all += b.seconds;
+        }
+    }
+    let blocks_off = if all > 0.0 { off / all } else { 0.0 };
+    let time_off = (stat.predicted_s / traced.predicted_s - 1.0).abs();
+    if blocks_off > STATIC_CHECK_TOLERANCE || time_off > STATIC_CHECK_TOLERANCE || stat.messages != traced.messages {
+        return None;
+    }
+    let mut p = super::predict_static(model, &at(opts.ranks)).ok()?;
+    p.assumptions.insert(
+        0,
+        format!(
+            "counts and messages at {} ranks from the program's own arithmetic (the static path), which reproduces the {k}-rank trace: block executions within {:.2}% (weighted by cost), the same {} messages, {} against {}; scaling the trace would have kept some of its counts",
+            opts.ranks,
+            100.0 * blocks_off,
+            traced.messages,
+            crate::report::table::seconds(stat.predicted_s),
+            crate::report::table::seconds(traced.predicted_s),
+        ),
+    );
+    Some(p)
 }
 
 /// Predictions at several rank counts and on several platforms (`mpicast sweep`).

@@ -22,6 +22,18 @@ pub fn branch_rate_var(b: usize) -> String {
     format!("{ASSUMED_P}@{b}")
 }
 
+/// The trips per entry of loop `b`, whose count the front end does not know: the interpreter
+/// binds it where it can estimate it (a loop up to an entry of a histogram whose total it
+/// knows); a formula that mentions it is otherwise not evaluated.
+pub fn trip_var(b: usize) -> String {
+    format!("trip@{b}")
+}
+
+/// The loop block of a variable made by `trip_var`.
+pub fn trip_var_block(v: &str) -> Option<usize> {
+    v.strip_prefix("trip@")?.parse().ok()
+}
+
 /// Something the skeleton cannot resolve without running the program.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unresolved {
@@ -130,6 +142,9 @@ impl<'a> Program<'a> {
             }
             for e in b.ops.values() {
                 add(e);
+            }
+            if b.kind == BlockKind::Loop && b.trip.as_ref().and_then(|t| t.expr.as_ref()).is_none() {
+                v.insert(trip_var(i));
             }
             if let Some(site) = p.comm.get(&i) {
                 p.has_comm[i] = true;
@@ -306,10 +321,7 @@ impl<'a> Program<'a> {
             let own = self.own_execs_depth(c, depth)?;
             let out: Vec<(usize, Expr)> = match b.kind {
                 BlockKind::Loop => {
-                    let trip = b.trip.as_ref().and_then(|t| t.expr.clone()).ok_or_else(|| {
-                        let why = b.trip.as_ref().and_then(|t| t.reason.clone()).unwrap_or_else(|| "loop count unknown".into());
-                        Unresolved { file: b.file.clone(), line: b.line_start, what: strip_pos(&why) }
-                    })?;
+                    let trip = b.trip.as_ref().and_then(|t| t.expr.clone()).unwrap_or_else(|| Expr::var(&trip_var(c)));
                     own.iter()
                         .map(|(j, e)| {
                             let e = match &b.induction {
