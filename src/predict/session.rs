@@ -250,7 +250,7 @@ pub fn predict(req: &Request) -> Result<Prediction> {
                 && unbound.is_none()
                 && p.scaling.as_ref().is_some_and(|s| s.formula_share < 0.999) =>
             {
-                return Ok(match static_checked(model, &popts, dir, req.allow_incomplete) {
+                return Ok(match static_checked(model, &analysed.defines, &popts, dir, req.allow_incomplete) {
                     Some(mut q) => {
                         q.scaling = p.scaling.map(|mut s| {
                             s.notes.push(format!("not used: counts and messages at {} ranks come from the static path, which reproduces the {}-rank trace", s.to_ranks, s.from_ranks));
@@ -272,7 +272,11 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         {
             return Err(e);
         }
-        let Ok(mut p) = super::predict_static(model, &popts) else {
+        // Where it needs bulk data estimated, the trace at K checks the estimate.
+        let Some(mut p) = super::predict_static(model, &popts)
+            .ok()
+            .or_else(|| static_checked(model, &analysed.defines, &popts, dir, req.allow_incomplete))
+        else {
             return Err(e);
         };
         let why = one_line(&e);
@@ -343,18 +347,36 @@ const STATIC_CHECK_MAX: u32 = 64;
 const STATIC_CHECK_TOLERANCE: f64 = 0.005;
 
 /// The static path at `opts.ranks` in place of the traces in `dir` scaled, when it reproduces
-/// them at their own size: every block's executions (weighted by the trace's seconds) and the
-/// predicted time within STATIC_CHECK_TOLERANCE, the same number of messages. Values that
-/// long loops compute from bulk data are estimated (`--estimate-bulk`): the trace checks the
-/// estimate. None when it does not resolve or does not agree.
-fn static_checked(model: &crate::model::analysis::ProgramModel, opts: &Options, dir: &Path, allow_incomplete: bool) -> Option<Prediction> {
-    let k = crate::trace::discover(dir).ok()?;
+/// them at their own size (with the traced run's arguments, which may name the rank count):
+/// every block's executions (weighted by the trace's seconds) and the predicted time within
+/// STATIC_CHECK_TOLERANCE, the same number of messages. Values that long loops compute from
+/// bulk data are estimated (`--estimate-bulk`): the trace checks the estimate. None when it
+/// does not resolve or does not agree.
+fn static_checked(
+    model: &ProgramModel,
+    defines: &BTreeMap<String, f64>,
+    opts: &Options,
+    dir: &Path,
+    allow_incomplete: bool,
+) -> Option<Prediction> {
+    let set = crate::trace::set::TraceSet::open(dir).ok()?;
+    let k = set.ranks;
     if k == opts.ranks || k > STATIC_CHECK_MAX || opts.ranks > STATIC_CHECK_MAX {
         return None;
     }
     let at = |ranks: u32| Options { ranks, estimate_bulk: true, ..opts.clone() };
-    let (_, traced) = super::predict_trace(dir, &at(k), false, allow_incomplete).ok()?;
-    let stat = super::predict_static(model, &at(k)).ok()?;
+    let mut small = at(k);
+    if let Some(args) = set.meta.as_ref().map(|m| m.args.clone()).filter(|a| *a != opts.args) {
+        small.bindings = super::bind_parameters(model, defines, &args).ok()?.0;
+        small.args = args;
+    }
+    let debug = std::env::var_os("MPICAST_EVAL_DEBUG").is_some();
+    let (_, traced) = super::predict_trace_set(&set, &small, false, allow_incomplete, None)
+        .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace: {e:#}")))
+        .ok()?;
+    let stat = super::predict_static(model, &small)
+        .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace: {e:#}")))
+        .ok()?;
     let execs: HashMap<&str, f64> = stat.blocks.iter().map(|b| (b.id.as_str(), b.executions)).collect();
     let (mut off, mut all) = (0.0, 0.0);
     for b in &traced.blocks {
@@ -366,6 +388,16 @@ fn static_checked(model: &crate::model::analysis::ProgramModel, opts: &Options, 
     }
     let blocks_off = if all > 0.0 { off / all } else { 0.0 };
     let time_off = (stat.predicted_s / traced.predicted_s - 1.0).abs();
+    if debug {
+        eprintln!(
+            "static path against the {k}-rank trace: blocks {:.4}%, time {} vs {}, messages {} vs {}",
+            100.0 * blocks_off,
+            stat.predicted_s,
+            traced.predicted_s,
+            stat.messages,
+            traced.messages
+        );
+    }
     if blocks_off > STATIC_CHECK_TOLERANCE || time_off > STATIC_CHECK_TOLERANCE || stat.messages != traced.messages {
         return None;
     }
