@@ -2067,7 +2067,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.poison_arrays(s, &why);
         if let Some((t, v, n)) = filled {
             // Every element is `v`: the array starts over (also those stored before).
-            self.put(t, Cell::Ar(Vec::new(), true));
+            let bulk = matches!(self.heap[t], Cell::Ar(_, true));
+            self.put(t, Cell::Ar(Vec::new(), bulk));
             self.fill.insert(t, v.clone());
             self.poisoned.remove(&t);
             if let Some(x) = v.num() {

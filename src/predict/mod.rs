@@ -205,6 +205,8 @@ pub struct Options {
     /// bounds), run those loops on a prefix of their iterations and scale what they accumulate
     /// (an estimate, noted in the report) instead of refusing.
     pub estimate_bulk: bool,
+    /// Seconds the static evaluation may take (None: MPICAST_EVAL_BUDGET_S, else 60).
+    pub eval_budget_s: Option<f64>,
     /// Ops from the compiled code (`crate::objcode`): replaces the instruction classes of the
     /// blocks it names.
     pub compiled: Option<std::sync::Arc<crate::objcode::CompiledOps>>,
@@ -492,7 +494,7 @@ pub fn skeletons(
             args.clone(),
             defines.clone(),
             text_defines.clone(),
-            eval_budget_s(),
+            opts.eval_budget_s.unwrap_or_else(eval_budget_s),
         );
         sh.prefix_loops = prefix.clone();
         match evaluate(model, opts, costs, &sh, &enums) {
