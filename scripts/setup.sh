@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what mpicast needs on Debian 12: SimGrid (headers + pkg-config), libclang for bindgen,
+# llvm (llvm-mca: compiled costing schedules machine loops on the host's CPU model),
 # OpenMPI (mpicc, mpirun), iproute2 (ip netns, tc: emulated networks) and chromium (the HTML
 # report test renders pages headless). Does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(pkg-config libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium)
+pkgs=(pkg-config libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium llvm)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

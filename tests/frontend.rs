@@ -396,6 +396,35 @@ fn compiled_costing_follows_hoisting_and_inlining() {
     assert!(op(main, "double_mul") >= 1.0, "the hoisted s * t: {main:?}");
 }
 
+/// llvm-mca schedules both loops of tests/fixtures/objcode/chains.c (core cycles per source
+/// iteration, in the note): the dot product waits for its floating-point add every iteration
+/// (at least 2.5 cycles), the products overlap (at most 2.5, and fewer than the dot product).
+/// Without llvm-mca the note says so and the op classes stay.
+#[test]
+fn compiled_costing_schedules_loops_with_llvm_mca() {
+    let (m, note) = analyze_compiled("chains.c", "-O2");
+    let cycles = |line: u32| -> f64 {
+        let key = format!("chains.c:{line}:");
+        let at = note.find(&key).unwrap_or_else(|| panic!("no loop at line {line} scheduled: {note}"));
+        note[at..].split_whitespace().nth(1).and_then(|v| v.trim_end_matches([',', ')']).parse().ok()).unwrap_or_else(|| panic!("{note}"))
+    };
+    let (dot, products) = (cycles(14), cycles(21));
+    assert!(dot >= 2.5, "dot product: {dot} cycles per iteration ({note})");
+    assert!(products <= 2.5 && products < dot, "products: {products}, dot: {dot} ({note})");
+    // analyze shows the instructions' classes, not the cycles.
+    let body = block_at(&m, BlockKind::Straight, 15);
+    assert_eq!((op(&body, "double_mul"), op(&body, "core_cycle")), (1.0, 0.0), "{body:?}");
+    let out = Command::new(exe())
+        .env("MPICAST_LLVM_MCA", "/nonexistent/llvm-mca")
+        .arg("analyze")
+        .arg(root().join("tests/fixtures/objcode/chains.c"))
+        .arg("--compiled")
+        .output()
+        .expect("mpicast runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("no loop scheduled by llvm-mca (llvm-mca not found"), "{stderr}");
+}
+
 /// Library calls by class: allocation per call, printf per call and per conversion type,
 /// fwrite per byte; a program function named like one stays a call.
 #[test]

@@ -183,6 +183,9 @@ impl MachineTable {
     }
 
     pub fn cost(&self, class: OpClass, variant: Variant) -> Option<f64> {
+        if let Some(m) = self.derived(class) {
+            return Some(m.ns_per_op);
+        }
         let c = self.classes.get(&class)?;
         Some(match variant {
             Variant::Throughput => c.throughput.ns_per_op,
@@ -193,6 +196,16 @@ impl MachineTable {
                 .and_then(|f| f.ns_per_op.get(&class).copied())
                 .unwrap_or(c.throughput.ns_per_op),
         })
+    }
+
+    /// The measure a derived class costs (`OpClass::DERIVED`), whatever the variant: a core
+    /// cycle is the int_add latency kernel's figure (a chain of dependent adds, one cycle each
+    /// on every x86-64 core).
+    pub fn derived(&self, class: OpClass) -> Option<&Measure> {
+        match class {
+            OpClass::CoreCycle => self.classes.get(&OpClass::IntAdd).map(|c| &c.latency),
+            _ => None,
+        }
     }
 
     /// The memory figure for a level ("L1".."DRAM"), pattern and access, if measured.

@@ -4,29 +4,34 @@
 use serde::{Deserialize, Serialize};
 
 macro_rules! op_classes {
-    ($($variant:ident => $name:literal : $doc:literal,)*) => {
-        /// One class of operation whose cost the MTC measures.
+    ($($variant:ident => $name:literal : $doc:literal,)* ; $($dvariant:ident => $dname:literal : $ddoc:literal,)*) => {
+        /// One class of operation whose cost the machine table gives.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub enum OpClass {
             $(#[doc = $doc] #[serde(rename = $name)] $variant,)*
+            $(#[doc = $ddoc] #[serde(rename = $dname)] $dvariant,)*
         }
 
         impl OpClass {
-            /// Every class, in table order.
+            /// Every class a kernel of the MTC measures, in table order.
             pub const ALL: &'static [OpClass] = &[$(OpClass::$variant,)*];
+
+            /// Classes whose cost the machine table derives from another class's kernels
+            /// (`MachineTable::cost`): no kernel of their own, not among a table's classes.
+            pub const DERIVED: &'static [OpClass] = &[$(OpClass::$dvariant,)*];
 
             /// The snake_case name used in JSON and on the command line.
             pub fn name(self) -> &'static str {
-                match self { $(OpClass::$variant => $name,)* }
+                match self { $(OpClass::$variant => $name,)* $(OpClass::$dvariant => $dname,)* }
             }
 
             /// One-line description.
             pub fn doc(self) -> &'static str {
-                match self { $(OpClass::$variant => $doc,)* }
+                match self { $(OpClass::$variant => $doc,)* $(OpClass::$dvariant => $ddoc,)* }
             }
 
             pub fn from_name(s: &str) -> Option<OpClass> {
-                match s { $($name => Some(OpClass::$variant),)* _ => None }
+                match s { $($name => Some(OpClass::$variant),)* $($dname => Some(OpClass::$dvariant),)* _ => None }
             }
         }
     };
@@ -67,6 +72,8 @@ op_classes! {
     PrintInt => "print_int": "one integer, character, string or pointer conversion of a printf-family call",
     PrintFp => "print_fp": "one floating-point conversion (%f, %e, %g, %a) of a printf-family call",
     WriteByte => "write_byte": "one byte written with fwrite or write (stdio buffering and the write to the file)",
+    ;
+    CoreCycle => "core_cycle": "one cycle of the core as llvm-mca schedules a machine loop's instructions (ports, dispatch, dependencies); costs the int_add latency kernel's figure",
 }
 
 impl std::fmt::Display for OpClass {
@@ -82,7 +89,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_serde_agrees() {
         assert!(OpClass::ALL.len() >= 24);
-        for &c in OpClass::ALL {
+        for &c in OpClass::ALL.iter().chain(OpClass::DERIVED) {
             assert_eq!(OpClass::from_name(c.name()), Some(c));
             assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{}\"", c.name()));
         }

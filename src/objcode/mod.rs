@@ -37,6 +37,8 @@ use crate::model::analysis::{BlockKind, ProgramModel};
 use crate::model::expr::{Expr, Rat};
 use crate::model::ops::OpClass;
 
+mod mca;
+
 /// The classes compiled code replaces.
 pub const INSTRUCTION_CLASSES: &[OpClass] = &[
     OpClass::IntAdd,
@@ -60,6 +62,7 @@ pub const INSTRUCTION_CLASSES: &[OpClass] = &[
     OpClass::LoopIter,
     OpClass::Call,
     OpClass::Fabs,
+    OpClass::CoreCycle,
 ];
 
 /// Library classes counted once per call: a call to one of these is costed by its class, not
@@ -88,27 +91,49 @@ pub struct MachineLoop {
     pub vector: bool,
     /// Whether it is the one costed for its source loop.
     pub main: bool,
+    /// Core cycles per machine iteration as llvm-mca schedules its body, where it did.
+    pub cycles: Option<f64>,
 }
 
 /// Per block (by id): ops per execution of the instruction classes, from the object code.
 #[derive(Debug, Clone, Default)]
 pub struct CompiledOps {
     pub blocks: HashMap<String, BTreeMap<OpClass, f64>>,
+    /// Per block costed in core cycles: the op classes of the same instructions, costed one by
+    /// one (`apply` takes the cheaper: a CPU model of another generation than the host's can
+    /// be slower than the host's own measured throughputs, as on a divide).
+    pub classes_of_cycles: HashMap<String, BTreeMap<OpClass, f64>>,
     pub loops: Vec<MachineLoop>,
     /// Instructions decoded, and those placed in a block of the model.
     pub instructions: usize,
     pub placed: usize,
+    /// Why no loop was scheduled by llvm-mca, where none was (not installed, it failed).
+    pub mca_note: Option<String>,
 }
 
 impl CompiledOps {
-    /// The model with its blocks' instruction classes taken from the object code.
-    pub fn apply(&self, model: &ProgramModel) -> ProgramModel {
+    /// The model with its blocks' instruction classes taken from the object code. With the
+    /// costs (ns per op), a block costed in core cycles keeps them only where they cost less
+    /// than its instructions' classes one by one (the measured throughputs bound a loop that
+    /// overlaps nothing; where llvm-mca's model says more, it is not this host's); without
+    /// costs (`analyze --compiled`), the instructions' classes.
+    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>) -> ProgramModel {
         let mut m = model.clone();
         for b in &mut m.blocks {
             let library: f64 = LIBRARY_CLASSES.iter().filter_map(|c| b.ops.get(c)).filter_map(|e| e.eval_map(&HashMap::new()).ok()).sum();
             let Some(ops) = self.blocks.get(&b.id) else { continue };
             b.ops.retain(|c, _| !INSTRUCTION_CLASSES.contains(c));
-            for (&c, &n) in ops {
+            let mut ops = ops.clone();
+            if let (Some(alt), Some(&cycles)) = (self.classes_of_cycles.get(&b.id), ops.get(&OpClass::CoreCycle)) {
+                let ns = |c: &OpClass, n: f64| n * costs.and_then(|t| t.get(c)).copied().unwrap_or(0.0);
+                if costs.is_none() || alt.iter().map(|(c, &n)| ns(c, n)).sum::<f64>() < ns(&OpClass::CoreCycle, cycles) {
+                    ops.remove(&OpClass::CoreCycle);
+                    for (&c, &n) in alt {
+                        *ops.entry(c).or_default() += n;
+                    }
+                }
+            }
+            for (&c, &n) in &ops {
                 let n = if c == OpClass::Call { (n - library).max(0.0) } else { n };
                 if n > 0.0 {
                     b.ops.insert(c, Expr::rat(Rat::new((n * 4096.0).round() as i128, 4096)));
@@ -123,13 +148,27 @@ impl CompiledOps {
         let main: Vec<&MachineLoop> = self.loops.iter().filter(|l| l.main).collect();
         let vec = main.iter().filter(|l| l.vector).count();
         let ks: Vec<String> = main.iter().filter(|l| l.k > 1.0).map(|l| format!("{} x{}", l.block, l.k)).take(4).collect();
+        let scheduled = main.iter().filter(|l| l.cycles.is_some()).count();
+        let per_iteration: Vec<String> = main
+            .iter()
+            .filter_map(|l| l.cycles.map(|c| format!("{} {:.2}", l.block, c / l.k)))
+            .take(4)
+            .collect();
         format!(
-            "compute costed from the compiled code: {} of {} instructions placed in blocks; {} source loops matched to machine loops, {} vectorised{}",
+            "compute costed from the compiled code: {} of {} instructions placed in blocks; {} source loops matched to machine loops, {} vectorised{}; {}",
             self.placed,
             self.instructions,
             main.len(),
             vec,
-            if ks.is_empty() { String::new() } else { format!(" ({})", ks.join(", ")) }
+            if ks.is_empty() { String::new() } else { format!(" ({})", ks.join(", ")) },
+            match &self.mca_note {
+                Some(why) => format!("no loop scheduled by llvm-mca ({why}): op classes costed one by one"),
+                None if scheduled == 0 => "none scheduled by llvm-mca: op classes costed one by one".to_string(),
+                None => format!(
+                    "{scheduled} scheduled by llvm-mca (core cycles per source iteration: {}), the others' op classes costed one by one",
+                    per_iteration.join(", ")
+                ),
+            }
         )
     }
 }
@@ -150,6 +189,8 @@ struct Insn {
     packed: bool,
     /// Its first two operands' full registers, where they are registers.
     regs: [iced_x86::Register; 2],
+    /// The decoded instruction (formatted for llvm-mca).
+    ins: Instruction,
 }
 
 /// A loop's control as the empty-loop kernel measures it: the conditional backward branch
@@ -301,7 +342,7 @@ fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
                 _ => None,
             };
             let regs = [0, 1].map(|i| if i < ins.op_count() && ins.op_kind(i) == iced_x86::OpKind::Register { ins.op_register(i).full_register() } else { iced_x86::Register::None });
-            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, store_elems, packed, regs });
+            insns.push(Insn { addr, end: ins.next_ip(), block, ops, back_to, fp_elems, mem_elems, store_elems, packed, regs, ins });
             if back_to.is_some() && ins.flow_control() == FlowControl::ConditionalBranch {
                 loop_control(&mut insns);
             }
@@ -507,19 +548,29 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             }
         }
     }
+    // Where each instruction is charged: (target block, weight, its innermost machine loop
+    // when that loop is costed).
+    let func_of = |b: usize| model.blocks[b].function.as_str();
+    let mut placements: Vec<Vec<Option<(usize, f64, Option<usize>)>>> = Vec::with_capacity(funcs.len());
     for (f, insns) in funcs.iter().enumerate() {
-        let func_of = |b: usize| model.blocks[b].function.as_str();
+        let mut row = Vec::with_capacity(insns.len());
         for i in insns {
             out.instructions += 1;
-            let Some(b) = i.block else { continue };
+            let Some(b) = i.block else {
+                row.push(None);
+                continue;
+            };
+            let mut costed = None;
             let (target, w) = match innermost(f, i.addr).map(|m| (m, &loops[m])) {
                 Some((m, l)) if l.src.is_some() => {
                     let s = l.src.unwrap_or(b);
                     if main.get(&s) != Some(&m) {
                         // A remainder or fallback version of a costed loop: its main version
                         // stands for it.
+                        row.push(None);
                         continue;
                     }
+                    costed = Some(m);
                     // Inlined code stays with its own function's block; so does code at the loop's
                     // own depth in a loop that is not vectorised.
                     if func_of(b) != func_of(s) || (blocks.loop_of(b) == Some(s) && (!l.vector || b == s)) {
@@ -535,18 +586,87 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
                     match outer {
                         Some(o) => match blocks.parent[o] {
                             Some(p) => (p, 1.0),
-                            None => continue,
+                            None => {
+                                row.push(None);
+                                continue;
+                            }
                         },
                         None => (b, 1.0),
                     }
                 }
             };
             out.placed += 1;
-            if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
-                eprintln!("{:x} block {} -> {} w {} {:?}", i.addr, model.blocks[b].id, model.blocks[target].id, w, i.ops);
+            row.push(Some((target, w, costed)));
+        }
+        placements.push(row);
+    }
+    // Machine loops whose body llvm-mca can schedule as one straight sequence: an innermost,
+    // costed loop whose instructions all go to the source loop or to straight-line code
+    // directly in its body (executed once per iteration: no branch arm, no other function's
+    // inlined code) and that calls nothing (llvm-mca does not see a callee).
+    let mut bodies: Vec<(usize, String)> = Vec::new();
+    for (li, l) in loops.iter().enumerate() {
+        let Some(s) = l.src.filter(|s| main.get(s) == Some(&li)) else { continue };
+        let in_loop: Vec<(usize, &Insn)> = funcs[l.f].iter().enumerate().filter(|(_, i)| l.lo <= i.addr && i.addr < l.hi).collect();
+        let straight = in_loop.iter().all(|&(k, i)| {
+            innermost(l.f, i.addr) == Some(li)
+                && !i.ops.iter().any(|o| o.0 == OpClass::Call)
+                && placements[l.f][k].map_or(true, |(t, _, _)| t == s || (model.blocks[t].kind == BlockKind::Straight && blocks.parent[t] == Some(s) && func_of(t) == func_of(s)))
+        });
+        if straight && in_loop.iter().any(|&(k, _)| placements[l.f][k].is_some()) {
+            bodies.push((li, gas_text(in_loop.iter().map(|(_, i)| &i.ins))));
+        }
+    }
+    let cycles: HashMap<usize, f64> = if bodies.is_empty() {
+        HashMap::new()
+    } else {
+        match mca::cycles_per_iteration(&bodies.iter().map(|b| b.1.as_str()).collect::<Vec<_>>()) {
+            Ok(c) => bodies.iter().zip(c).filter_map(|((li, _), c)| c.map(|c| (*li, c))).collect(),
+            Err(e) => {
+                out.mca_note = Some(format!("{e:#}"));
+                HashMap::new()
             }
-            for &(c, n) in &i.ops {
-                *per_block[target].entry(c).or_default() += n * w;
+        }
+    };
+    // A scheduled loop's cycles go to one block, executed once per iteration: the straight
+    // block of its body that most of its instructions belong to, else the loop itself (so that
+    // its memory references are weighed against the whole iteration).
+    let mut placed_in: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
+    for row in &placements {
+        for &(t, _, m) in row.iter().flatten() {
+            if let Some(m) = m.filter(|m| cycles.contains_key(m)) {
+                *placed_in.entry(m).or_default().entry(t).or_default() += 1;
+            }
+        }
+    }
+    let dest: HashMap<usize, (usize, f64)> = placed_in
+        .iter()
+        .map(|(&m, per)| {
+            let s = loops[m].src.unwrap_or(0);
+            let body = per.iter().filter(|(&t, _)| t != s).max_by_key(|(&t, &n)| (n, std::cmp::Reverse(t))).map(|(&t, _)| t).unwrap_or(s);
+            (m, (body, per.values().sum::<usize>() as f64))
+        })
+        .collect();
+    let mut alt: HashMap<usize, BTreeMap<OpClass, f64>> = HashMap::new();
+    for (f, insns) in funcs.iter().enumerate() {
+        for (i, p) in insns.iter().zip(&placements[f]) {
+            let Some((target, w, m)) = *p else { continue };
+            if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
+                eprintln!("{:x} -> {} w {} {:?}", i.addr, model.blocks[target].id, w, i.ops);
+            }
+            match m.and_then(|m| cycles.get(&m).map(|c| (c, dest[&m]))) {
+                Some((c, (body, n))) => {
+                    *per_block[body].entry(OpClass::CoreCycle).or_default() += c / n * w;
+                    let alt = alt.entry(body).or_default();
+                    for &(c, n) in &i.ops {
+                        *alt.entry(c).or_default() += n * w;
+                    }
+                }
+                None => {
+                    for &(c, n) in &i.ops {
+                        *per_block[target].entry(c).or_default() += n * w;
+                    }
+                }
             }
         }
     }
@@ -560,11 +680,14 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             out.blocks.insert(model.blocks[b].id.clone(), ops);
         }
     }
+    for (b, ops) in alt {
+        out.classes_of_cycles.insert(model.blocks[b].id.clone(), ops);
+    }
     out.loops = loops
         .iter()
         .enumerate()
         .filter_map(|(li, l)| {
-            l.src.map(|s| MachineLoop { block: model.blocks[s].id.clone(), instructions: l.n, k: l.k, vector: l.vector, main: main.get(&s) == Some(&li) })
+            l.src.map(|s| MachineLoop { block: model.blocks[s].id.clone(), instructions: l.n, k: l.k, vector: l.vector, main: main.get(&s) == Some(&li), cycles: cycles.get(&li).copied() })
         })
         .collect();
     Ok(out)
@@ -589,6 +712,21 @@ fn source_elems(model: &ProgramModel, blocks: &Blocks, l: usize) -> (f64, f64, f
         stores += get(Store);
     }
     (fp, mem, stores)
+}
+
+/// A loop body as AT&T assembly, one instruction a line (what llvm-mca reads).
+fn gas_text<'i>(body: impl Iterator<Item = &'i Instruction>) -> String {
+    use iced_x86::{Formatter, GasFormatter};
+    let mut fmt = GasFormatter::new();
+    fmt.options_mut().set_uppercase_hex(false);
+    let mut text = String::new();
+    for ins in body {
+        let mut line = String::new();
+        fmt.format(ins, &mut line);
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
 }
 
 /// Builds the program with its own compiler and flags plus `-g` (the default build: mpicc or

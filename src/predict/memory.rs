@@ -56,6 +56,8 @@ pub struct MemoryModel {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryTime {
     pub ns: f64,
+    /// The part of `ns` that stores take (write-allocate misses: see `Bounds::block_ns`).
+    pub store_ns: f64,
     pub level: String,
 }
 
@@ -130,6 +132,7 @@ impl MemoryModel {
     /// them is served beyond L1.
     pub fn block_time(&self, refs: &[MemRef], env: &HashMap<String, f64>) -> Option<MemoryTime> {
         let mut ns = 0.0;
+        let mut store_ns = 0.0;
         let mut slowest: Option<(f64, String)> = None;
         for r in refs {
             let Some(reuse) = r.reuse_bytes.as_ref().and_then(|e| e.eval_map(env).ok()) else { continue };
@@ -160,12 +163,15 @@ impl MemoryModel {
             let per = if rmw { per / 2.0 } else { per };
             if per > 0.0 && count > 0.0 {
                 ns += count * per;
+                if r.access == MemAccess::Store {
+                    store_ns += count * per;
+                }
                 if slowest.as_ref().is_none_or(|s| s.0 < level.ws) {
                     slowest = Some((level.ws, level.name.clone()));
                 }
             }
         }
-        slowest.map(|s| MemoryTime { ns, level: s.1 })
+        slowest.map(|s| MemoryTime { ns, store_ns, level: s.1 })
     }
 }
 
