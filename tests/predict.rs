@@ -1238,6 +1238,29 @@ fn block_on_line(p: &serde_json::Value, line: u64) -> serde_json::Value {
     p["blocks"].as_array().unwrap().iter().find(|b| b["line_start"] == line).cloned().unwrap_or_else(|| panic!("no block on line {line}: {p}"))
 }
 
+/// Loads beyond L1 overlap a block's ops, stores beyond L1 add to them
+/// (tests/fixtures/memory/stores.c, two arrays of 2^24 doubles: 128 MiB each, past the fixture
+/// table's DRAM working set): the copy's block costs its ops plus its store stream at the DRAM
+/// store figure (0.27775 ns per 8 bytes), its load stream (0.2713 ns) hidden under its ops; the
+/// sum over the same array, loads only, costs its ops (its chain at the fixture's 1 ns double_add
+/// latency).
+#[test]
+fn stores_beyond_l1_add_to_a_blocks_time_and_loads_overlap_it() {
+    let n = 16777216.0;
+    let p = json(&["tests/fixtures/memory/stores.c", "-n", "1", "--ops", "source", "--platform", LOCALHOST, "--", "16777216", "1"]);
+    let ops = |b: &serde_json::Value| -> f64 { b["op_seconds"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).sum() };
+    let copy = block_on_line(&p, 14);
+    assert_eq!(copy["memory"]["level"], "DRAM", "{copy}");
+    let (load, store) = (n * 0.2713177804464932e-9, n * 0.27775174350401666e-9);
+    assert!(close(copy["memory"]["seconds"].as_f64().unwrap(), load + store, 1e-6), "{copy}");
+    assert!(ops(&copy) > load, "{copy}");
+    assert!(close(copy["seconds"].as_f64().unwrap(), ops(&copy) + store, 1e-9), "ops plus the store stream: {copy}");
+    let sum = block_on_line(&p, 21);
+    assert!(close(sum["memory"]["seconds"].as_f64().unwrap(), load, 1e-6), "{sum}");
+    let bound = ops(&sum).max(n * 1e-9);
+    assert!(close(sum["seconds"].as_f64().unwrap(), bound, 1e-9), "its loads under its ops and chain: {sum}");
+}
+
 /// A memory bound whose footprint depends on the rank's place in a Cartesian grid
 /// (tests/fixtures/memory/grid.c: a column walk of each rank's block of a 2048 x 2048 matrix
 /// of longs, rows and columns n / dims[d]): the static path costs it once the rank's grid is
