@@ -47,8 +47,17 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
             v.throughput.samples
         );
     }
-    let levels = mpicast::machine::sysinfo::working_sets(&o2.host.caches).len();
-    assert_eq!(o2.memory.len(), 5 * levels + 1, "{levels} working sets x (stream/random x load/store, stride load), first touch");
+    let sets = mpicast::machine::sysinfo::working_sets(&o2.host.caches);
+    let levels = sets.len();
+    // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.
+    let shared = if o2.host.cores > 1 { sets.iter().filter(|(l, _)| ["L2+", "L3", "DRAM"].contains(l)).count() } else { 0 };
+    assert_eq!(o2.memory.len(), 5 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load), shared streams, first touch");
+    if shared > 0 {
+        let alone = o2.memory_cost("DRAM", "stream", "load").unwrap().throughput.ns_per_op;
+        let all = o2.memory_cost("DRAM", "stream_all_cores", "load").unwrap().throughput.ns_per_op;
+        // Sharing the memory's bandwidth cannot make a core faster (5% for noise).
+        assert!(all > 0.95 * alone, "DRAM stream load alone {alone} ns, with every core streaming {all} ns");
+    }
     let fit = o2.fit.as_ref().expect("fit present in a full-class table");
     assert!(fit.kernels.len() >= 10);
     assert!(fit

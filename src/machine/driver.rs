@@ -72,10 +72,18 @@ impl Driver {
     }
 
     fn request(&mut self, line: &str) -> Result<String> {
+        self.send(line)?;
+        self.answer(line)
+    }
+
+    fn send(&mut self, line: &str) -> Result<()> {
         writeln!(self.stdin, "{line}").context("kernel driver: cannot send a request")?;
         self.stdin
             .flush()
-            .context("kernel driver: cannot send a request")?;
+            .context("kernel driver: cannot send a request")
+    }
+
+    fn answer(&mut self, line: &str) -> Result<String> {
         let mut answer = String::new();
         let n = self
             .stdout
@@ -102,6 +110,17 @@ impl Driver {
             .split_whitespace()
             .map(String::from)
             .collect())
+    }
+
+    /// Starts `kernel` without waiting for it (a companion that keeps a core busy while
+    /// another driver measures); `finish` waits for it.
+    pub fn start_run(&mut self, kernel: &str, iters: u64, ws_bytes: u64) -> Result<()> {
+        self.send(&format!("run {kernel} {iters} {ws_bytes}"))
+    }
+
+    /// Waits for the run `start_run` began.
+    pub fn finish(&mut self) -> Result<()> {
+        self.answer("run").map(|_| ())
     }
 
     /// Runs `kernel` for `iters` iterations on a working set of `ws_bytes` (0: any).

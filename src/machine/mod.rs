@@ -259,6 +259,63 @@ fn mem_kernels(ws: u64) -> [JobKey; 7] {
     .map(|k| key(k, ws))
 }
 
+/// Levels outside a core's own caches, whose bandwidth the cores share.
+const SHARED_LEVELS: &[&str] = &["L2+", "L3", "DRAM"];
+
+/// Samples of each stream kernel with every core streaming.
+const SHARED_SAMPLES: usize = 5;
+
+/// The stream kernels at the shared levels with every other core running the same kernel on
+/// buffers of its own (one companion driver per core, started before the measured run and
+/// running three times as long, so the whole measured run has them): the bandwidth one core
+/// gets when all of them stream (`stream_all_cores` entries; `predict::memory` interpolates
+/// between it and the single-core figure by the ranks a host runs).
+fn shared_streams(
+    exe: &Path,
+    driver: &mut driver::Driver,
+    results: &measure::Results,
+    working_sets: &[(&'static str, u64)],
+    cores: usize,
+) -> Result<Vec<MemoryCost>> {
+    let mut companions = (1..cores).map(|_| driver::Driver::start(exe)).collect::<Result<Vec<_>>>()?;
+    let mut out = measure::Results::default();
+    let empty = key("empty", 0);
+    if let Some(j) = results.jobs.get(&empty) {
+        out.jobs.insert(empty.clone(), measure::Job { iters: j.iters, per_iter: j.per_iter.clone() });
+    }
+    let mut costs = Vec::new();
+    for &(level, ws) in working_sets.iter().filter(|(l, _)| SHARED_LEVELS.contains(l)) {
+        for (kernel, access) in [("mem_stream_load", "load"), ("mem_stream_store", "store")] {
+            let k = key(kernel, ws);
+            let Some(iters) = results.jobs.get(&k).map(|j| j.iters) else { continue };
+            let mut per_iter = Vec::new();
+            for _ in 0..SHARED_SAMPLES {
+                for c in &mut companions {
+                    c.start_run(kernel, 3 * iters, ws)?;
+                }
+                // The companions fill their buffers and are streaming before the measured run.
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                let s = driver.run(kernel, iters, ws)?;
+                for c in &mut companions {
+                    c.finish()?;
+                }
+                let n = iters as f64;
+                per_iter.push(driver::Sample { ns: s.ns / n, wall_ns: s.wall_ns / n, cycles: s.cycles.map(|c| c / n), instructions: s.instructions.map(|c| c / n) });
+            }
+            out.jobs.insert(k.clone(), measure::Job { iters, per_iter });
+            costs.push(MemoryCost {
+                level: level.into(),
+                working_set_bytes: ws,
+                pattern: "stream_all_cores".into(),
+                access: access.into(),
+                throughput: out.measure(&k, UNROLL, Some(&empty)),
+                latency: None,
+            });
+        }
+    }
+    Ok(costs)
+}
+
 /// Runs the MTC and returns the table (not written anywhere).
 pub fn measure(opts: &Options) -> Result<MachineTable> {
     let clock = measure::Stopwatch::start();
@@ -330,6 +387,12 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         ProgressBar::hidden()
     };
     let results = measure::run_jobs(&mut driver, &keys, samples, min_sample_ms, &progress)?;
+    let shared = if full && host.cores > 1 {
+        progress.set_message("streams with every core streaming");
+        shared_streams(&exe, &mut driver, &results, &working_sets, host.cores as usize)?
+    } else {
+        Vec::new()
+    };
     progress.finish_and_clear();
 
     let timer_clock = "thread_cpu_time".to_string();
@@ -420,6 +483,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
                 None,
             ));
         }
+        memory.extend(shared);
         // Freshly mapped memory written once: the kernel's figure is per 4 KiB page, the
         // table's per 8 bytes like the others.
         let mut ft = results.measure(&key("mem_first_touch", 0), UNROLL, Some(&empty));

@@ -113,12 +113,16 @@ pub fn table(t: &MachineTable) -> String {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "{:<6} {:>12} {:>13} {:>13} {:>13} {:>13} {:>13}",
-            "memory", "working set", "stream load", "stream store", "random load", "random store", "stride load"
+            "{:<6} {:>12} {:>13} {:>13} {:>13} {:>13} {:>13} {:>15}",
+            "memory", "working set", "stream load", "stream store", "random load", "random store", "stride load", "all cores l/s"
         );
         let levels: Vec<&str> = {
-            let mut v: Vec<&str> = t.memory.iter().map(|m| m.level.as_str()).collect();
-            v.dedup();
+            let mut v: Vec<&str> = Vec::new();
+            for m in &t.memory {
+                if !v.contains(&m.level.as_str()) {
+                    v.push(&m.level);
+                }
+            }
             v
         };
         for l in levels {
@@ -138,21 +142,26 @@ pub fn table(t: &MachineTable) -> String {
                     )
                 })
                 .unwrap_or_else(|| "-".into());
+            let all = match (get("stream_all_cores", "load"), get("stream_all_cores", "store")) {
+                (Some(a), Some(b)) => format!("{}/{}", ns(a.throughput.ns_per_op), ns(b.throughput.ns_per_op)),
+                _ => "-".into(),
+            };
             let _ = writeln!(
                 s,
-                "{:<6} {:>9} KiB {:>13} {:>13} {:>13} {:>13} {:>13}",
+                "{:<6} {:>9} KiB {:>13} {:>13} {:>13} {:>13} {:>13} {:>15}",
                 l,
                 ws / 1024,
                 cell("stream", "load"),
                 cell("stream", "store"),
                 rl,
                 cell("random", "store"),
-                cell("stride", "load")
+                cell("stride", "load"),
+                all
             );
         }
         let _ = writeln!(
             s,
-            "(ns per 8-byte access; random load: independent / dependent chase)"
+            "(ns per 8-byte access; random load: independent / dependent chase; all cores: the streams with every core streaming)"
         );
     }
     if let Some(f) = fitted {

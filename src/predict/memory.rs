@@ -43,6 +43,10 @@ pub struct Level {
     /// Bytes of the cache that served the working set (the smallest data or unified cache the
     /// host has of at least `ws`); None past the last cache or where the table does not say.
     pub capacity: Option<f64>,
+    /// The stream figures with every core of the host streaming at once (levels the cores
+    /// share; None: not measured, or a core's own cache).
+    pub stream_load_all: Option<f64>,
+    pub stream_store_all: Option<f64>,
 }
 
 /// The table's working sets, smallest first; empty when the table has no memory figures (then
@@ -50,6 +54,10 @@ pub struct Level {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryModel {
     pub levels: Vec<Level>,
+    /// The host's cores (the `_all` figures were measured with this many streams).
+    pub cores: f64,
+    /// Ranks streaming at once on a rank's host (1: alone; `with_sharers`).
+    pub sharers: f64,
 }
 
 /// What a block's references cost: the time and the slowest level that serves them.
@@ -88,10 +96,29 @@ impl MemoryModel {
                 random_load,
                 random_store: pick(&rs.throughput),
                 stride_load: get("stride", "load").map_or(random_load, |m| pick(&m.throughput)),
+                stream_load_all: get("stream_all_cores", "load").map(|m| pick(&m.throughput)),
+                stream_store_all: get("stream_all_cores", "store").map(|m| pick(&m.throughput)),
             });
         }
         levels.sort_by(|a, b| a.ws.total_cmp(&b.ws));
-        MemoryModel { levels }
+        MemoryModel { levels, cores: t.host.cores.max(1) as f64, sharers: 1.0 }
+    }
+
+    /// The model for a rank whose host runs `ranks` ranks at once (capped at its cores): a
+    /// shared level's stream figures move from the single core's towards the all-cores ones
+    /// in proportion to the other cores streaming (the bandwidth the cores share, split).
+    pub fn with_sharers(mut self, ranks: f64) -> MemoryModel {
+        self.sharers = ranks.clamp(1.0, self.cores.max(1.0));
+        self
+    }
+
+    /// A stream figure with `sharers` ranks streaming: the single core's at 1, the all-cores
+    /// figure at every core, linear in between; never below the single core's.
+    fn shared(&self, single: f64, all: Option<f64>) -> f64 {
+        match all {
+            Some(a) if self.cores > 1.0 && self.sharers > 1.0 => single + (a - single).max(0.0) * (self.sharers - 1.0) / (self.cores - 1.0),
+            _ => single,
+        }
     }
 
     /// The figures for data reused after `bytes`: none within the smallest working set (L1,
@@ -116,6 +143,8 @@ impl MemoryModel {
         }
         let t = (bytes / a.ws).ln() / (end / a.ws).ln();
         let mix = |x: f64, y: f64| if x > 0.0 && y > 0.0 { x * (y / x).powf(t) } else { y };
+        // A level the cores do not share streams alone at any rank count.
+        let all = |x: Option<f64>, single: f64, y: Option<f64>| y.map(|y| mix(x.unwrap_or(single), y));
         Some(Level {
             name: b.name.clone(),
             ws: bytes,
@@ -125,6 +154,8 @@ impl MemoryModel {
             random_store: mix(a.random_store, b.random_store),
             stride_load: mix(a.stride_load, b.stride_load),
             capacity: a.capacity,
+            stream_load_all: all(a.stream_load_all, a.stream_load, b.stream_load_all),
+            stream_store_all: all(a.stream_store_all, a.stream_store, b.stream_store_all),
         })
     }
 
@@ -146,8 +177,8 @@ impl MemoryModel {
                 None => None,
             };
             let (stream, random, strided) = match r.access {
-                MemAccess::Load => (level.stream_load, level.random_load, level.stride_load),
-                MemAccess::Store => (level.stream_store, level.random_store, level.random_store),
+                MemAccess::Load => (self.shared(level.stream_load, level.stream_load_all), level.random_load, level.stride_load),
+                MemAccess::Store => (self.shared(level.stream_store, level.stream_store_all), level.random_store, level.random_store),
             };
             // A store to what the block also loads (`h[k]++`, `a[i] += x`) finds the line there:
             // only its write-back costs, half a streaming store; nothing at random.
@@ -190,8 +221,10 @@ mod tests {
             random_store: 5.0 * k,
             stride_load: 8.0 * k,
             capacity: None,
+            stream_load_all: None,
+            stream_store_all: None,
         };
-        MemoryModel { levels: vec![level("L1", 1024.0, 0.1), level("L2", 4096.0, 0.4), level("DRAM", 65536.0, 1.6)] }
+        MemoryModel { levels: vec![level("L1", 1024.0, 0.1), level("L2", 4096.0, 0.4), level("DRAM", 65536.0, 1.6)], cores: 1.0, sharers: 1.0 }
     }
 
     fn r(access: MemAccess, stride: Option<f64>, reuse: f64) -> MemRef {
@@ -233,6 +266,26 @@ mod tests {
         assert_eq!(further.stream_load, 1.6);
         m.levels[1].capacity = None;
         assert!(m.level_for(16384.0).unwrap().stream_load < 1.6);
+    }
+
+    /// A shared level's stream figures with every core streaming (here 4 cores, DRAM's all-cores
+    /// figure four times its single one): alone the single figure, at 4 ranks the all-cores one,
+    /// at 2 a third of the way; capped at the cores; a level without the figure, or a random
+    /// access, never changes.
+    #[test]
+    fn shared_streams_slow_down_with_the_ranks_on_a_host() {
+        let mut m = model();
+        m.cores = 4.0;
+        m.levels[2].stream_load_all = Some(6.4);
+        let env = HashMap::new();
+        let per = |m: &MemoryModel, stride: Option<f64>| m.block_time(&[r(MemAccess::Load, stride, 1e6)], &env).unwrap().ns;
+        assert!((per(&m, Some(8.0)) - 1.6).abs() < 1e-12);
+        assert!((per(&m.clone().with_sharers(4.0), Some(8.0)) - 6.4).abs() < 1e-12);
+        assert!((per(&m.clone().with_sharers(64.0), Some(8.0)) - 6.4).abs() < 1e-12);
+        assert!((per(&m.clone().with_sharers(2.0), Some(8.0)) - (1.6 + 4.8 / 3.0)).abs() < 1e-12);
+        assert!((per(&m.clone().with_sharers(4.0), None) - 16.0).abs() < 1e-12, "random: unchanged");
+        let at = |m: &MemoryModel| m.block_time(&[r(MemAccess::Load, Some(8.0), 3000.0)], &env).unwrap().ns;
+        assert_eq!(at(&m.clone().with_sharers(4.0)), at(&m), "a level without the figure");
     }
 
     /// Per access at DRAM: stride 4 is half a streaming figure, 256 a line (8 figures), a page

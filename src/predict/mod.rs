@@ -104,7 +104,35 @@ impl Bounds {
     }
 }
 
+/// Ranks that run at once on the busiest host of the prediction's platform (round-robin and
+/// block mappings spread them evenly; a mapping file says), at most the machine table's cores:
+/// how many streams share a host's memory bandwidth. 1 where the platform cannot be read.
+pub fn ranks_per_host(opts: &Options) -> f64 {
+    let hosts = opts.what_if.hosts.map(u64::from).or_else(|| platform::platform_hosts(&opts.platform).ok().map(|h| h.count())).filter(|&h| h > 0);
+    let per = match (&opts.mapping, hosts) {
+        (Mapping::Hosts { hosts }, _) => {
+            let mut n: HashMap<&str, u32> = HashMap::new();
+            for h in hosts {
+                *n.entry(h.as_str()).or_default() += 1;
+            }
+            n.values().copied().max().unwrap_or(1) as f64
+        }
+        (_, Some(h)) => (u64::from(opts.ranks)).div_ceil(h) as f64,
+        (_, None) => 1.0,
+    };
+    per.clamp(1.0, opts.machine.host.cores.max(1) as f64)
+}
+
 impl Costs {
+    /// The costs for ranks that share their host with `ranks` streaming at once
+    /// (`memory::MemoryModel::with_sharers`).
+    pub fn with_sharers(mut self, ranks: f64) -> Costs {
+        for b in [&mut self.bounds, &mut self.bounds_low, &mut self.bounds_high] {
+            b.memory = std::mem::take(&mut b.memory).with_sharers(ranks);
+        }
+        self
+    }
+
     pub fn from_table(t: &MachineTable, variant: Variant) -> Costs {
         let mut c = Costs {
             nominal: BTreeMap::new(),
@@ -887,7 +915,7 @@ fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options
     match &opts.compiled {
         Some(c) => {
             o.assumptions.push(c.summary());
-            let costs = Costs::from_table(&opts.machine, opts.variant);
+            let costs = Costs::from_table(&opts.machine, opts.variant).with_sharers(ranks_per_host(opts));
             (c.apply(model, Some(&costs.nominal)), o)
         }
         None => (model.clone(), o),
@@ -899,7 +927,7 @@ pub fn predict_static(model: &ProgramModel, opts: &Options) -> Result<Prediction
     if opts.ranks == 0 {
         bail!("-n must be at least 1");
     }
-    let costs = Costs::from_table(&opts.machine, opts.variant);
+    let costs = Costs::from_table(&opts.machine, opts.variant).with_sharers(ranks_per_host(opts));
     let (model, opts) = &with_compiled(model, opts);
     let sk = skeletons(model, opts, &costs).map_err(anyhow::Error::new)?;
     finish(model, opts, &costs, sk, "static", t0)
@@ -1001,7 +1029,7 @@ fn predict_set_from(
         }
     }
     let traces = set.traces().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let costs = Costs::from_table(&opts.machine, opts.variant);
+    let costs = Costs::from_table(&opts.machine, opts.variant).with_sharers(ranks_per_host(opts));
     // What one counter increment cost the traced run (measured by its runtime), taken off each
     // measured burst: the median over the ranks, seconds.
     let counter_s = {
