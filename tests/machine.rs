@@ -52,6 +52,10 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.
     let shared = if o2.host.cores > 1 { sets.iter().filter(|(l, _)| ["L2+", "L3", "DRAM"].contains(l)).count() } else { 0 };
     assert_eq!(o2.memory.len(), 5 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load), shared streams, first touch");
+    if o2.host.cores > 1 {
+        let c = o2.co_run.as_ref().expect("calibration kernels with every core busy");
+        assert!(c.kernels.len() >= 10 && c.factor >= 1.0 && c.cores == o2.host.cores, "{c:?}");
+    }
     if shared > 0 {
         let alone = o2.memory_cost("DRAM", "stream", "load").unwrap().throughput.ns_per_op;
         let all = o2.memory_cost("DRAM", "stream_all_cores", "load").unwrap().throughput.ns_per_op;

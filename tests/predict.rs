@@ -1261,6 +1261,34 @@ fn stores_beyond_l1_add_to_a_blocks_time_and_loads_overlap_it() {
     assert!(close(sum["seconds"].as_f64().unwrap(), bound, 1e-9), "its loads under its ops and chain: {sum}");
 }
 
+/// A host whose cores run loop bodies slower when all of them are busy (a machine table whose
+/// co-run factors on 2 cores are 1.5 for the calibration loop bodies, 1 for chains;
+/// pi_dartboard's hot loops have no chain bound above their ops): its ranks each throw the same darts, so
+/// alone its rank computes what each of 2 ranks does; at 2 ranks on the one 2-core host each
+/// computes 1.5 times as long, and the assumptions say so; 2 ranks on 2 hosts run alone.
+#[test]
+fn ranks_sharing_a_host_compute_slower_by_its_co_run_factor() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(MACHINE)).unwrap()).unwrap();
+    t["co_run"] = serde_json::json!({"cores": 2, "factor": 1.5, "kernels": [], "throughput_factor": 1.0, "latency_factor": 1.0});
+    let table = dir.path().join("co_run.json");
+    std::fs::write(&table, t.to_string()).unwrap();
+    let table = table.to_str().unwrap();
+    let run = |n: &str, platform: &str| -> serde_json::Value {
+        let out = predict(&["examples/pi_dartboard.c", "-n", n, "--platform", platform, "--machine", table, "--json", "-", "--", "100000", "2"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let compute = |p: &serde_json::Value| p["ranks_detail"][0]["compute_s"].as_f64().unwrap();
+    let alone = run("1", LOCALHOST);
+    let shared = run("2", LOCALHOST);
+    assert!(close(compute(&shared), 1.5 * compute(&alone), 1e-4), "{} vs {}", compute(&shared), compute(&alone));
+    let notes = shared["assumptions"].to_string();
+    assert!(notes.contains("loop bodies 1.50x and dependent chains 1.00x slower than alone"), "{notes}");
+    let apart = run("2", "platforms/cluster-gige.xml");
+    assert!(close(compute(&apart), compute(&alone), 1e-4), "{} vs {}", compute(&apart), compute(&alone));
+}
+
 /// A memory bound whose footprint depends on the rank's place in a Cartesian grid
 /// (tests/fixtures/memory/grid.c: a column walk of each rank's block of a 2048 x 2048 matrix
 /// of longs, rows and columns n / dims[d]): the static path costs it once the rank's grid is

@@ -288,20 +288,7 @@ fn shared_streams(
         for (kernel, access) in [("mem_stream_load", "load"), ("mem_stream_store", "store")] {
             let k = key(kernel, ws);
             let Some(iters) = results.jobs.get(&k).map(|j| j.iters) else { continue };
-            let mut per_iter = Vec::new();
-            for _ in 0..SHARED_SAMPLES {
-                for c in &mut companions {
-                    c.start_run(kernel, 3 * iters, ws)?;
-                }
-                // The companions fill their buffers and are streaming before the measured run.
-                std::thread::sleep(std::time::Duration::from_millis(30));
-                let s = driver.run(kernel, iters, ws)?;
-                for c in &mut companions {
-                    c.finish()?;
-                }
-                let n = iters as f64;
-                per_iter.push(driver::Sample { ns: s.ns / n, wall_ns: s.wall_ns / n, cycles: s.cycles.map(|c| c / n), instructions: s.instructions.map(|c| c / n) });
-            }
+            let per_iter = with_companions(&mut companions, driver, kernel, iters, ws, SHARED_SAMPLES)?;
             out.jobs.insert(k.clone(), measure::Job { iters, per_iter });
             costs.push(MemoryCost {
                 level: level.into(),
@@ -315,6 +302,81 @@ fn shared_streams(
     }
     Ok(costs)
 }
+
+/// Samples of each calibration kernel with every core busy.
+const CO_RUN_SAMPLES: usize = 3;
+
+/// Runs `kernel` on `driver` (calibrated iterations, working set `ws`) while one companion per
+/// other core runs it too, from before to after; the wall ns of each measured run.
+fn with_companions(
+    companions: &mut [driver::Driver],
+    driver: &mut driver::Driver,
+    kernel: &str,
+    iters: u64,
+    ws: u64,
+    samples: usize,
+) -> Result<Vec<driver::Sample>> {
+    let mut out = Vec::new();
+    for _ in 0..samples {
+        for c in companions.iter_mut() {
+            c.start_run(kernel, 3 * iters, ws)?;
+        }
+        // The companions are up and running before the measured run starts.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let s = driver.run(kernel, iters, ws)?;
+        for c in companions.iter_mut() {
+            c.finish()?;
+        }
+        let n = iters as f64;
+        out.push(driver::Sample { ns: s.ns / n, wall_ns: s.wall_ns / n, cycles: s.cycles.map(|c| c / n), instructions: s.instructions.map(|c| c / n) });
+    }
+    Ok(out)
+}
+
+/// The calibration kernels (real loop bodies) with every other core running the same kernel:
+/// per kernel the wall time per iteration alone (from the main measurement) and with every
+/// core busy, and the median ratio. Cores that share a physical core (SMT siblings) or a
+/// hypervisor's time compute slower when all of them run; the wall clock sees both.
+fn co_run(exe: &Path, driver: &mut driver::Driver, results: &measure::Results, kernels: &[&str], cores: u32) -> Result<crate::model::machine::CoRun> {
+    let mut companions = (1..cores).map(|_| driver::Driver::start(exe)).collect::<Result<Vec<_>>>()?;
+    let mut out = Vec::new();
+    for &name in kernels {
+        let k = key(name, 0);
+        let Some(job) = results.jobs.get(&k) else { continue };
+        let alone = measure::median(&job.per_iter.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+        let busy = with_companions(&mut companions, driver, name, job.iters, 0, CO_RUN_SAMPLES)?;
+        let all = measure::median(&busy.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+        if alone > 0.0 && all.is_finite() {
+            out.push(crate::model::machine::CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
+        }
+    }
+    let ratio = |names: &[&str], out: &[crate::model::machine::CoRunKernel]| {
+        let f = measure::median(&out.iter().filter(|k| names.is_empty() || names.contains(&k.name.as_str())).map(|k| k.all_cores_ns / k.alone_ns).collect::<Vec<_>>());
+        if f.is_finite() { f.max(1.0) } else { 1.0 }
+    };
+    let factor = ratio(&[], &out);
+    // Pure port throughput and pure latency: the class kernels, also with every core busy.
+    let mut classes = Vec::new();
+    for name in CO_RUN_THROUGHPUT.iter().chain(CO_RUN_LATENCY) {
+        let k = key(name, 0);
+        let Some(job) = results.jobs.get(&k) else { continue };
+        let alone = measure::median(&job.per_iter.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+        let busy = with_companions(&mut companions, driver, name, job.iters, 0, CO_RUN_SAMPLES)?;
+        let all = measure::median(&busy.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+        if alone > 0.0 && all.is_finite() {
+            classes.push(crate::model::machine::CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
+        }
+    }
+    let throughput_factor = ratio(CO_RUN_THROUGHPUT, &classes);
+    let latency_factor = ratio(CO_RUN_LATENCY, &classes);
+    out.extend(classes);
+    Ok(crate::model::machine::CoRun { cores, factor, kernels: out, throughput_factor, latency_factor })
+}
+
+/// Kernels of independent ops (a core's ports) and of dependent chains, timed with every core
+/// busy for the co-run factors.
+const CO_RUN_THROUGHPUT: &[&str] = &["int_add_tp", "double_add_tp", "double_mul_tp"];
+const CO_RUN_LATENCY: &[&str] = &["int_add_lat", "double_add_lat", "double_mul_lat"];
 
 /// Runs the MTC and returns the table (not written anywhere).
 pub fn measure(opts: &Options) -> Result<MachineTable> {
@@ -387,11 +449,15 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         ProgressBar::hidden()
     };
     let results = measure::run_jobs(&mut driver, &keys, samples, min_sample_ms, &progress)?;
-    let shared = if full && host.cores > 1 {
-        progress.set_message("streams with every core streaming");
-        shared_streams(&exe, &mut driver, &results, &working_sets, host.cores as usize)?
+    let (shared, corun) = if full && host.cores > 1 {
+        progress.set_message("streams and loop bodies with every core busy");
+        let calib: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
+        (
+            shared_streams(&exe, &mut driver, &results, &working_sets, host.cores as usize)?,
+            Some(co_run(&exe, &mut driver, &results, &calib, host.cores)?),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     progress.finish_and_clear();
 
@@ -530,6 +596,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         memory,
         fit,
         load,
+        co_run: corun,
         created_unix_s,
         created_utc,
         mpicast_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -164,6 +164,22 @@ pub fn table(t: &MachineTable) -> String {
             "(ns per 8-byte access; random load: independent / dependent chase; all cores: the streams with every core streaming)"
         );
     }
+    if let Some(c) = &t.co_run {
+        let ratios: Vec<f64> = c.kernels.iter().filter(|k| k.name.starts_with("cal_")).map(|k| k.all_cores_ns / k.alone_ns).collect();
+        let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &r| (a.min(r), b.max(r)));
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "co-run    {} cores busy: loop bodies {:.2}x slower than alone (median of {} calibration kernels, {:.2}..{:.2}; wall clock); independent register ops {:.2}x, dependent chains {:.2}x",
+            c.cores,
+            c.factor,
+            ratios.len(),
+            lo,
+            hi,
+            c.throughput_factor,
+            c.latency_factor
+        );
+    }
     if let Some(f) = fitted {
         let _ = writeln!(s);
         let _ = writeln!(

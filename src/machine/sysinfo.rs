@@ -47,6 +47,8 @@ fn caches() -> Vec<CacheLevel> {
             level,
             kind,
             size_bytes,
+            sets: read("number_of_sets").and_then(|v| v.parse().ok()).filter(|&v| v > 0),
+            line_bytes: read("coherency_line_size").and_then(|v| v.parse().ok()).filter(|&v| v > 0),
         });
     }
     out

@@ -30,6 +30,47 @@ pub struct MachineTable {
     /// Other processes' CPU use while it was measured (absent in tables written before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<super::load::HostLoad>,
+    /// The calibration kernels with every core running one (absent in older tables and on one
+    /// core): how much slower a core computes when all of them do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub co_run: Option<CoRun>,
+}
+
+/// Compute with every core busy: each calibration kernel timed on the wall clock alone and with
+/// one companion per other core running the same kernel.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CoRun {
+    /// The cores that ran at once (the host's).
+    pub cores: u32,
+    /// Median over the kernels of (time with every core busy) / (time alone).
+    pub factor: f64,
+    pub kernels: Vec<CoRunKernel>,
+    /// The same ratio for the class kernels of independent adds and multiplies (registers
+    /// only) and of dependent chains; 0 in tables written before they existed. On the 2-core
+    /// development VM: 1.01 and 1.00, while loop bodies over arrays in L1 ran up to 2x slower
+    /// (vCPUs that share a core's caches).
+    #[serde(default)]
+    pub throughput_factor: f64,
+    #[serde(default)]
+    pub latency_factor: f64,
+}
+
+impl CoRun {
+    /// The factors a prediction uses: loop bodies bound by their resources (the calibration
+    /// kernels' median) and dependent chains (the chain kernels', the overall one where a
+    /// table lacks it).
+    pub fn factors(&self) -> (f64, f64) {
+        let lat = if self.latency_factor >= 1.0 { self.latency_factor } else { self.factor };
+        (self.factor.max(1.0), lat.max(1.0))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CoRunKernel {
+    pub name: String,
+    /// Wall ns per body, alone and with every core running it (medians).
+    pub alone_ns: f64,
+    pub all_cores_ns: f64,
 }
 
 impl Artifact for MachineTable {
@@ -53,6 +94,12 @@ pub struct CacheLevel {
     /// "Data", "Instruction" or "Unified", as /sys says.
     pub kind: String,
     pub size_bytes: u64,
+    /// Its sets and line size, as /sys says (absent in older tables, or where /sys does not
+    /// say): a constant stride of a power of two lines uses only some of the sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -33,15 +33,23 @@ fn tool() -> Option<PathBuf> {
     None
 }
 
-/// Cycles per iteration of each body (AT&T assembly, one instruction a line) on this host's
-/// CPU model; None for a body llvm-mca could not read (the others are still scheduled).
-pub fn cycles_per_iteration(bodies: &[&str]) -> Result<Vec<Option<f64>>> {
+/// A body's schedule: cycles per iteration, and the part its resources alone bound (llvm-mca's
+/// block reciprocal throughput: the busiest port, the issue width; dependencies left out).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    pub cycles: f64,
+    pub throughput_cycles: f64,
+}
+
+/// The schedule of each body (AT&T assembly, one instruction a line) on this host's CPU model;
+/// None for a body llvm-mca could not read (the others are still scheduled).
+pub fn cycles_per_iteration(bodies: &[&str]) -> Result<Vec<Option<Schedule>>> {
     let tool = tool().context("llvm-mca not found (Debian package llvm; MPICAST_LLVM_MCA names another)")?;
     match run(&tool, bodies) {
         Ok(c) => Ok(c),
         // One body it cannot assemble stops the whole run: each on its own then.
         Err(e) => {
-            let each: Vec<Option<f64>> = if bodies.len() > 1 { bodies.iter().map(|b| run(&tool, &[b]).ok().and_then(|c| c[0])).collect() } else { vec![None] };
+            let each: Vec<Option<Schedule>> = if bodies.len() > 1 { bodies.iter().map(|b| run(&tool, &[b]).ok().and_then(|c| c[0])).collect() } else { vec![None] };
             if each.iter().all(Option::is_none) {
                 return Err(e);
             }
@@ -50,7 +58,7 @@ pub fn cycles_per_iteration(bodies: &[&str]) -> Result<Vec<Option<f64>>> {
     }
 }
 
-fn run(tool: &std::path::Path, bodies: &[&str]) -> Result<Vec<Option<f64>>> {
+fn run(tool: &std::path::Path, bodies: &[&str]) -> Result<Vec<Option<Schedule>>> {
     let mut text = String::new();
     for (k, b) in bodies.iter().enumerate() {
         text.push_str(&format!("# LLVM-MCA-BEGIN l{k}\n{b}# LLVM-MCA-END\n"));
@@ -74,27 +82,27 @@ fn run(tool: &std::path::Path, bodies: &[&str]) -> Result<Vec<Option<f64>>> {
     Ok(parse(&String::from_utf8_lossy(&out.stdout), bodies.len()))
 }
 
-/// Cycles per iteration of regions l0..l{n-1} in llvm-mca's summary view.
-fn parse(report: &str, n: usize) -> Vec<Option<f64>> {
-    let mut cycles = vec![None; n];
+/// The schedules of regions l0..l{n-1} in llvm-mca's summary view.
+fn parse(report: &str, n: usize) -> Vec<Option<Schedule>> {
+    let mut out = vec![None; n];
     let mut region: Option<usize> = if n == 1 { Some(0) } else { None };
-    let mut iterations: Option<f64> = None;
+    let (mut iterations, mut cycles): (Option<f64>, Option<f64>) = (None, None);
     let value = |line: &str| line.split(':').nth(1).and_then(|v| v.trim().parse::<f64>().ok());
     for line in report.lines() {
         if let Some(name) = line.split("Code Region - ").nth(1) {
             region = name.trim().strip_prefix('l').and_then(|k| k.parse::<usize>().ok()).filter(|&k| k < n);
-            iterations = None;
+            (iterations, cycles) = (None, None);
         } else if line.starts_with("Iterations:") {
             iterations = value(line);
         } else if line.starts_with("Total Cycles:") {
-            if let (Some(r), Some(it), Some(c)) = (region, iterations, value(line)) {
-                if it > 0.0 {
-                    cycles[r] = Some(c / it);
-                }
+            cycles = iterations.filter(|&it| it > 0.0).and_then(|it| value(line).map(|c| c / it));
+        } else if line.starts_with("Block RThroughput:") {
+            if let (Some(r), Some(c), Some(t)) = (region, cycles, value(line)) {
+                out[r] = Some(Schedule { cycles: c, throughput_cycles: t.min(c) });
             }
         }
     }
-    cycles
+    out
 }
 
 #[cfg(test)]
@@ -103,9 +111,10 @@ mod tests {
 
     #[test]
     fn summary_view_regions_are_read_per_iteration() {
-        let report = "[0] Code Region - l0\n\nIterations:        200\nInstructions:      1800\nTotal Cycles:      1214\n\n[1] Code Region - l1\n\nIterations:        200\nTotal Cycles:      205\n";
-        assert_eq!(parse(report, 2), vec![Some(6.07), Some(1.025)]);
-        assert_eq!(parse("Iterations: 100\nTotal Cycles: 300\n", 1), vec![Some(3.0)]);
+        let report = "[0] Code Region - l0\n\nIterations:        200\nInstructions:      1800\nTotal Cycles:      1214\nBlock RThroughput: 1.5\n\n[1] Code Region - l1\n\nIterations:        200\nTotal Cycles:      205\nBlock RThroughput: 1.0\n";
+        let s = |cycles, throughput_cycles| Some(Schedule { cycles, throughput_cycles });
+        assert_eq!(parse(report, 2), vec![s(6.07, 1.5), s(1.025, 1.0)]);
+        assert_eq!(parse("Iterations: 100\nTotal Cycles: 300\nBlock RThroughput: 2.0\n", 1), vec![s(3.0, 2.0)]);
         assert_eq!(parse("garbage", 2), vec![None, None]);
     }
 }

@@ -103,6 +103,10 @@ pub struct CompiledOps {
     /// one (`apply` takes the cheaper: a CPU model of another generation than the host's can
     /// be slower than the host's own measured throughputs, as on a divide).
     pub classes_of_cycles: HashMap<String, BTreeMap<OpClass, f64>>,
+    /// Per block costed in core cycles: the share of its cycles its resources alone bound
+    /// (llvm-mca's block reciprocal throughput over its cycles): what an SMT sibling's work
+    /// slows down (`apply`'s `throughput_factor`).
+    pub throughput_share: HashMap<String, f64>,
     pub loops: Vec<MachineLoop>,
     /// Instructions decoded, and those placed in a block of the model.
     pub instructions: usize,
@@ -117,7 +121,12 @@ impl CompiledOps {
     /// than its instructions' classes one by one (the measured throughputs bound a loop that
     /// overlaps nothing; where llvm-mca's model says more, it is not this host's); without
     /// costs (`analyze --compiled`), the instructions' classes.
-    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>) -> ProgramModel {
+    ///
+    /// `throughput_factor` is how much slower loop bodies bound by their resources run with
+    /// every core of the host busy (the costs are already multiplied by it): a block in core
+    /// cycles takes the larger of its cycles and its resource-bound cycles times the factor (a
+    /// chain-bound loop does not slow down when a sibling takes a share of the core).
+    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>, throughput_factor: f64) -> ProgramModel {
         let mut m = model.clone();
         for b in &mut m.blocks {
             let library: f64 = LIBRARY_CLASSES.iter().filter_map(|c| b.ops.get(c)).filter_map(|e| e.eval_map(&HashMap::new()).ok()).sum();
@@ -132,6 +141,11 @@ impl CompiledOps {
                         *ops.entry(c).or_default() += n;
                     }
                 }
+            }
+            if let Some(c) = ops.get_mut(&OpClass::CoreCycle) {
+                let f = throughput_factor.max(1.0);
+                let share = self.throughput_share.get(&b.id).copied().unwrap_or(1.0);
+                *c *= (share * f).max(1.0) / f;
             }
             for (&c, &n) in &ops {
                 let n = if c == OpClass::Call { (n - library).max(0.0) } else { n };
@@ -617,7 +631,7 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             bodies.push((li, gas_text(in_loop.iter().map(|(_, i)| &i.ins))));
         }
     }
-    let cycles: HashMap<usize, f64> = if bodies.is_empty() {
+    let schedules: HashMap<usize, mca::Schedule> = if bodies.is_empty() {
         HashMap::new()
     } else {
         match mca::cycles_per_iteration(&bodies.iter().map(|b| b.1.as_str()).collect::<Vec<_>>()) {
@@ -628,6 +642,7 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             }
         }
     };
+    let cycles: HashMap<usize, f64> = schedules.iter().map(|(&li, s)| (li, s.cycles)).collect();
     // A scheduled loop's cycles go to one block, executed once per iteration: the straight
     // block of its body that most of its instructions belong to, else the loop itself (so that
     // its memory references are weighed against the whole iteration).
@@ -682,6 +697,12 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
     }
     for (b, ops) in alt {
         out.classes_of_cycles.insert(model.blocks[b].id.clone(), ops);
+    }
+    for (m, (body, _)) in &dest {
+        if let Some(s) = schedules.get(m).filter(|s| s.cycles > 0.0) {
+            let e = out.throughput_share.entry(model.blocks[*body].id.clone()).or_insert(0.0);
+            *e = e.max(s.throughput_cycles / s.cycles);
+        }
     }
     out.loops = loops
         .iter()

@@ -37,6 +37,9 @@ pub struct Costs {
     pub bounds: Bounds,
     pub bounds_low: Bounds,
     pub bounds_high: Bounds,
+    /// The table's co-run factors (independent ops, dependent chains) and the cores they were
+    /// measured on (`MachineTable::co_run`).
+    pub co_run: Option<(f64, f64, f64)>,
 }
 
 /// Lower bounds on a block's time besides formula (1): the roofline of its array references
@@ -124,13 +127,37 @@ pub fn ranks_per_host(opts: &Options) -> f64 {
 }
 
 impl Costs {
-    /// The costs for ranks that share their host with `ranks` streaming at once
-    /// (`memory::MemoryModel::with_sharers`).
+    /// The costs for ranks that share their host with `ranks` running at once: shared memory
+    /// levels (`memory::MemoryModel::with_sharers`), every op's throughput cost times the
+    /// co-run slowdown of independent ops and the chains' latencies times that of dependent
+    /// ones (`co_run_factors`).
     pub fn with_sharers(mut self, ranks: f64) -> Costs {
+        let (tp, lat) = self.co_run_factors(ranks);
         for b in [&mut self.bounds, &mut self.bounds_low, &mut self.bounds_high] {
             b.memory = std::mem::take(&mut b.memory).with_sharers(ranks);
+            for v in b.latency.values_mut() {
+                *v *= lat;
+            }
+        }
+        for t in [&mut self.nominal, &mut self.low, &mut self.high] {
+            for v in t.values_mut() {
+                *v *= tp;
+            }
         }
         self
+    }
+
+    /// How much slower a core runs independent ops and dependent chains with `ranks` running
+    /// at once on its host: 1 alone, the table's co-run factors with every core busy, linear
+    /// in between (1 for a table without).
+    pub fn co_run_factors(&self, ranks: f64) -> (f64, f64) {
+        match self.co_run {
+            Some((tp, lat, cores)) if cores > 1.0 && ranks > 1.0 => {
+                let at = |f: f64| 1.0 + (f - 1.0).max(0.0) * (ranks.min(cores) - 1.0) / (cores - 1.0);
+                (at(tp), at(lat))
+            }
+            _ => (1.0, 1.0),
+        }
     }
 
     pub fn from_table(t: &MachineTable, variant: Variant) -> Costs {
@@ -141,6 +168,7 @@ impl Costs {
             bounds: Bounds::from_table(t, |m| m.ns_per_op),
             bounds_low: Bounds::from_table(t, |m| m.min_ns.min(m.ns_per_op)),
             bounds_high: Bounds::from_table(t, |m| m.max_ns.max(m.ns_per_op)),
+            co_run: t.co_run.as_ref().map(|c| (c.factors().0, c.factors().1, f64::from(c.cores))),
         };
         for class in OpClass::ALL.iter().chain(OpClass::DERIVED) {
             let Some(nom) = t.cost(*class, variant) else {
@@ -912,11 +940,18 @@ pub fn attribute(
 /// assumption that says so.
 fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options) {
     let mut o = opts.clone();
+    let ranks = ranks_per_host(opts);
+    let (tp, lat) = Costs::from_table(&opts.machine, opts.variant).co_run_factors(ranks);
+    if tp > 1.0 || lat > 1.0 {
+        o.assumptions.push(format!(
+            "{ranks} ranks at once on a host: loop bodies {tp:.2}x and dependent chains {lat:.2}x slower than alone (bench machine's co-run kernels, every core busy)"
+        ));
+    }
     match &opts.compiled {
         Some(c) => {
             o.assumptions.push(c.summary());
-            let costs = Costs::from_table(&opts.machine, opts.variant).with_sharers(ranks_per_host(opts));
-            (c.apply(model, Some(&costs.nominal)), o)
+            let costs = Costs::from_table(&opts.machine, opts.variant);
+            (c.apply(model, Some(&costs.nominal), tp), o)
         }
         None => (model.clone(), o),
     }
