@@ -54,9 +54,6 @@ pub struct Level {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryModel {
     pub levels: Vec<Level>,
-    /// The first-level data cache's sets and line size, where the table says: a constant
-    /// stride of a power of two lines maps its lines to a fraction of the sets (`conflict`).
-    pub l1_sets: Option<(u64, u64)>,
     /// The host's cores (the `_all` figures were measured with this many streams).
     pub cores: f64,
     /// Ranks streaming at once on a rank's host (1: alone; `with_sharers`).
@@ -104,27 +101,7 @@ impl MemoryModel {
             });
         }
         levels.sort_by(|a, b| a.ws.total_cmp(&b.ws));
-        let l1_sets = t.host.caches.iter().find(|c| c.level == 1 && c.kind != "Instruction").and_then(|c| Some((c.sets?, c.line_bytes?)));
-        MemoryModel { levels, l1_sets, cores: t.host.cores.max(1) as f64, sharers: 1.0 }
-    }
-
-    /// How many times fewer sets than the cache has a constant stride of `stride` bytes
-    /// touches: a stride of q lines visits sets / gcd(sets, q) of them, so its lines compete
-    /// for a gcd(sets, q)-th of the cache (1: a stride that is not a whole number of lines,
-    /// under a line, or a table without the cache's geometry). A column walk of a row-major
-    /// matrix whose rows are a power of two long is the usual case: its reuse distance counts
-    /// as that many times larger.
-    pub fn conflict(&self, stride: f64) -> f64 {
-        let Some((sets, line)) = self.l1_sets else { return 1.0 };
-        let (s, line_f) = (stride.abs(), line as f64);
-        if s < line_f || s.fract() != 0.0 || (s as u64) % line != 0 {
-            return 1.0;
-        }
-        let (mut a, mut b) = (sets, s as u64 / line);
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a as f64
+        MemoryModel { levels, cores: t.host.cores.max(1) as f64, sharers: 1.0 }
     }
 
     /// The model for a rank whose host runs `ranks` ranks at once (capped at its cores): a
@@ -198,7 +175,7 @@ impl MemoryModel {
                 },
                 None => None,
             };
-            let Some(level) = self.level_for(reuse * stride.map_or(1.0, |s| self.conflict(s))) else { continue };
+            let Some(level) = self.level_for(reuse) else { continue };
             let (stream, random, strided) = match r.access {
                 MemAccess::Load => (self.shared(level.stream_load, level.stream_load_all), level.random_load, level.stride_load),
                 MemAccess::Store => (self.shared(level.stream_store, level.stream_store_all), level.random_store, level.random_store),
@@ -247,7 +224,7 @@ mod tests {
             stream_load_all: None,
             stream_store_all: None,
         };
-        MemoryModel { levels: vec![level("L1", 1024.0, 0.1), level("L2", 4096.0, 0.4), level("DRAM", 65536.0, 1.6)], l1_sets: None, cores: 1.0, sharers: 1.0 }
+        MemoryModel { levels: vec![level("L1", 1024.0, 0.1), level("L2", 4096.0, 0.4), level("DRAM", 65536.0, 1.6)], cores: 1.0, sharers: 1.0 }
     }
 
     fn r(access: MemAccess, stride: Option<f64>, reuse: f64) -> MemRef {
@@ -309,28 +286,6 @@ mod tests {
         assert!((per(&m.clone().with_sharers(4.0), None) - 16.0).abs() < 1e-12, "random: unchanged");
         let at = |m: &MemoryModel| m.block_time(&[r(MemAccess::Load, Some(8.0), 3000.0)], &env).unwrap().ns;
         assert_eq!(at(&m.clone().with_sharers(4.0)), at(&m), "a level without the figure");
-    }
-
-    /// Cache-set conflicts: with 64 sets of 64-byte lines, a stride of 32 lines (2 KiB) visits
-    /// 2 sets (a 32nd of the cache: its reuse distance counts 32 times), 33 lines all of them,
-    /// a stride that is not a whole number of lines or is under a line none; here 2 KiB reused
-    /// after 1 KiB (L1 without conflicts) comes from past L2.
-    #[test]
-    fn power_of_two_strides_use_a_fraction_of_the_sets() {
-        let mut m = model();
-        m.l1_sets = Some((64, 64));
-        assert_eq!(m.conflict(2048.0), 32.0);
-        assert_eq!(m.conflict(64.0 * 33.0), 1.0);
-        assert_eq!(m.conflict(8.0), 1.0);
-        assert_eq!(m.conflict(100.0), 1.0);
-        assert_eq!(m.conflict(64.0 * 256.0), 64.0);
-        let env = HashMap::new();
-        let t = m.block_time(&[r(MemAccess::Load, Some(2048.0), 1000.0)], &env).expect("past L1");
-        assert_eq!(t.level, "DRAM", "{t:?}");
-        let padded = m.block_time(&[r(MemAccess::Load, Some(2112.0), 1000.0)], &env);
-        assert!(padded.is_none(), "a padded row stays in L1: {padded:?}");
-        m.l1_sets = None;
-        assert!(m.block_time(&[r(MemAccess::Load, Some(2048.0), 1000.0)], &env).is_none());
     }
 
     /// Per access at DRAM: stride 4 is half a streaming figure, 256 a line (8 figures), a page
