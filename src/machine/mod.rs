@@ -338,35 +338,30 @@ fn with_companions(
 /// core busy, and the median ratio. Cores that share a physical core (SMT siblings) or a
 /// hypervisor's time compute slower when all of them run; the wall clock sees both.
 fn co_run(exe: &Path, driver: &mut driver::Driver, results: &measure::Results, kernels: &[&str], cores: u32) -> Result<crate::model::machine::CoRun> {
+    use crate::model::machine::CoRunKernel;
     let mut companions = (1..cores).map(|_| driver::Driver::start(exe)).collect::<Result<Vec<_>>>()?;
-    let mut out = Vec::new();
-    for &name in kernels {
-        let k = key(name, 0);
-        let Some(job) = results.jobs.get(&k) else { continue };
-        let alone = measure::median(&job.per_iter.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
-        let busy = with_companions(&mut companions, driver, name, job.iters, 0, CO_RUN_SAMPLES)?;
-        let all = measure::median(&busy.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
-        if alone > 0.0 && all.is_finite() {
-            out.push(crate::model::machine::CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
+    // Each kernel's wall ns per iteration alone (the main measurement) and with every core busy.
+    let mut time = |names: &mut dyn Iterator<Item = &str>| -> Result<Vec<CoRunKernel>> {
+        let mut out = Vec::new();
+        for name in names {
+            let Some(job) = results.jobs.get(&key(name, 0)) else { continue };
+            let alone = measure::median(&job.per_iter.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+            let busy = with_companions(&mut companions, driver, name, job.iters, 0, CO_RUN_SAMPLES)?;
+            let all = measure::median(&busy.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+            if alone > 0.0 && all.is_finite() {
+                out.push(CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
+            }
         }
-    }
-    let ratio = |names: &[&str], out: &[crate::model::machine::CoRunKernel]| {
+        Ok(out)
+    };
+    let mut out = time(&mut kernels.iter().copied())?;
+    // Pure port throughput and pure latency: the class kernels, also with every core busy.
+    let classes = time(&mut CO_RUN_THROUGHPUT.iter().chain(CO_RUN_LATENCY).copied())?;
+    let ratio = |names: &[&str], out: &[CoRunKernel]| {
         let f = measure::median(&out.iter().filter(|k| names.is_empty() || names.contains(&k.name.as_str())).map(|k| k.all_cores_ns / k.alone_ns).collect::<Vec<_>>());
         if f.is_finite() { f.max(1.0) } else { 1.0 }
     };
     let factor = ratio(&[], &out);
-    // Pure port throughput and pure latency: the class kernels, also with every core busy.
-    let mut classes = Vec::new();
-    for name in CO_RUN_THROUGHPUT.iter().chain(CO_RUN_LATENCY) {
-        let k = key(name, 0);
-        let Some(job) = results.jobs.get(&k) else { continue };
-        let alone = measure::median(&job.per_iter.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
-        let busy = with_companions(&mut companions, driver, name, job.iters, 0, CO_RUN_SAMPLES)?;
-        let all = measure::median(&busy.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
-        if alone > 0.0 && all.is_finite() {
-            classes.push(crate::model::machine::CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
-        }
-    }
     let throughput_factor = ratio(CO_RUN_THROUGHPUT, &classes);
     let latency_factor = ratio(CO_RUN_LATENCY, &classes);
     out.extend(classes);

@@ -941,7 +941,8 @@ pub fn attribute(
 fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options) {
     let mut o = opts.clone();
     let ranks = ranks_per_host(opts);
-    let (tp, lat) = Costs::from_table(&opts.machine, opts.variant).co_run_factors(ranks);
+    let costs = Costs::from_table(&opts.machine, opts.variant);
+    let (tp, lat) = costs.co_run_factors(ranks);
     if tp > 1.0 || lat > 1.0 {
         o.assumptions.push(format!(
             "{ranks} ranks at once on a host: loop bodies {tp:.2}x and dependent chains {lat:.2}x slower than alone (bench machine's co-run kernels, every core busy)"
@@ -950,7 +951,6 @@ fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options
     match &opts.compiled {
         Some(c) => {
             o.assumptions.push(c.summary());
-            let costs = Costs::from_table(&opts.machine, opts.variant);
             (c.apply(model, Some(&costs.nominal), tp), o)
         }
         None => (model.clone(), o),
