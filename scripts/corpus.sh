@@ -7,13 +7,13 @@
 #   scripts/corpus.sh [full|quick] [NAME...]     (make corpus [CORPUS=quick])
 #
 # scripts/corpus/programs.tsv names the programs; scripts/corpus/report.pl writes the report.
-# Environment: MPICAST_CORPUS_DIR (cache), CORPUS_DOC (the report; default docs/CORPUS.md),
+# Environment: MPICAST (the binary; default target/release/mpicast), MPICAST_CORPUS_DIR (cache), CORPUS_DOC (the report; default docs/CORPUS.md),
 # RUN_TIMEOUT, STAGE_TIMEOUT (seconds).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MANIFEST=$ROOT/scripts/corpus/programs.tsv
-MPICAST=$ROOT/target/release/mpicast
+MPICAST=${MPICAST:-$ROOT/target/release/mpicast}
 CACHE=${MPICAST_CORPUS_DIR:-$HOME/.cache/mpicast/corpus}
 DOC=${CORPUS_DOC:-$ROOT/docs/CORPUS.md}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
@@ -297,8 +297,10 @@ run_program() {
   done
 
   # Scaling 2 -> 4: the 2-rank trace scaled to 4 ranks against a trace taken at 4 (trace
-  # counts both, the same machine table and platform), where the program runs at both.
-  if [ "$k" = 2 ] && [[ ",$ranks," == *,4,* ]] && [ -d "$dir/trace" ]; then
+  # counts both, the same machine table and platform), where the program traces at both (a
+  # 2-rank run that aborts, as a test that needs 3 ranks does, leaves a partial trace).
+  if [ "$k" = 2 ] && [[ ",$ranks," == *,4,* ]] && [ -d "$dir/trace" ] \
+      && grep -qx "trace.rc	0" "$st"; then
     argv=(); [ "$args" = - ] || read -ra argv <<<"$(subst "$args" 4)"
     prepare_run 4
     mpicast_flags trace

@@ -454,7 +454,10 @@ fn trace_args_drive_the_traced_run() {
         "20",
     ]);
     assert_eq!(p["ranks"], 4);
-    assert_eq!(p["args"], serde_json::json!(["2", "1000", "20"]));
+    // The static path reproduces the 2-rank trace run with "2 1000 20": it predicts at 4 ranks
+    // with the program's own arguments.
+    assert_eq!(p["mode"], "static", "{p}");
+    assert_eq!(p["args"], serde_json::json!(["4", "1000", "20"]));
     assert_eq!(p["bindings"]["n"], 1000.0);
     assert_eq!(
         p["messages"],
@@ -613,6 +616,13 @@ fn static_matches_run(src: &str, ranks: u32, defines: &[&str], args: &[&str]) {
             "{src}: rank {r}: static messages vs the trace's"
         );
     }
+}
+
+#[test]
+fn eval_a_test_harness_hands_out_every_kind_of_communicator() {
+    // MPI_COMM_SELF, an intercommunicator whose non-leaders pass -1 as the remote leader and
+    // its merge, groups with MPI_Comm_create_group and MPI_Comm_create (MPICH's test suite).
+    static_matches_run("tests/fixtures/eval/mtest_comms.c", 4, &[], &[]);
 }
 
 #[test]
@@ -791,6 +801,29 @@ fn executions(p: &serde_json::Value, line: u64, kind: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {kind} block at line {line}"))["executions"]
         .as_f64()
         .unwrap()
+}
+
+/// From the corpus (MPICH's collective tests): MPI_Comm_size on a communicator other than the
+/// world writes that communicator's size, not the number of processes; through an alias of
+/// the world it is the number of processes. Static and trace agree on the known counts.
+#[test]
+fn a_sub_communicators_size_is_the_programs_variable() {
+    let src = "tests/fixtures/eval/subcomm_size.c";
+    let model = mpicast::frontend::analyze(&[root().join(src)], &mpicast::frontend::Options::default());
+    let count = |line: u32| {
+        let b = model.blocks.iter().find(|b| b.line_start == line && b.kind == mpicast::model::analysis::BlockKind::Loop).unwrap();
+        format!("{:?}", b.count)
+    };
+    assert!(count(19).contains("size'"), "the half's size is the program's variable: {}", count(19));
+    assert!(count(26).contains("size") && !count(26).contains("size'"), "the world's size through an alias: {}", count(26));
+    for mode in [&["--static-only"][..], &["--trace-ranks", "4"][..]] {
+        let mut a = vec![src, "-n", "4", "--platform", LOCALHOST];
+        a.extend(mode);
+        let p = json(&a);
+        // Four ranks, halves of 2: 2 x (1 + 2 + ... + 4096) stores each; the world's 1000 x 4.
+        assert_eq!(executions(&p, 21, "straight"), 4.0 * 2.0 * 8191.0, "{mode:?}");
+        assert_eq!(executions(&p, 27, "straight"), 4.0 * 4000.0, "{mode:?}");
+    }
 }
 
 /// From the corpus (SimGrid's NAS EP and gemm): loops written through statement macros, one

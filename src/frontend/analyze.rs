@@ -850,6 +850,19 @@ impl<'a> Analyzer<'a> {
         }
     }
 
+    /// Whether a communicator argument is the world: MPI_COMM_WORLD, a local that only ever
+    /// holds it, or a name the function never assigns (a parameter or a global: taken as the
+    /// world); not a local that a split, a duplicate or a call wrote, nor `*comm`.
+    fn comm_is_world(&self, arg: Option<&CExpr>) -> bool {
+        let world = |e: &CExpr| matches!(strip_casts(e), CExpr::Ident(n) if n == "MPI_COMM_WORLD");
+        match arg.map(strip_casts) {
+            None => true,
+            Some(CExpr::Ident(n)) if n == "MPI_COMM_WORLD" => true,
+            Some(CExpr::Ident(n)) => self.assigned.get(n).is_none_or(|a| a.iter().all(world)),
+            Some(_) => false,
+        }
+    }
+
     fn is_param(&self, id: &str) -> bool {
         self.params_seen.contains(&program_symbol(id))
     }
@@ -858,8 +871,13 @@ impl<'a> Analyzer<'a> {
     /// the command line, rank/size from MPI, else the assigned expression's value.
     fn assignment_value(&mut self, var: &str, rhs: &CExpr, visiting: &mut HashSet<String>, depth: usize) -> Option<Expr> {
         match rhs {
-            CExpr::Call { func, .. } if func == "MPI_Comm_rank(out)" => return Some(Expr::var("rank")),
-            CExpr::Call { func, .. } if func == "MPI_Comm_size(out)" => return Some(Expr::var("size")),
+            // The world's rank and size; on another communicator (a split, a duplicate, one a
+            // test harness hands out) the program's own variable, which the static path
+            // evaluates.
+            CExpr::Call { func, args, .. } if func == "MPI_Comm_rank(out)" || func == "MPI_Comm_size(out)" => {
+                let world = if func.starts_with("MPI_Comm_rank") { "rank" } else { "size" };
+                return Some(Expr::var(&if self.comm_is_world(args.first()) { world.to_string() } else { program_symbol(var) }));
+            }
             CExpr::Call { func, args, .. } if func == "P2Prank" && args.is_empty() => return Some(Expr::var("rank")),
             CExpr::Call { func, args, .. } if func == "P2Psize" && args.is_empty() => return Some(Expr::var("size")),
             _ => {}
@@ -1962,8 +1980,9 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
                     if let CExpr::AddrOf(inner) = a {
                         if let CExpr::Ident(n) = &**inner {
                             let v = match (func.as_str(), i) {
-                                ("MPI_Comm_rank", 1) => CExpr::Call { func: "MPI_Comm_rank(out)".into(), args: vec![], line: *line },
-                                ("MPI_Comm_size", 1) => CExpr::Call { func: "MPI_Comm_size(out)".into(), args: vec![], line: *line },
+                                ("MPI_Comm_rank", 1) | ("MPI_Comm_size", 1) => {
+                                    CExpr::Call { func: format!("{func}(out)"), args: args.first().cloned().into_iter().collect(), line: *line }
+                                }
                                 ("MPI_Bcast", 0) => CExpr::Call { func: BCAST_OUT.into(), args: vec![], line: *line },
                                 ("MPI_Type_contiguous", 2) | ("MPI_Type_vector", 4) => {
                                     CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line }

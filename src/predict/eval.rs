@@ -42,6 +42,9 @@ const GROUP_EMPTY: u32 = GROUP_BASE;
 const CREATE_GROUP_BIT: u32 = 1 << 29;
 /// OpenMPI's MPI_UNDEFINED.
 const MPI_UNDEFINED: i64 = -32766;
+/// MPI_COMM_SELF's id: every rank's own communicator of one (each rank declares it, with itself
+/// as the member, before the first call that communicates on it).
+const COMM_SELF: u32 = u32::MAX;
 /// A loop without communication whose formula gives more executions than this is charged by
 /// the formula; shorter ones are interpreted (their scalars then stay exact).
 const INTERPRET_BELOW: f64 = 256.0;
@@ -3462,7 +3465,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn constant(&mut self, n: &str) -> Val {
         match n {
             "MPI_COMM_WORLD" => return Val::Comm(COMM_WORLD),
-            "MPI_COMM_SELF" => return Val::Comm(u32::MAX),
+            "MPI_COMM_SELF" => return Val::Comm(COMM_SELF),
             "MPI_COMM_NULL" | "MPI_GROUP_NULL" => return Val::I(-1),
             "MPI_GROUP_EMPTY" => return Val::Comm(GROUP_EMPTY),
             // No data: comparisons with it are decided; a message typed with it is empty.
@@ -4549,9 +4552,6 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn comm_id(&self, v: Option<&Val>, what: &str) -> R<u32> {
         match v {
             Some(Val::Comm(id)) if self.comms.contains_key(id) => Ok(*id),
-            Some(Val::Comm(u32::MAX)) => {
-                Err(self.err(format!("{what}: MPI_COMM_SELF is not modelled statically")))
-            }
             None => Ok(COMM_WORLD),
             Some(other) => Err(self.err(format!(
                 "{what}: communicator not known before running ({})",
@@ -4898,6 +4898,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn mpi(&mut self, name: &str, args: &[CExpr], v: Vec<Val>, sink: &mut dyn Sink) -> R<Val> {
         let a = |k: usize| args.get(k);
         let call = name;
+        if !self.comms.contains_key(&COMM_SELF)
+            && !name.starts_with("MPI_Comm_rank")
+            && !name.starts_with("MPI_Comm_size")
+            && v.iter().any(|x| matches!(x, Val::Comm(COMM_SELF)))
+        {
+            self.comms.insert(COMM_SELF, vec![self.rank]);
+            self.flush(sink)?;
+            sink.action(TraceAction::CommDef { id: COMM_SELF, ranks: vec![self.rank] })?;
+        }
         match name {
             "MPI_Init"
             | "MPI_Init_thread"
@@ -4943,13 +4952,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "P2Pinit" | "P2Pscheme" | "P2Pfinalize" => return Ok(Val::I(0)),
             "P2Prank" => return Ok(Val::I(self.rank as i64)),
             "P2Psize" => return Ok(Val::I(self.size as i64)),
-            // MPI_COMM_SELF: rank 0 of 1 (communication on it stays unmodelled).
-            "MPI_Comm_rank" | "MPI_Comm_size" if matches!(v.first(), Some(Val::Comm(u32::MAX))) => {
+            // MPI_COMM_SELF: rank 0 of 1.
+            "MPI_Comm_rank" | "MPI_Comm_size" if matches!(v.first(), Some(Val::Comm(COMM_SELF))) => {
                 self.write_ptr(v.get(1), Val::I(i64::from(call == "MPI_Comm_size")));
                 return Ok(Val::I(0));
             }
             // The C++ bindings' Get_rank()/Get_size() on a communicator: the value returned.
-            "MPI_Comm_rank(out)" | "MPI_Comm_size(out)" if matches!(v.first(), Some(Val::Comm(u32::MAX))) => {
+            "MPI_Comm_rank(out)" | "MPI_Comm_size(out)" if matches!(v.first(), Some(Val::Comm(COMM_SELF))) => {
                 return Ok(Val::I(i64::from(call == "MPI_Comm_size(out)")));
             }
             "MPI_Comm_rank(out)" => {
@@ -5292,19 +5301,33 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let peer = self.comm_id(v.get(2), call)?;
                 let leader = self.need_int(v.get(3), call, "remote leader", a(3))?;
                 let tag = self.need_int(v.get(4), call, "tag", a(4))?;
+                let local_leader = self.need_int(v.get(1), call, "local leader", a(1))?;
                 let members = self.comms[&local].clone();
-                // Each side posts its group under its peer rank; the remote leader's is the
-                // remote group.
+                // Each member posts, under its peer rank, the remote leader it was given (MPI
+                // reads it at the local leader only: the others may pass anything) and its
+                // group; the remote group is the one the local leader's remote leader posted.
                 let key = self.coll_key(&format!("intercomm{tag}"), peer);
                 let me = self.my_rank(peer);
                 let peers = self.comms[&peer].clone();
                 let remote = {
                     let mut mail = self.sh.mail.borrow_mut();
                     let entry = mail.coll.entry(key.clone()).or_default();
-                    let mine: Vec<Val> = members.iter().map(|&r| Val::I(r as i64)).collect();
+                    let mine: Vec<Val> = std::iter::once(Val::I(leader)).chain(members.iter().map(|&r| Val::I(r as i64))).collect();
                     let changed = entry.get(&me) != Some(&mine);
                     entry.insert(me, mine);
-                    let remote = usize::try_from(leader).ok().filter(|&l| l < peers.len()).and_then(|l| entry.get(&(l as u32)).cloned());
+                    let peer_rank = |world: u32| peers.iter().position(|&r| r == world).map(|p| p as u32);
+                    let leader = usize::try_from(local_leader)
+                        .ok()
+                        .and_then(|l| members.get(l))
+                        .and_then(|&w| peer_rank(w))
+                        .and_then(|p| entry.get(&p))
+                        .and_then(|x| x.first())
+                        .and_then(Val::int);
+                    let remote = leader
+                        .and_then(|l| usize::try_from(l).ok())
+                        .filter(|&l| l < peers.len())
+                        .and_then(|l| entry.get(&(l as u32)))
+                        .map(|x| x[1..].to_vec());
                     mail.changed |= changed;
                     remote
                 };
@@ -5403,6 +5426,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     return Ok(Val::I(0));
                 };
                 if color < 0 {
+                    // Collective over the parent: its sequence counts the split here too, or
+                    // the next communicator made on it gets another id here than at the members.
+                    *self.comm_seq.entry(c).or_insert(0) += 1;
                     self.write_ptr(v.get(3), Val::I(-1));
                     return Ok(Val::I(0));
                 }

@@ -244,17 +244,18 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     // strong scaling are assumptions the user chose).
     let scaled = |dir: &Path| -> Result<Prediction> {
         let e = match from_trace(dir) {
-            // Part of the traced compute kept its traced counts (they depend on data): the
-            // static path at N', where it reproduces the trace at K.
-            Ok(p) if !req.measured
-                && req.scaling == Mode::Program
-                && unbound.is_none()
-                && p.scaling.as_ref().is_some_and(|s| s.formula_share < STATIC_CHECK_SHARE) =>
-            {
+            // The program's own arithmetic at N' (the static path), where it reproduces the
+            // trace at K: what the trace cannot show (loops counted from data, communicators
+            // and collectives that exist only at some sizes, counts the master computes) comes
+            // from the program, not from the K-rank counts.
+            Ok(p) if !req.measured && req.scaling == Mode::Program && unbound.is_none() => {
                 return Ok(match static_checked(model, &analysed.defines, &popts, dir, req.allow_incomplete) {
                     Some(mut q) => {
+                        let rescaled = p.assumptions.iter().filter(|a| a.starts_with("loops the front end cannot count"));
+                        let was = crate::report::table::seconds(p.predicted_s);
                         q.scaling = p.scaling.map(|mut s| {
-                            s.notes.push(format!("not used: counts and messages at {} ranks come from the static path, which reproduces the {}-rank trace", s.to_ranks, s.from_ranks));
+                            s.notes.push(format!("not used ({was}): counts and messages at {} ranks come from the static path, which reproduces the {}-rank trace", s.to_ranks, s.from_ranks));
+                            s.notes.extend(rescaled.cloned());
                             s
                         });
                         q
@@ -337,11 +338,6 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     Ok(prediction)
 }
 
-/// A scaled trace whose share of compute rescaled by formulas is below this kept enough of
-/// it at the traced counts for the static path to be checked (isort 82%; a master's
-/// bookkeeping copied from the workers, 99.x%, is not).
-const STATIC_CHECK_SHARE: f64 = 0.95;
-
 /// Ranks up to which a scaled trace's kept counts are checked against the static path (it
 /// evaluates every rank, bulk data estimated from prefixes of its loops).
 const STATIC_CHECK_MAX: u32 = 64;
@@ -416,7 +412,7 @@ fn static_checked(
     p.assumptions.insert(
         0,
         format!(
-            "counts and messages at {} ranks from the program's own arithmetic (the static path), which reproduces the {k}-rank trace: block executions within {:.2}% (weighted by cost), the same {} messages, {} against {}; scaling the trace would have kept some of its counts",
+            "counts and messages at {} ranks from the program's own arithmetic (the static path), which reproduces the {k}-rank trace: block executions within {:.2}% (weighted by cost), the same {} messages, {} against {}",
             opts.ranks,
             100.0 * blocks_off,
             traced.messages,
