@@ -759,6 +759,11 @@ static void rt_start(void)
     snprintf(final_path, sizeof final_path, "%s/rank-%d.trace", dir, rt_rank);
     snprintf(stats_path, sizeof stats_path, "%s/rank-%d.stats", dir, rt_rank);
     last_counts = calloc(__mpicast_nids ? __mpicast_nids : 1, sizeof *last_counts);
+    /* Counts from MPI_Init on, as the span and the first burst's time: what ran before it
+     * (argument parsing, a setup loop, the entries of the blocks around the call) is not. */
+    if (last_counts != NULL)
+        for (unsigned k = 0; k < __mpicast_nids; k++)
+            last_counts[k] = __mpicast_bc[__mpicast_ids[k]];
     out_fd = open(part_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out_fd < 0 || last_counts == NULL) {
         fprintf(stderr, "mpicast: rank %d: cannot write %s (%s); this rank runs without a trace\n",

@@ -803,6 +803,28 @@ fn executions(p: &serde_json::Value, line: u64, kind: &str) -> f64 {
         .unwrap()
 }
 
+/// From the corpus (MPICH's test harness): the static path and a trace agree block by block on
+/// a program that works before MPI_Init, calls it from a helper and frees duplicates through a
+/// helper that compares them with the world. Neither counts what ran before MPI_Init (the
+/// span starts there); the free runs three times per rank.
+#[test]
+fn static_and_trace_count_from_mpi_init_and_a_duplicate_is_not_the_world() {
+    let src = "tests/fixtures/eval/before_init.c";
+    let run = |mode: &[&str]| {
+        let mut a = vec![src, "-n", "2", "--platform", LOCALHOST];
+        a.extend(mode);
+        json(&a)
+    };
+    let (s, t) = (run(&["--static-only"]), run(&["--trace-ranks", "2"]));
+    let execs = |p: &serde_json::Value| -> std::collections::BTreeMap<String, f64> {
+        p["blocks"].as_array().unwrap().iter().map(|b| (b["id"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), b["executions"].as_f64().unwrap())).filter(|(_, e)| *e > 0.0).collect()
+    };
+    assert_eq!(execs(&s), execs(&t));
+    assert!(!execs(&t).keys().any(|k| k.starts_with("before_init.c:11:")), "the setup loop ran before MPI_Init: {:?}", execs(&t));
+    assert_eq!(executions(&s, 23, "branch"), 6.0);
+    assert_eq!(executions(&s, 39, "straight"), 2000.0);
+}
+
 /// From the corpus (MPICH's collective tests): MPI_Comm_size on a communicator other than the
 /// world writes that communicator's size, not the number of processes; through an alias of
 /// the world it is the number of processes. Static and trace agree on the known counts.

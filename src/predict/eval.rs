@@ -4781,8 +4781,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
     }
 
+    /// A communicator a constructor returns: never equal to its parent, even with the same
+    /// members (`if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm)` frees a duplicate).
     fn new_comm(&mut self, parent: u32, members: Vec<u32>, sink: &mut dyn Sink) -> R<Val> {
-        self.make_comm(parent, members, false, sink)
+        self.make_comm(parent, members, true, sink)
     }
 
     /// A new communicator; `distinct`: its own id even with its parent's members (one that
@@ -4928,13 +4930,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     self.write_ptr(v.get(3), Val::I(3));
                 }
                 if matches!(name, "MPI_Init" | "MPI_Init_thread") && self.weight == 1.0 {
-                    // The straight block that makes the call stays (its other statements
-                    // mostly follow it), and so do the entries of the functions on the way
-                    // (as an instrumented run counts them).
-                    let current = self.pending.pop();
-                    let blocks = &self.sh.prog.model.blocks;
-                    self.pending.retain(|(b, _)| blocks.get(*b).is_some_and(|b| b.kind == BlockKind::Function));
-                    self.pending.extend(current);
+                    // A prediction covers MPI_Init to MPI_Finalize, and an instrumented run
+                    // counts from MPI_Init on: what ran before it, the entries of the blocks
+                    // around the call included, is not charged.
+                    self.pending.clear();
                     sink.discard_compute();
                 }
                 return Ok(Val::I(0));
@@ -5403,7 +5402,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let c = self.comm_id(v.first(), call)?;
                 let members = self.comms[&c].clone();
                 let nc = self.new_comm(c, members, sink)?;
-                // A duplicate behaves as its parent for the skeleton: same members, same order.
+                // Same members in the same order, its own id (a `comm` line in the skeleton).
                 self.write_ptr(v.get(1), nc);
                 return Ok(Val::I(0));
             }

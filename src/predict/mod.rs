@@ -632,8 +632,11 @@ fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: 
     let mut out = HashMap::new();
     for b in kept {
         let Some(p) = model.blocks[b].parent.as_deref().and_then(|p| index.get(p).copied()) else { continue };
-        let (tk, tn) = (ek[b] / ek[p], en[b] / en[p]);
-        if ek[p] > 0.0 && en[p] > 0.0 && tk > 0.0 && tn.is_finite() && (tn / tk - 1.0).abs() > 1e-9 {
+        // A block open at MPI_Init (main's, around the call) is not charged: entered once per
+        // rank.
+        let (pk, pn) = if ek[p] == 0.0 && en[p] == 0.0 { (k as f64, n as f64) } else { (ek[p], en[p]) };
+        let (tk, tn) = (ek[b] / pk, en[b] / pn);
+        if pk > 0.0 && pn > 0.0 && tk > 0.0 && tn.is_finite() && (tn / tk - 1.0).abs() > 1e-9 {
             out.insert(b, tn / tk);
         }
     }
