@@ -425,7 +425,14 @@ fn a_bucket_sort_scaled_is_the_static_path_checked_against_the_trace() {
     assert_eq!(scaled.messages, real.messages);
     let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
     assert!(rel < 0.01, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
-    // Weak scaling is an assumption the user chose: the trace is scaled, not replaced.
+    // Per block, what scaled it: the loops over the received keys kept their traced counts
+    // (bulk data), the key generation went by its formula; weak scaling kept every block.
+    let sc = scaled.scaling.as_ref().unwrap();
+    let by = |how: &str| sc.blocks.iter().filter(|b| b.by == how).map(|b| b.share).sum::<f64>();
+    assert!(by("kept") > 0.0 && by("formula") > 0.0, "{:?}", sc.blocks);
+    assert!((by("kept") + by("formula") - 1.0).abs() < 1e-9 && (by("formula") - sc.formula_share).abs() < 1e-9, "{:?}", sc.blocks);
+    assert!(sc.blocks.iter().filter(|b| b.by == "formula").all(|b| b.scaled > 0.0));
     let weak = predict(src, 4, &small, &args, &["--scaling", "weak"]);
-    assert!(weak.scaling.is_some());
+    let wsc = weak.scaling.as_ref().unwrap();
+    assert!(!wsc.blocks.is_empty() && wsc.blocks.iter().all(|b| b.by == "weak"), "{:?}", wsc.blocks);
 }

@@ -118,6 +118,24 @@ pub struct Scaling {
     pub messages_by_faces: u64,
     pub messages_kept: u64,
     pub notes: Vec<String>,
+    /// Every traced block the scaling changed or kept, with what gave its new count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<ScaledBlock>,
+}
+
+/// How scaling gave one block its executions at the new size.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScaledBlock {
+    pub id: String,
+    /// "formula" (the front end's count formulas at both sizes, with the static path's trips
+    /// for loops it cannot count), "kept" (the traced count: it depends on data or on nothing
+    /// the formulas know), "weak" (kept, as asked), "strong" (divided evenly, as asked).
+    pub by: String,
+    /// Executions over all ranks in the trace and after scaling.
+    pub traced: f64,
+    pub scaled: f64,
+    /// Share of the traced compute (seconds at nominal costs).
+    pub share: f64,
 }
 
 impl Artifact for Prediction {

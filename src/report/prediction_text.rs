@@ -64,6 +64,14 @@ pub fn prediction(p: &Prediction) -> String {
             "  messages resized by site formulas {}, by the grid's faces {}, kept {}",
             sc.messages_by_formula, sc.messages_by_faces, sc.messages_kept
         );
+        // The blocks that kept their traced counts (they depend on data), costliest first.
+        let kept: Vec<_> = sc.blocks.iter().filter(|b| b.by == "kept" && b.share > 0.0).collect();
+        if !kept.is_empty() {
+            let share: f64 = kept.iter().map(|b| b.share).sum();
+            let at: Vec<String> = kept.iter().take(5).map(|b| format!("{} ({:.1}%)", short_id(&b.id), 100.0 * b.share)).collect();
+            let more = if kept.len() > 5 { format!(", {} more (all in --json)", kept.len() - 5) } else { String::new() };
+            let _ = writeln!(o, "  kept at the traced counts ({} blocks, {:.1}% of compute): {}{more}", kept.len(), 100.0 * share, at.join(", "));
+        }
         for e in &sc.evidence {
             let _ = writeln!(o, "  {e}");
         }
@@ -212,4 +220,9 @@ pub fn prediction(p: &Prediction) -> String {
         );
     }
     o
+}
+
+/// A block id without its directories: `file.c:LINE:COL:kind`.
+fn short_id(id: &str) -> &str {
+    id.rsplit('/').next().unwrap_or(id)
 }

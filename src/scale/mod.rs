@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use crate::model::analysis::ProgramModel;
-use crate::model::prediction::Scaling;
+use crate::model::prediction::{ScaledBlock, Scaling};
 use crate::model::trace::TraceMeta;
 use crate::mpi::cart::dims_create;
 
@@ -93,6 +93,7 @@ pub fn choose_topology(traces: &[Vec<items::Item>], model: &ProgramModel, bindin
         messages_by_faces: 0,
         messages_kept: 0,
         notes: Vec::new(),
+        blocks: Vec::new(),
     };
     Ok((topology, info))
 }
@@ -205,5 +206,20 @@ pub fn scale_traces(
     info.messages_by_faces = st.bytes_faces;
     info.messages_kept = st.bytes_kept;
     info.notes = notes;
+    info.blocks = st
+        .blocks
+        .iter()
+        .filter_map(|(&b, &(traced, scaled, w, ok))| {
+            let blk = model.blocks.get(b as usize)?;
+            let by = match req.mode {
+                Mode::Strong => "strong",
+                Mode::Weak => "weak",
+                Mode::Program if ok => "formula",
+                Mode::Program => "kept",
+            };
+            Some(ScaledBlock { id: blk.id.clone(), by: by.to_string(), traced, scaled, share: if st.total_weight > 0.0 { w / st.total_weight } else { 0.0 } })
+        })
+        .collect();
+    info.blocks.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.id.cmp(&b.id)));
     Ok(info)
 }

@@ -53,6 +53,9 @@ pub struct Stats {
     pub bytes_formula: u64,
     pub bytes_faces: u64,
     pub bytes_kept: u64,
+    /// Per block: traced executions, scaled executions, traced seconds, and whether every
+    /// burst's ratio came from formulas.
+    pub blocks: std::collections::BTreeMap<u32, (f64, f64, f64, bool)>,
 }
 
 pub struct Scaler<'m> {
@@ -321,6 +324,11 @@ impl<'m> Scaler<'m> {
                     st.formula_weight += w;
                 }
                 let m = (*n as f64 * r).round();
+                let e = st.blocks.entry(*b).or_insert((0.0, 0.0, 0.0, true));
+                e.0 += *n as f64;
+                e.1 += m.max(0.0);
+                e.2 += w;
+                e.3 &= ok;
                 if m >= 1.0 {
                     out.push((*b, m as u64));
                 }
