@@ -7,7 +7,7 @@
 # Real traces at 16 ranks run oversubscribed on small machines; their counts do not depend on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=target/release/mpicast
+bin=${MPICAST:-target/release/mpicast}
 machine=${MACHINE:-tests/fixtures/machine/fixed.json}
 plat=${PLATFORM:-platforms/cluster-gige.xml}
 work=$(mktemp -d /tmp/mpicast-bench-scale.XXXXXX)
@@ -27,18 +27,18 @@ trace() { # example ranks args...
     fi
     echo "$d"
 }
-predict() { # example ranks tracedir mode args... -> "seconds messages" or "refused: ..."
+predict() { # example ranks tracedir mode args... -> "seconds messages how" or "refused: ..."
     local ex=$1 n=$2 dir=$3 mode=$4; shift 4
     local out
     if out=$("$bin" predict "examples/$ex.c" -n "$n" --trace "$dir" --scaling "$mode" --machine "$machine" \
         --platform "$plat" --json - -- "$@" 2>"$work/err"); then
-        python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["predicted_s"], p["messages"])' <<<"$out"
+        python3 -c 'import json,sys; p=json.load(sys.stdin); print(p["predicted_s"], p["messages"], "static" if p["mode"] == "static" else "trace")' <<<"$out"
     else
         echo "refused: $(tail -1 "$work/err" | cut -c1-110)"
     fi
 }
 
-printf '%-16s %5s %4s  %-8s %12s %12s %8s %9s\n' example from to scaling scaled_s real_s diff messages
+printf '%-16s %5s %4s  %-8s %12s %12s %8s %9s %s\n' example from to scaling scaled_s real_s diff messages how
 # example|K|targets N'|arguments: K -> N' in {2 -> 4, 2 -> 8, 4 -> 16} for every example (a
 # 2-rank master-worker trace has one worker: matmul_mw from 3).
 cases=(
@@ -61,22 +61,22 @@ for c in "${cases[@]}"; do
     small=$(trace "$ex" "$k" "${a[@]}") || continue
     for n in $targets; do
         big=$(trace "$ex" "$n" "${a[@]}") || continue
-        read -r real realmsg <<<"$(predict "$ex" "$n" "$big" program "${a[@]}")"
+        read -r real realmsg _ <<<"$(predict "$ex" "$n" "$big" program "${a[@]}")"
         for mode in program strong weak; do
             res=$(predict "$ex" "$n" "$small" "$mode" "${a[@]}")
             if [[ $res == refused* ]]; then
                 printf '%-16s %5d %4d  %-8s %s\n' "$ex" "$k" "$n" "$mode" "$res"
-                printf '| %s | %d -> %d | %s | refused | %.6f | | |\n' "$ex" "$k" "$n" "$mode" "$real" >>"$rows"
+                printf '| %s | %d -> %d | %s | refused | %.6f | | | |\n' "$ex" "$k" "$n" "$mode" "$real" >>"$rows"
                 continue
             fi
-            read -r s msgs <<<"$res"
+            read -r s msgs how <<<"$res"
             diff=$(python3 -c "print('%+.2f' % (100*($s/$real-1)))")
-            printf '%-16s %5d %4d  %-8s %12.6f %12.6f %7s%% %9s\n' "$ex" "$k" "$n" "$mode" "$s" "$real" "$diff" "$msgs/$realmsg"
-            printf '| %s | %d -> %d | %s | %.6f | %.6f | %s%% | %s |\n' "$ex" "$k" "$n" "$mode" "$s" "$real" "$diff" "$msgs/$realmsg" >>"$rows"
+            printf '%-16s %5d %4d  %-8s %12.6f %12.6f %7s%% %9s %s\n' "$ex" "$k" "$n" "$mode" "$s" "$real" "$diff" "$msgs/$realmsg" "$how"
+            printf '| %s | %d -> %d | %s | %.6f | %.6f | %s%% | %s | %s |\n' "$ex" "$k" "$n" "$mode" "$s" "$real" "$diff" "$msgs/$realmsg" "$how" >>"$rows"
         done
     done
 done
-echo "(scaled_s: predicted from the small trace scaled, or from the static path where it was not scaled; real_s: from a trace taken at that size; target within 3%)"
+echo "(scaled_s: predicted from the small trace scaled (how: trace), or from the static path at that size (how: static); real_s: from a trace taken at that size; target within 3%)"
 python3 - "$doc" "$rows" "$machine" "$plat" <<'PY'
 import re, sys, datetime
 doc, rows, machine, plat = sys.argv[1:5]
@@ -87,9 +87,10 @@ section = (
     "(`--all-blocks`) at K ranks and at N', the K-rank trace scaled to N' (`predict -n N' --trace TRACE_K --scaling MODE`) "
     "against the prediction from the N'-rank trace, both costed with the same machine table "
     f"({machine}) and simulated on {plat}. Counts, not timings: the figures do not depend on the machine's load. "
-    "Target: program scaling within 3%.\n\n"
-    "| example | K -> N' | scaling | scaled s | from the N'-rank trace s | difference | messages |\n"
-    "|---|---|---|---:|---:|---:|---:|\n" + table
+    "Target: program scaling within 3%. How: `trace`, the K-rank trace scaled; `static`, the static path at N' "
+    "(program scaling, where it reproduces the K-rank trace or the trace cannot be scaled).\n\n"
+    "| example | K -> N' | scaling | scaled s | from the N'-rank trace s | difference | messages | how |\n"
+    "|---|---|---|---:|---:|---:|---:|---|\n" + table
 )
 try:
     text = open(doc).read()
