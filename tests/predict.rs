@@ -821,8 +821,8 @@ fn static_and_trace_count_from_mpi_init_and_a_duplicate_is_not_the_world() {
     };
     assert_eq!(execs(&s), execs(&t));
     assert!(!execs(&t).keys().any(|k| k.starts_with("before_init.c:11:")), "the setup loop ran before MPI_Init: {:?}", execs(&t));
-    assert_eq!(executions(&s, 23, "branch"), 6.0);
-    assert_eq!(executions(&s, 39, "straight"), 2000.0);
+    assert_eq!(executions(&s, 26, "branch"), 6.0);
+    assert_eq!(executions(&s, 42, "straight"), 2000.0);
 }
 
 /// From the corpus (MPICH's collective tests): MPI_Comm_size on a communicator other than the

@@ -8,7 +8,7 @@
 //! last k iterations took what the k before them took (within [`TOLERANCE`]), every figure of the
 //! run grows by that much per k iterations, and the remaining N - 3k are added analytically: the
 //! makespan, each rank's finish, compute, communication and wait times, messages and bytes,
-//! each host's flops and each link's bytes. Otherwise k doubles (from 2), and once 3k passes
+//! each host's flops and each link's bytes. Otherwise k doubles (from 1), and once 3k passes
 //! N / 8 the whole trace is simulated. The three short runs run at once, each in its own child. A short run that fails (a deadlock when ranks' iterations do not
 //! pair up) falls back to the whole trace as well.
 
@@ -178,7 +178,7 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
     let Some(plan) = plan(&job.trace_dir, job.ranks)? else {
         return Ok(None);
     };
-    let mut k = 2u64;
+    let mut k = 1u64;
     let started = std::time::Instant::now();
     while 3 * k * MAX_SHARE <= plan.count {
         let mut dirs = Vec::new();
