@@ -227,21 +227,23 @@ push @md, '', 'A prediction stage counts as tried only where its input exists (t
 my @sc = grep { $_->{stages}{predict_real4} && $_->{stages}{predict_real4}{ok} } @programs;
 if (@sc) {
     push @md, '## Scaling 2 -> 4', '',
-        'Where a program runs at 2 and 4 ranks: its 2-rank trace scaled to 4 (`predict -n 4 --trace TRACE2`, program',
-        'scaling; the static path at 4 where the trace cannot be scaled) against a trace taken at 4 (`predict -n 4',
-        '--trace TRACE4`), trace counts both, the same machine table and platform.', '',
+        'Where a program traces at 2 and 4 ranks: its 2-rank trace scaled to 4 (`predict -n 4 --trace TRACE2`, program',
+        'scaling: the static path at 4 where it reproduces the 2-rank trace or the trace cannot be scaled) against a',
+        'trace taken at 4 (`predict -n 4 --trace TRACE4`), trace counts both, the same machine table and platform.', '',
         '| program | from the 4-rank trace s | scaled s | difference | how |', '|---|---:|---:|---:|---|';
     my @d;
     for my $p (@sc) {
         my ($real, $sc) = ($p->{stages}{predict_real4}, $p->{stages}{predict_scaled4});
-        if ($sc && $sc->{ok} && defined $sc->{predicted_s} && $real->{predicted_s}) {
-            my $diff = 100 * ($sc->{predicted_s} / $real->{predicted_s} - 1);
+        if ($sc && $sc->{ok} && defined $sc->{predicted_s} && defined $real->{predicted_s}
+            && ($real->{predicted_s} > 0 || $sc->{predicted_s} == 0)) {
+            # Both 0 s (nothing between MPI_Init and MPI_Finalize is compute or a message): alike.
+            my $diff = $real->{predicted_s} > 0 ? 100 * ($sc->{predicted_s} / $real->{predicted_s} - 1) : 0;
             push @d, abs($diff);
-            push @md, sprintf('| %s | %.4f | %.4f | %+.1f%% | %s |', $p->{name}, $real->{predicted_s}, $sc->{predicted_s}, $diff, $sc->{mode});
+            push @md, sprintf('| %s | %.3g | %.3g | %+.1f%% | %s |', $p->{name}, $real->{predicted_s}, $sc->{predicted_s}, $diff, $sc->{mode});
         } else {
             my $why = $sc && $sc->{reason} ? $sc->{reason} : 'no prediction';
             $why =~ s/\|/\\|/g;
-            push @md, sprintf('| %s | %.4f | FAIL | | %s |', $p->{name}, $real->{predicted_s} // 0, substr($why, 0, 160));
+            push @md, sprintf('| %s | %.3g | FAIL | | %s |', $p->{name}, $real->{predicted_s} // 0, substr($why, 0, 160));
         }
     }
     @d = sort { $a <=> $b } @d;

@@ -385,6 +385,46 @@ fn block_seconds(
         .collect()
 }
 
+/// `block_seconds` remembered by the values of the variables the blocks' formulas read (op
+/// counts, array references, allocations), per table: ranks whose formulas see the same values
+/// (all but the edges of a decomposition) are costed once. jacobi2d at 1,024 ranks costed every
+/// block three times per rank and pass.
+struct SecondsMemo {
+    vars: Vec<String>,
+    seen: std::cell::RefCell<HashMap<(usize, Vec<u64>), std::rc::Rc<Vec<f64>>>>,
+}
+
+impl SecondsMemo {
+    fn new(model: &ProgramModel) -> SecondsMemo {
+        let mut vars = std::collections::BTreeSet::new();
+        for b in &model.blocks {
+            for (_, e) in b.ops.iter() {
+                vars.extend(e.vars());
+            }
+            for m in &b.mem {
+                vars.extend(m.count.vars());
+                for e in m.stride.iter().chain(&m.reuse_bytes) {
+                    vars.extend(e.vars());
+                }
+            }
+            for a in &b.allocs {
+                vars.extend(a.vars());
+            }
+        }
+        SecondsMemo { vars: vars.into_iter().collect(), seen: Default::default() }
+    }
+
+    fn get(&self, model: &ProgramModel, table: &BTreeMap<OpClass, f64>, bounds: &Bounds, env: &HashMap<String, f64>) -> std::rc::Rc<Vec<f64>> {
+        let key = (table as *const _ as usize, self.vars.iter().map(|v| env.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect());
+        if let Some(s) = self.seen.borrow().get(&key) {
+            return s.clone();
+        }
+        let s = std::rc::Rc::new(block_seconds(model, table, bounds, env));
+        self.seen.borrow_mut().insert(key, s.clone());
+        s
+    }
+}
+
 /// Writes one rank's skeleton into a trace, in seconds, and keeps per-block totals.
 struct TraceSink<'w> {
     writer: Option<&'w mut crate::trace::fold::FoldingWriter>,
@@ -410,11 +450,15 @@ struct Recost<'w> {
     table: &'w BTreeMap<OpClass, f64>,
     bounds: &'w Bounds,
     env: HashMap<String, f64>,
+    memo: Option<&'w SecondsMemo>,
 }
 
 impl Recost<'_> {
     fn secs(&self) -> Vec<f64> {
-        block_seconds(self.model, self.table, self.bounds, &self.env)
+        match self.memo {
+            Some(m) => m.get(self.model, self.table, self.bounds, &self.env).to_vec(),
+            None => block_seconds(self.model, self.table, self.bounds, &self.env),
+        }
     }
 }
 
@@ -674,6 +718,7 @@ fn evaluate(
     let mut posted_before = 0;
     // One directory for every pass: a pass rewrites each rank's file in place.
     let dir = crate::trace::scratch_dir("mpicast-skeleton", opts.ranks).map_err(io_unresolved)?;
+    let memo = SecondsMemo::new(model);
     for pass in 0..eval::MAX_PASSES {
         let last = pass + 1 == eval::MAX_PASSES;
         let mut execs = vec![0.0; model.blocks.len()];
@@ -694,7 +739,7 @@ fn evaluate(
             let mut row = [0.0; 3];
             let mut it = eval::Interp::new(sh, r, n, 0.5, enums.clone());
             let res = {
-                let recost = Recost { model, table: &costs.nominal, bounds: &costs.bounds, env };
+                let recost = Recost { model, table: &costs.nominal, bounds: &costs.bounds, env, memo: Some(&memo) };
                 let mut sink = TraceSink {
                     writer: Some(&mut w),
                     secs: recost.secs(),
@@ -752,8 +797,8 @@ fn evaluate(
             // extremes.
             if !data_branches {
                 for (k, (table, bounds)) in [(&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].into_iter().enumerate() {
-                    let s = block_seconds(model, table, bounds, &env);
-                    row[k + 1] = scratch.iter().zip(&s).map(|(n, t)| n * t).sum::<f64>() * factor;
+                    let s = memo.get(model, table, bounds, &env);
+                    row[k + 1] = scratch.iter().zip(s.iter()).map(|(n, t)| n * t).sum::<f64>() * factor;
                 }
             } else {
                 bounds_wanted.push((compute.len(), r));
@@ -786,7 +831,7 @@ fn evaluate(
                 .into_iter()
                 .enumerate()
             {
-                let recost = Recost { model, table, bounds, env: rank_env(opts, r, n) };
+                let recost = Recost { model, table, bounds, env: rank_env(opts, r, n), memo: None };
                 let mut bound = vec![0.0; model.blocks.len()];
                 let mut sink = TraceSink {
                     writer: None,
