@@ -115,6 +115,26 @@ pub struct CompiledOps {
     pub mca_note: Option<String>,
 }
 
+/// Block ids (`FILE:LINE:COL:KIND`) with FILE canonical, each file resolved once.
+#[derive(Default)]
+struct CanonicalIds {
+    files: HashMap<String, String>,
+}
+
+impl CanonicalIds {
+    fn id(&mut self, id: &str) -> String {
+        let mut parts = id.rsplitn(4, ':');
+        let (Some(kind), Some(col), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return id.to_string();
+        };
+        let file = self
+            .files
+            .entry(file.to_string())
+            .or_insert_with(|| std::fs::canonicalize(file).map_or_else(|_| file.to_string(), |p| p.display().to_string()));
+        format!("{file}:{line}:{col}:{kind}")
+    }
+}
+
 impl CompiledOps {
     /// The model with its blocks' instruction classes taken from the object code. With the
     /// costs (ns per op), a block costed in core cycles keeps them only where they cost less
@@ -128,23 +148,31 @@ impl CompiledOps {
     /// chain-bound loop does not slow down when a sibling takes a share of the core).
     pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>, throughput_factor: f64) -> ProgramModel {
         let mut m = model.clone();
+        // Blocks are matched by place, their file's path canonical: a trace's model names the
+        // files as the trace was taken (`/abs/stage/is.c`), the build costed here as given
+        // (`../stage/is.c`), and the same program must cost the same.
+        let mut canon = CanonicalIds::default();
+        let blocks: HashMap<String, &BTreeMap<OpClass, f64>> = self.blocks.iter().map(|(k, v)| (canon.id(k), v)).collect();
+        let alts: HashMap<String, &BTreeMap<OpClass, f64>> = self.classes_of_cycles.iter().map(|(k, v)| (canon.id(k), v)).collect();
+        let shares: HashMap<String, f64> = self.throughput_share.iter().map(|(k, v)| (canon.id(k), *v)).collect();
         for b in &mut m.blocks {
             let library: f64 = LIBRARY_CLASSES.iter().filter_map(|c| b.ops.get(c)).filter_map(|e| e.eval_map(&HashMap::new()).ok()).sum();
-            let Some(ops) = self.blocks.get(&b.id) else { continue };
+            let key = canon.id(&b.id);
+            let Some(ops) = blocks.get(&key) else { continue };
             b.ops.retain(|c, _| !INSTRUCTION_CLASSES.contains(c));
-            let mut ops = ops.clone();
-            if let (Some(alt), Some(&cycles)) = (self.classes_of_cycles.get(&b.id), ops.get(&OpClass::CoreCycle)) {
+            let mut ops = (*ops).clone();
+            if let (Some(alt), Some(&cycles)) = (alts.get(&key), ops.get(&OpClass::CoreCycle)) {
                 let ns = |c: &OpClass, n: f64| n * costs.and_then(|t| t.get(c)).copied().unwrap_or(0.0);
                 if costs.is_none() || alt.iter().map(|(c, &n)| ns(c, n)).sum::<f64>() < ns(&OpClass::CoreCycle, cycles) {
                     ops.remove(&OpClass::CoreCycle);
-                    for (&c, &n) in alt {
+                    for (&c, &n) in alt.iter() {
                         *ops.entry(c).or_default() += n;
                     }
                 }
             }
             if let Some(c) = ops.get_mut(&OpClass::CoreCycle) {
                 let f = throughput_factor.max(1.0);
-                let share = self.throughput_share.get(&b.id).copied().unwrap_or(1.0);
+                let share = shares.get(&key).copied().unwrap_or(1.0);
                 *c *= (share * f).max(1.0) / f;
             }
             for (&c, &n) in &ops {
