@@ -225,6 +225,9 @@ pub struct Shared<'p, 'a> {
     comm_funcs: FastSet<&'p str>,
     /// Loops (by statement address) that call a function of `comm_funcs`.
     loop_calls_comm: std::cell::RefCell<FastMap<usize, bool>>,
+    /// Per block: the assumed-rate variables (`ASSUMED_P@arm`) its contributions' formulas
+    /// mention, with the arm (collected once: formula charging asks at every execution).
+    assumed_vars: std::cell::RefCell<FastMap<usize, Rc<Vec<(String, usize)>>>>,
     /// Blocks by file, then (line, column, kind name).
     blocks: FastMap<String, FastMap<(u32, u32, &'static str), usize>>,
     block_memo: std::cell::RefCell<FastMap<(usize, usize, u32, u32, usize), Option<usize>>>,
@@ -480,6 +483,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             files: FastMap::default(),
             comm_funcs: FastSet::default(),
             loop_calls_comm: Default::default(),
+            assumed_vars: Default::default(),
             blocks: FastMap::default(),
             block_memo: Default::default(),
             consts: HashMap::new(),
@@ -2242,19 +2246,26 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         // Data-dependent arms: their sampled rates, else the assumed probability (noted, and
         // the guess flagged, only once the formula is used).
         let mut arms = Vec::new();
-        for e in execs.iter().map(|(_, e)| e) {
-            for v in e.vars() {
-                if let Some(arm) = v
-                    .strip_prefix(ASSUMED_P)
-                    .and_then(|r| r.strip_prefix('@'))
-                    .and_then(|r| r.parse::<usize>().ok())
-                {
-                    if !env.contains_key(&v) {
-                        let rate = self.sh.rates.borrow().get(&arm).map(|r| r.rate).or_else(|| self.sh.error_arms.get(&arm).copied());
-                        env.insert(v, rate.unwrap_or(self.assumed_p));
-                        arms.push(arm);
+        let assumed = self.sh.assumed_vars.borrow().get(&b).cloned();
+        let assumed = assumed.unwrap_or_else(|| {
+            let mut found: Vec<(String, usize)> = Vec::new();
+            for e in execs.iter().map(|(_, e)| e) {
+                for v in e.vars() {
+                    let arm = v.strip_prefix(ASSUMED_P).and_then(|r| r.strip_prefix('@')).and_then(|r| r.parse::<usize>().ok());
+                    if let Some(arm) = arm.filter(|_| !found.iter().any(|(x, _)| *x == v)) {
+                        found.push((v, arm));
                     }
                 }
+            }
+            let found = Rc::new(found);
+            self.sh.assumed_vars.borrow_mut().insert(b, found.clone());
+            found
+        });
+        for (v, arm) in assumed.iter() {
+            if !env.contains_key(v) {
+                let rate = self.sh.rates.borrow().get(arm).map(|r| r.rate).or_else(|| self.sh.error_arms.get(arm).copied());
+                env.insert(v.clone(), rate.unwrap_or(self.assumed_p));
+                arms.push(*arm);
             }
         }
         // Loops whose count the front end does not know: a loop up to a histogram's entry
