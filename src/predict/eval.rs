@@ -6636,15 +6636,7 @@ fn reduce_refs(op: &str, parts: &[&Vec<Val>]) -> Vec<Val> {
 }
 
 fn reduce_all(op: &str, parts: &[Vec<Val>]) -> Vec<Val> {
-    let mut acc: Vec<Val> = parts.first().cloned().unwrap_or_default();
-    for p in parts.iter().skip(1) {
-        for (k, x) in p.iter().enumerate() {
-            if let Some(a) = acc.get_mut(k) {
-                *a = reduce_op(op, a.clone(), x.clone());
-            }
-        }
-    }
-    acc
+    reduce_refs(op, &parts.iter().collect::<Vec<_>>())
 }
 
 fn reduce_op(op: &str, a: Val, b: Val) -> Val {

@@ -338,7 +338,7 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     Ok(prediction)
 }
 
-/// Ranks up to which a scaled trace's kept counts are checked against the static path (it
+/// Ranks up to which program scaling checks the static path against the trace (it
 /// evaluates every rank, bulk data estimated from prefixes of its loops).
 const STATIC_CHECK_MAX: u32 = 64;
 
