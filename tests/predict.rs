@@ -1110,6 +1110,33 @@ fn buffered_sends_do_not_wait_for_their_receives() {
     assert!(p["predicted_s"].as_f64().unwrap() > 0.0);
 }
 
+/// From the corpus (MPICH's red3, gather2, cmsplit2): reductions by the user's own functions
+/// (one that does not commute, applied in rank order at the root; one that commutes, in an
+/// MPI_Allreduce), a gather from a datatype with holes, a short checking nest inside a loop.
+/// Values and messages are the run's, and every block runs as often as in the trace: the
+/// operations' calls, and no error report (the gathered data is not taken for wrong values).
+#[test]
+fn eval_user_operations_and_derived_datatypes() {
+    let src = "tests/fixtures/corpus/user_ops.c";
+    static_matches_run(src, 4, &[], &[]);
+    let scratch = Scratch::new("mpicast-userops");
+    let traced = scratch.trace("traced", &root().join(src), 4, &[]);
+    let execs = |p: &serde_json::Value| -> std::collections::BTreeMap<String, f64> {
+        p["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (format!("{}:{}", b["function"].as_str().unwrap(), b["line_start"]), b["executions"].as_f64().unwrap()))
+            .collect()
+    };
+    let stat = execs(&json(&[src, "-n", "4", "--static-only", "--top", "1000", "--platform", LOCALHOST]));
+    let trace = execs(&json(&[src, "-n", "4", "--trace", traced.to_str().unwrap(), "--top", "1000", "--platform", LOCALHOST]));
+    assert_eq!(stat, trace, "{src}: block executions, static path vs trace");
+    // matmul: 3 calls at each of 4 roots; absmax: 2 steps of recursive doubling at each rank.
+    assert_eq!(stat.get("matmul:12"), Some(&12.0), "{stat:?}");
+    assert_eq!(stat.get("absmax:31"), Some(&8.0), "{stat:?}");
+}
+
 /// From the corpus (MPICH's distgraph1, graphcr): graph and distributed-graph communicators,
 /// their neighbours and kinds; values and messages are the run's.
 #[test]

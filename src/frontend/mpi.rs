@@ -107,6 +107,23 @@ pub const CONSTANTS: &[(&str, i128)] = &[
     ("MPI_ANY_TAG", -1),
     ("MPI_ROOT", -4),
     ("MPI_UNDEFINED", -32766),
+    ("MPI_KEYVAL_INVALID", -1),
+    ("MPI_CART", 1),
+    ("MPI_GRAPH", 2),
+    ("MPI_DIST_GRAPH", 3),
+    ("MPI_IDENT", 0),
+    ("MPI_CONGRUENT", 1),
+    ("MPI_SIMILAR", 2),
+    ("MPI_UNEQUAL", 3),
+    ("MPI_THREAD_SINGLE", 0),
+    ("MPI_THREAD_FUNNELED", 1),
+    ("MPI_THREAD_SERIALIZED", 2),
+    ("MPI_THREAD_MULTIPLE", 3),
+    ("MPI_MAX_PROCESSOR_NAME", 256),
+    ("MPI_MAX_ERROR_STRING", 256),
+    ("MPI_MAX_OBJECT_NAME", 64),
+    ("MPI_MAX_LIBRARY_VERSION_STRING", 256),
+    ("MPI_BSEND_OVERHEAD", 128),
 ];
 
 /// Size in bytes of a predefined MPI datatype.

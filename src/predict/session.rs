@@ -371,8 +371,9 @@ fn static_checked(
         return None;
     }
     let at = |ranks: u32| Options { ranks, estimate_bulk: true, ..opts.clone() };
-    // The check is worth a fraction of the evaluation's budget at K.
-    let mut small = Options { eval_budget_s: Some(STATIC_CHECK_BUDGET_S), ..at(k) };
+    // The check is worth a fraction of the evaluation's budget at K; it compares every block,
+    // not the report's hottest.
+    let mut small = Options { eval_budget_s: Some(STATIC_CHECK_BUDGET_S), top: usize::MAX, ..at(k) };
     if let Some(args) = set.meta.as_ref().map(|m| m.args.clone()).filter(|a| *a != opts.args) {
         small.bindings = super::bind_parameters(model, defines, &args).ok()?.0;
         small.args = args;
@@ -392,6 +393,12 @@ fn static_checked(
             off += b.seconds * ((e - b.executions) / b.executions).abs().min(1.0);
             all += b.seconds;
         }
+    }
+    // Blocks the static path runs and the trace never did (an error report it assumed taken).
+    let traced_ids: std::collections::HashSet<&str> = traced.blocks.iter().map(|b| b.id.as_str()).collect();
+    for b in stat.blocks.iter().filter(|b| b.executions > 0.0 && !traced_ids.contains(b.id.as_str())) {
+        off += b.seconds;
+        all += b.seconds;
     }
     let blocks_off = if all > 0.0 { off / all } else { 0.0 };
     let time_off = (stat.predicted_s / traced.predicted_s - 1.0).abs();
