@@ -48,6 +48,9 @@ const COMM_SELF: u32 = u32::MAX;
 /// A loop without communication whose formula gives more executions than this is charged by
 /// the formula; shorter ones are interpreted (their scalars then stay exact).
 const INTERPRET_BELOW: f64 = 256.0;
+
+/// Elements up to which qsort sorts by the program's comparator (each comparison a call).
+const SORT_MAX: i64 = 4096;
 /// Iterations a loop that stores into small arrays or structs may have left to be run to its
 /// end rather than extrapolated.
 const EXACT_BELOW: u64 = 4096;
@@ -3951,7 +3954,119 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.copy_elements(vals.first(), vals.get(1), count);
             return Ok(vals.first().cloned().unwrap_or(Val::I(0)));
         }
+        if func == "qsort" {
+            if let Some(cmp) = args.get(3).and_then(function_named).and_then(|f| self.sh.funcs.get(f).copied()) {
+                self.qsort(cmp, &vals, sink)?;
+                return Ok(Val::I(0));
+            }
+        }
         self.libc(func, vals)
+    }
+
+    /// `qsort(base, n, size, cmp)` with the program's comparator: glibc's merge sort, the
+    /// comparator called (and charged) at every comparison it makes, the elements sorted. On
+    /// elements not all known (or more than SORT_MAX), one call charged as many times as a
+    /// merge sort of random data compares, and the array's order unknown.
+    fn qsort(&mut self, cmp: &'p Function, vals: &[Val], sink: &mut dyn Sink) -> R<()> {
+        let n = vals.get(1).and_then(|x| x.int()).unwrap_or(0);
+        let base = vals.first().cloned();
+        if n <= 1 {
+            return Ok(());
+        }
+        let known = if n <= SORT_MAX { self.read_buf(base.as_ref(), n) } else { None };
+        let known = known.filter(|v| v.len() as i64 == n && v.iter().all(|x| !x.is_unknown()));
+        let (a, b) = (self.array_of(&[Val::I(0)]), self.array_of(&[Val::I(0)]));
+        let Some(mut elems) = known else {
+            let nf = n as f64;
+            let calls = (nf * nf.log2() - 1.25 * nf).max(nf - 1.0);
+            let note = format!(
+                "{}:{}: qsort of {n} elements not known before running: its comparator called {calls:.0} times, as a merge sort of random data compares (sorted data: about {:.0})",
+                self.file,
+                self.line,
+                (nf / 2.0 * nf.log2()).max(nf - 1.0)
+            );
+            if !self.assumed.contains(&note) {
+                self.assumed.push(note);
+            }
+            let w = self.weight;
+            self.weight = w * calls;
+            let r = match base.as_ref() {
+                Some(p @ Val::P(..)) => self.call_user(cmp, vec![p.clone(), offset(p, 1)], sink),
+                _ => self.call_user(cmp, vec![Val::P(a, 0), Val::P(b, 0)], sink),
+            };
+            self.weight = w;
+            r?;
+            if let Some(Val::P(c, _)) = base {
+                let why: Rc<str> = Rc::from(format!("sorted by qsort at {}:{}", self.file, self.line));
+                self.poison_cells(c, &why);
+            }
+            return Ok(());
+        };
+        let mut tmp = elems.clone();
+        let mut unsure = false;
+        self.merge_sort(cmp, &mut elems, &mut tmp, (a, b), &mut unsure, sink)?;
+        self.write_buf(base.as_ref(), &elems);
+        if unsure {
+            if let Some(Val::P(c, _)) = base {
+                let why: Rc<str> = Rc::from(format!("sorted by qsort at {}:{} on values the comparator could not order", self.file, self.line));
+                self.poison_cells(c, &why);
+            }
+        }
+        Ok(())
+    }
+
+    /// glibc's msort_with_tmp: halves sorted, then merged, the first half's element taken while
+    /// the comparator says it is not greater.
+    fn merge_sort(&mut self, cmp: &'p Function, v: &mut [Val], tmp: &mut [Val], ab: (usize, usize), unsure: &mut bool, sink: &mut dyn Sink) -> R<()> {
+        let n = v.len();
+        if n <= 1 {
+            return Ok(());
+        }
+        let n1 = n / 2;
+        {
+            let (l, r) = v.split_at_mut(n1);
+            let (tl, tr) = tmp.split_at_mut(n1);
+            self.merge_sort(cmp, l, tl, ab, unsure, sink)?;
+            self.merge_sort(cmp, r, tr, ab, unsure, sink)?;
+        }
+        let (mut i, mut j, mut k) = (0, n1, 0);
+        while i < n1 && j < n {
+            self.put_elem(ab.0, v[i].clone());
+            self.put_elem(ab.1, v[j].clone());
+            let r = self.call_user(cmp, vec![Val::P(ab.0, 0), Val::P(ab.1, 0)], sink)?;
+            let first = match r.int() {
+                Some(x) => x <= 0,
+                None => {
+                    *unsure = true;
+                    true
+                }
+            };
+            if first {
+                tmp[k] = v[i].clone();
+                i += 1;
+            } else {
+                tmp[k] = v[j].clone();
+                j += 1;
+            }
+            k += 1;
+        }
+        while i < n1 {
+            tmp[k] = v[i].clone();
+            i += 1;
+            k += 1;
+        }
+        // (What is left of the second half is already in place.)
+        v[..k].clone_from_slice(&tmp[..k]);
+        Ok(())
+    }
+
+    /// Stores `x` as the only element of the array `arr` (see `array_of`).
+    fn put_elem(&mut self, arr: usize, x: Val) {
+        if let Cell::Ar(cells, _) = &self.heap[arr] {
+            if let Some(&e) = cells.first() {
+                self.put(e, Cell::V(x));
+            }
+        }
     }
 
     fn is_floating(&self, t: &CType) -> bool {
@@ -5044,14 +5159,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             // A user-defined reduction: the op is its function (and whether it commutes), which
             // the reductions call as the MPI library does.
             "MPI_Op_create" => {
-                let f = match args.first() {
-                    Some(CExpr::Ident(n)) => Some(n.as_str()),
-                    Some(CExpr::Unary { op, arg }) if op == "&" => match &**arg {
-                        CExpr::Ident(n) => Some(n.as_str()),
-                        _ => None,
-                    },
-                    _ => None,
-                };
+                let f = args.first().and_then(function_named);
                 let commute = v.get(1).and_then(|x| x.truth()).unwrap_or(true);
                 let op = match f.filter(|f| self.sh.funcs.contains_key(*f)) {
                     Some(f) => Val::Name(Rc::from(format!("{USER_OP}{}:{f}", u8::from(commute)))),
@@ -6814,6 +6922,19 @@ fn offset(p: &Val, k: i64) -> Val {
     match p {
         Val::P(c, o) => Val::P(*c, o + k),
         other => other.clone(),
+    }
+}
+
+/// The function a call passes by name (`cmp` or `&cmp`).
+fn function_named(e: &CExpr) -> Option<&str> {
+    match e {
+        CExpr::Ident(n) => Some(n.as_str()),
+        CExpr::Unary { op, arg } if op == "&" => match &**arg {
+            CExpr::Ident(n) => Some(n.as_str()),
+            _ => None,
+        },
+        CExpr::Cast { value, .. } => function_named(value),
+        _ => None,
     }
 }
 
