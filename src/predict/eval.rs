@@ -763,6 +763,9 @@ pub struct Interp<'s, 'p, 'a> {
     reqs: Vec<(usize, u64)>,
     cart_dims: Vec<i64>,
     cart_periods: Vec<bool>,
+    /// The memory this rank exposes in RMA windows (arrays): other ranks write it, and the
+    /// evaluation does not follow one-sided operations.
+    windows: Vec<usize>,
     next_char: usize,
     depth: usize,
     enums: Rc<HashMap<String, CExpr>>,
@@ -903,6 +906,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             reqs: Vec::new(),
             cart_dims: Vec::new(),
             cart_periods: Vec::new(),
+            windows: Vec::new(),
             next_char: 0,
             depth: 0,
             enums,
@@ -1483,6 +1487,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn charge(&mut self, b: Option<usize>) {
+        // What runs after MPI_Finalize is outside the prediction (as in a traced run).
+        if self.mpi_state == 2 {
+            return;
+        }
         if let Some(b) = b {
             if self.weight != 0.0 {
                 self.pending.push((b, self.weight));
@@ -5156,6 +5164,39 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 return Ok(Val::I(0));
             }
+            // One-sided communication is not followed: a window's memory is unknown after each
+            // synchronisation (other ranks may have put or accumulated into it), and what a get
+            // or fetch brings is unknown.
+            "MPI_Win_create" | "MPI_Win_attach" => {
+                let at = if name == "MPI_Win_create" { v.first() } else { v.get(1) };
+                if let Some(Val::P(c, _)) = at {
+                    self.windows.push(*c);
+                }
+            }
+            "MPI_Win_fence" | "MPI_Win_unlock" | "MPI_Win_unlock_all" | "MPI_Win_complete" | "MPI_Win_wait"
+            | "MPI_Win_test" | "MPI_Win_flush" | "MPI_Win_flush_all" | "MPI_Win_flush_local"
+            | "MPI_Win_flush_local_all" | "MPI_Win_sync" | "MPI_Win_lock" | "MPI_Win_lock_all" | "MPI_Win_post"
+            | "MPI_Win_start" => {
+                let why: Rc<str> = Rc::from(format!("window memory after {name} at {}:{} (one-sided communication is not followed)", self.file, self.line));
+                for c in self.windows.clone() {
+                    self.touched(c);
+                    self.poison_cells(c, &why);
+                }
+            }
+            "MPI_Get" | "MPI_Rget" | "MPI_Get_accumulate" | "MPI_Rget_accumulate" | "MPI_Fetch_and_op"
+            | "MPI_Compare_and_swap" => {
+                let k = match name {
+                    "MPI_Get" | "MPI_Rget" => 0,
+                    "MPI_Fetch_and_op" => 1,
+                    "MPI_Compare_and_swap" => 2,
+                    _ => 3,
+                };
+                if let Some(Val::P(c, _)) = v.get(k) {
+                    let why: Rc<str> = Rc::from(format!("fetched by {name} at {}:{} (one-sided communication is not followed)", self.file, self.line));
+                    self.touched(*c);
+                    self.poison_cells(*c, &why);
+                }
+            }
             // A user-defined reduction: the op is its function (and whether it commutes), which
             // the reductions call as the MPI library does.
             "MPI_Op_create" => {
@@ -5416,8 +5457,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         }
                     }
                 }
-                let weighted = !matches!(v.get(5), Some(Val::Name(n)) if &**n == "MPI_UNWEIGHTED")
-                    && !matches!(v.get(5), Some(Val::I(0)));
+                // (NULL weights too are weights to OpenMPI: only MPI_UNWEIGHTED is not.)
+                let weighted = !matches!(v.get(5), Some(Val::Name(n)) if &**n == "MPI_UNWEIGHTED");
                 let members = self.comms[&c].clone();
                 let nc = self.make_comm(c, members, true, sink)?;
                 if let Val::Comm(id) = nc {
@@ -5639,7 +5680,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let c = self.comm_id(v.first(), call)?;
                 let members = self.comms[&c].clone();
                 let nc = self.new_comm(c, members, sink)?;
-                // Same members in the same order, its own id (a `comm` line in the skeleton).
+                // Same members in the same order, its own id (a `comm` line in the skeleton),
+                // and the same topology.
+                if let (Val::Comm(id), Some(t)) = (&nc, self.topo.get(&c).cloned()) {
+                    self.topo.insert(*id, t);
+                }
                 self.write_ptr(v.get(1), nc);
                 return Ok(Val::I(0));
             }
@@ -6791,6 +6836,12 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
         ("==", Val::Comm(x), Val::Comm(y)) => return Val::I((x == y) as i64),
         ("!=", Val::Comm(x), Val::Comm(y)) => return Val::I((x != y) as i64),
         // A communicator is never MPI_COMM_NULL (-1 here).
+        // OpenMPI's sentinel pointers are not NULL: `MPI_UNWEIGHTED != NULL`.
+        ("==" | "!=", Val::Name(n), Val::I(0)) | ("==" | "!=", Val::I(0), Val::Name(n))
+            if matches!(&**n, "MPI_UNWEIGHTED" | "MPI_WEIGHTS_EMPTY" | "MPI_IN_PLACE") =>
+        {
+            return Val::I((op == "!=") as i64)
+        }
         ("==" | "!=", Val::Comm(_), Val::I(-1)) | ("==" | "!=", Val::I(-1), Val::Comm(_)) => {
             return Val::I((op == "!=") as i64)
         }
