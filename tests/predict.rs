@@ -825,6 +825,24 @@ fn static_and_trace_count_from_mpi_init_and_a_duplicate_is_not_the_world() {
     assert_eq!(executions(&s, 42, "straight"), 2000.0);
 }
 
+/// Statements after MPI_Init in the same straight run of code (Open MPI's hello_c, predicted at
+/// 0 s by both paths when they were charged with the block the call sits in, before counts
+/// start): a block of their own, entered after the call, counted once per rank by both.
+#[test]
+fn statements_after_mpi_init_are_counted() {
+    let src = "tests/fixtures/eval/after_init.c";
+    let run = |mode: &[&str]| {
+        let mut a = vec![src, "-n", "2", "--platform", LOCALHOST];
+        a.extend(mode);
+        json(&a)
+    };
+    let (s, t) = (run(&["--static-only"]), run(&["--trace-ranks", "2"]));
+    assert_eq!(executions(&s, 12, "straight"), 2.0);
+    assert_eq!(executions(&t, 12, "straight"), 2.0);
+    assert!(s["predicted_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(s["predicted_s"], t["predicted_s"]);
+}
+
 /// A trace taken with the sources named one way and predicted with them named another (an
 /// absolute path, then relative to the current directory) costs the same compiled code: the
 /// blocks are matched by place, not by the spelling of their file (NAS IS was 50.5 ms one way,

@@ -441,6 +441,11 @@ impl<'a> Analyzer<'a> {
                     self.collect_chain(e, ctx, &mut seg.chains);
                     self.collect_allocs(e, &mut seg.allocs);
                     self.note_calls(e, seg);
+                    // Counts start when MPI_Init returns (the trace runtime's and the static
+                    // path's): what follows it starts a block of its own, entered after it.
+                    if is_mpi_init(e) {
+                        self.flush(seg, parent, ctx);
+                    }
                 }
             }
             Stmt::Decl(decls, sp) => {
@@ -1905,6 +1910,15 @@ fn argv_read(e: &CExpr) -> Option<(u32, Option<CExpr>)> {
     })?;
     let default = args.last().filter(|_| args.len() > pos + 2).cloned();
     Some((k, default))
+}
+
+/// A statement that calls MPI_Init or MPI_Init_thread: `MPI_Init(...)`, `rc = MPI_Init(...)`.
+fn is_mpi_init(e: &CExpr) -> bool {
+    let call = match e {
+        CExpr::Assign { right, .. } => &**right,
+        other => other,
+    };
+    matches!(strip_casts(call), CExpr::Call { func, .. } if func == "MPI_Init" || func == "MPI_Init_thread")
 }
 
 /// A statement that is a communication call: `MPI_Send(...)`, `rc = MPI_Recv(...)`.
