@@ -117,12 +117,12 @@ pub struct CompiledOps {
 
 /// Block ids (`FILE:LINE:COL:KIND`) with FILE canonical, each file resolved once.
 #[derive(Default)]
-struct CanonicalIds {
+pub struct CanonicalIds {
     files: HashMap<String, String>,
 }
 
 impl CanonicalIds {
-    fn id(&mut self, id: &str) -> String {
+    pub fn id(&mut self, id: &str) -> String {
         let mut parts = id.rsplitn(4, ':');
         let (Some(kind), Some(col), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
             return id.to_string();

@@ -249,17 +249,9 @@ pub fn predict(req: &Request) -> Result<Prediction> {
             // and collectives that exist only at some sizes, counts the master computes) comes
             // from the program, not from the K-rank counts.
             Ok(p) if !req.measured && req.scaling == Mode::Program && unbound.is_none() => {
-                return Ok(match static_checked(model, &analysed.defines, &popts, dir, req.allow_incomplete, STATIC_CHECK_TOLERANCE, Some(STATIC_CHECK_BUDGET_S)) {
-                    Some(mut q) => {
-                        let rescaled = p.assumptions.iter().filter(|a| a.starts_with("loops the front end cannot count"));
-                        let was = crate::report::table::seconds(p.predicted_s);
-                        q.scaling = p.scaling.map(|mut s| {
-                            s.notes.push(format!("not used ({was}): counts and messages at {} ranks come from the static path, which reproduces the {}-rank trace", s.to_ranks, s.from_ranks));
-                            s.notes.extend(rescaled.cloned());
-                            s
-                        });
-                        q
-                    }
+                let set = crate::trace::set::TraceSet::open(dir).ok();
+                return Ok(match set.and_then(|set| static_checked(model, &analysed.defines, &popts, dir, &set, req.allow_incomplete, STATIC_CHECK_TOLERANCE, Some(STATIC_CHECK_BUDGET_S))) {
+                    Some(q) => static_for_scaled(p, q),
                     None => p,
                 });
             }
@@ -277,7 +269,10 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         // Where it needs bulk data estimated, the trace at K checks the estimate.
         let Some(mut p) = super::predict_static(model, &popts)
             .ok()
-            .or_else(|| static_checked(model, &analysed.defines, &popts, dir, req.allow_incomplete, STATIC_FALLBACK_TOLERANCE, None))
+            .or_else(|| {
+                let set = crate::trace::set::TraceSet::open(dir).ok()?;
+                static_checked(model, &analysed.defines, &popts, dir, &set, req.allow_incomplete, STATIC_FALLBACK_TOLERANCE, None)
+            })
         else {
             return Err(e);
         };
@@ -338,6 +333,19 @@ pub fn predict(req: &Request) -> Result<Prediction> {
     Ok(prediction)
 }
 
+/// The static path's prediction `q` in place of the scaled trace's `p`, which its scaling
+/// section keeps with a note ("not used") and the loops it rescaled.
+fn static_for_scaled(p: Prediction, mut q: Prediction) -> Prediction {
+    let rescaled = p.assumptions.iter().filter(|a| a.starts_with("loops the front end cannot count"));
+    let was = crate::report::table::seconds(p.predicted_s);
+    q.scaling = p.scaling.clone().map(|mut s| {
+        s.notes.push(format!("not used ({was}): counts and messages at {} ranks come from the static path, which reproduces the {}-rank trace", s.to_ranks, s.from_ranks));
+        s.notes.extend(rescaled.cloned());
+        s
+    });
+    q
+}
+
 /// Ranks up to which program scaling checks the static path against the trace (it
 /// evaluates every rank, bulk data estimated from prefixes of its loops).
 const STATIC_CHECK_MAX: u32 = 64;
@@ -364,16 +372,17 @@ const STATIC_FALLBACK_TOLERANCE: f64 = 0.05;
 /// `tolerance`, the same number of messages. Values that long loops compute from bulk data are
 /// estimated (`--estimate-bulk`): the trace checks the estimate. None when it does not resolve
 /// or does not agree.
+#[allow(clippy::too_many_arguments)]
 fn static_checked(
     model: &ProgramModel,
     defines: &BTreeMap<String, f64>,
     opts: &Options,
     dir: &Path,
+    set: &crate::trace::set::TraceSet,
     allow_incomplete: bool,
     tolerance: f64,
     budget_s: Option<f64>,
 ) -> Option<Prediction> {
-    let set = crate::trace::set::TraceSet::open(dir).ok()?;
     let k = set.ranks;
     if k == opts.ranks || k > STATIC_CHECK_MAX || opts.ranks > STATIC_CHECK_MAX {
         return None;
@@ -386,25 +395,91 @@ fn static_checked(
         small.bindings = super::bind_parameters(model, defines, &args).ok()?.0;
         small.args = args;
     }
+    // A sweep checks once: what the check found is kept by everything it depends on.
+    let key = format!(
+        "{}|{:?}|{}|{}|{:?}|{:?}|{:?}|{:?}",
+        dir.display(),
+        small.args,
+        small.platform.display(),
+        small.machine_path.display(),
+        small.variant,
+        small.cfg,
+        small.eager_threshold,
+        budget_s
+    );
+    let found = {
+        let cached = CHECKS.lock().ok().and_then(|m| m.get(&key).cloned());
+        match cached {
+            Some(f) => f,
+            None => {
+                let f = check_at_k(model, set, &small, allow_incomplete);
+                if let Ok(mut m) = CHECKS.lock() {
+                    m.insert(key, f.clone());
+                }
+                f
+            }
+        }
+    }?;
+    if found.blocks_off > tolerance || found.time_off > tolerance || !found.same_messages {
+        return None;
+    }
+    let mut p = super::predict_static(model, &at(opts.ranks)).ok()?;
+    p.assumptions.insert(
+        0,
+        format!(
+            "counts and messages at {} ranks from the program's own arithmetic (the static path), which reproduces the {k}-rank trace: block executions within {:.2}% (weighted by cost), the same {} messages, {} against {}",
+            opts.ranks,
+            100.0 * found.blocks_off,
+            found.messages,
+            crate::report::table::seconds(found.static_s),
+            crate::report::table::seconds(found.traced_s),
+        ),
+    );
+    Some(p)
+}
+
+/// What the static path at the trace's K ranks shows against the trace (`static_checked`).
+#[derive(Clone)]
+struct CheckFound {
+    /// Block executions off, weighted by the trace's seconds (blocks only the static path
+    /// runs counted in full), relative.
+    blocks_off: f64,
+    /// The predicted times' relative difference.
+    time_off: f64,
+    same_messages: bool,
+    messages: u64,
+    static_s: f64,
+    traced_s: f64,
+}
+
+/// Checks already made in this process (a sweep's points share them); None: the static path
+/// did not resolve at K.
+static CHECKS: std::sync::LazyLock<std::sync::Mutex<HashMap<String, Option<CheckFound>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+fn check_at_k(model: &ProgramModel, set: &crate::trace::set::TraceSet, small: &Options, allow_incomplete: bool) -> Option<CheckFound> {
+    let k = set.ranks;
     let debug = std::env::var_os("MPICAST_EVAL_DEBUG").is_some();
-    let (_, traced) = super::predict_trace_set(&set, &small, false, allow_incomplete, None)
+    let (_, traced) = super::predict_trace_set(set, small, false, allow_incomplete, None)
         .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace: {e:#}")))
         .ok()?;
-    let stat = super::predict_static(model, &small)
+    let stat = super::predict_static(model, small)
         .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace: {e:#}")))
         .ok()?;
-    let execs: HashMap<&str, f64> = stat.blocks.iter().map(|b| (b.id.as_str(), b.executions)).collect();
+    // Blocks by place (the trace may name the sources another way than the analysis did).
+    let mut canon = crate::objcode::CanonicalIds::default();
+    let execs: HashMap<String, f64> = stat.blocks.iter().map(|b| (canon.id(&b.id), b.executions)).collect();
     let (mut off, mut all) = (0.0, 0.0);
     for b in &traced.blocks {
-        let e = execs.get(b.id.as_str()).copied().unwrap_or(0.0);
+        let e = execs.get(&canon.id(&b.id)).copied().unwrap_or(0.0);
         if b.executions > 0.0 {
             off += b.seconds * ((e - b.executions) / b.executions).abs().min(1.0);
             all += b.seconds;
         }
     }
     // Blocks the static path runs and the trace never did (an error report it assumed taken).
-    let traced_ids: std::collections::HashSet<&str> = traced.blocks.iter().map(|b| b.id.as_str()).collect();
-    for b in stat.blocks.iter().filter(|b| b.executions > 0.0 && !traced_ids.contains(b.id.as_str())) {
+    let traced_ids: std::collections::HashSet<String> = traced.blocks.iter().map(|b| canon.id(&b.id)).collect();
+    for b in stat.blocks.iter().filter(|b| b.executions > 0.0 && !traced_ids.contains(&canon.id(&b.id))) {
         off += b.seconds;
         all += b.seconds;
     }
@@ -420,22 +495,14 @@ fn static_checked(
             traced.messages
         );
     }
-    if blocks_off > tolerance || time_off > tolerance || stat.messages != traced.messages {
-        return None;
-    }
-    let mut p = super::predict_static(model, &at(opts.ranks)).ok()?;
-    p.assumptions.insert(
-        0,
-        format!(
-            "counts and messages at {} ranks from the program's own arithmetic (the static path), which reproduces the {k}-rank trace: block executions within {:.2}% (weighted by cost), the same {} messages, {} against {}",
-            opts.ranks,
-            100.0 * blocks_off,
-            traced.messages,
-            crate::report::table::seconds(stat.predicted_s),
-            crate::report::table::seconds(traced.predicted_s),
-        ),
-    );
-    Some(p)
+    Some(CheckFound {
+        blocks_off,
+        time_off,
+        same_messages: stat.messages == traced.messages,
+        messages: traced.messages,
+        static_s: stat.predicted_s,
+        traced_s: traced.predicted_s,
+    })
 }
 
 /// Predictions at several rank counts and on several platforms (`mpicast sweep`).
@@ -554,11 +621,22 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
                         Some(s) => Ok(s),
                         None => crate::trace::set::TraceSet::open(dir),
                     };
-                    opened.and_then(|s| {
+                    let p = opened.and_then(|s| {
                         let p = super::predict_trace_set(&s, &opts, req.measured, false, Some(&scale)).map(|x| x.1);
                         set = Some(s);
                         p
-                    })
+                    });
+                    // As predict: the program's own arithmetic where it reproduces the trace
+                    // (checked once for the whole sweep).
+                    match (p, &set) {
+                        (Ok(p), Some(s)) if !req.measured && req.scaling == Mode::Program => {
+                            match static_checked(model, &analysed.defines, &opts, dir, s, false, STATIC_CHECK_TOLERANCE, Some(STATIC_CHECK_BUDGET_S)) {
+                                Some(q) => Ok(static_for_scaled(p, q)),
+                                None => Ok(p),
+                            }
+                        }
+                        (other, _) => other,
+                    }
                 }
                 None => super::predict_static(model, &opts),
             }
