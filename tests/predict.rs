@@ -1158,6 +1158,14 @@ fn eval_user_operations_and_derived_datatypes() {
     assert_eq!(stat.get("bydigits:44"), Some(&561.0), "{stat:?}");
 }
 
+/// From the corpus (MPICH's cmsplit2): communicators split in a loop whose first iterations
+/// are alike for the last ranks (they pass MPI_UNDEFINED) are not folded: every member's split
+/// counts, and the orders of keys are the run's at 5 ranks.
+#[test]
+fn eval_splits_in_a_loop_are_not_folded_away() {
+    static_matches_run("tests/fixtures/corpus/split_loop.c", 5, &[], &[]);
+}
+
 /// From the corpus (MPICH's accfence2): memory in an RMA window and what MPI_Get fetches are
 /// unknown after a synchronisation, not the zeros they held: the checks report no error, as
 /// the run does.

@@ -230,6 +230,9 @@ pub struct Shared<'p, 'a> {
     /// analysis knows this of the program's own functions, not of those from headers outside
     /// it (a test harness's collective wrappers).
     comm_funcs: FastSet<&'p str>,
+    /// The program's functions that make communicators (MPI_Comm_split and the like), to a
+    /// fixed point over the calls between them.
+    comm_makers: FastSet<&'p str>,
     /// Loops (by statement address) that call a function of `comm_funcs`.
     loop_calls_comm: std::cell::RefCell<FastMap<usize, bool>>,
     /// Per block: the assumed-rate variables (`ASSUMED_P@arm`) its contributions' formulas
@@ -489,6 +492,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             funcs: FastMap::default(),
             files: FastMap::default(),
             comm_funcs: FastSet::default(),
+            comm_makers: FastSet::default(),
             loop_calls_comm: Default::default(),
             assumed_vars: Default::default(),
             blocks: FastMap::default(),
@@ -576,6 +580,17 @@ impl<'p, 'a> Shared<'p, 'a> {
                 break;
             }
         }
+        loop {
+            let before = s.comm_makers.len();
+            for (n, cs) in &callees {
+                if !s.comm_makers.contains(n) && cs.iter().any(|c| makes_comm(c) || s.comm_makers.contains(c)) {
+                    s.comm_makers.insert(n);
+                }
+            }
+            if s.comm_makers.len() == before {
+                break;
+            }
+        }
         s.structs.entry("option").or_insert_with(|| {
             ["name", "has_arg", "flag", "val"]
                 .iter()
@@ -619,6 +634,26 @@ impl<'p, 'a> Shared<'p, 'a> {
             Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } | Stmt::Switch { body, .. } => self.find_error_arms(file, body),
             _ => {}
         }
+    }
+
+    /// Forgets the branch rates sample runs measured: a pass that read values other ranks
+    /// posted in the previous one (or stood in for them) sampled its loops on data a later
+    /// pass corrects (MPICH's gather2 at 8 ranks: a gathered buffer filled with the root's own
+    /// part took every check for a mismatch).
+    pub fn forget_samples(&self) {
+        self.rates.borrow_mut().clear();
+        self.sampled.borrow_mut().clear();
+        self.sample_spent.set(0.0);
+    }
+
+    /// Whether statement `s` makes a communicator, itself or through the program's functions:
+    /// its iterations are never folded (a folded iteration contributes nothing to the
+    /// members' splits, which then stand in for it: MPICH's cmsplit2 at 5 ranks put a rank that
+    /// passed MPI_UNDEFINED into every communicator).
+    fn makes_comms(&self, s: &Stmt) -> bool {
+        let mut names = Vec::new();
+        call_names(s, &mut names);
+        names.iter().any(|n| makes_comm(n) || self.comm_makers.contains(n))
     }
 
     /// Whether loop `s` calls a function that communicates (see `comm_funcs`).
@@ -2920,7 +2955,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             // A loop with communication whose iterations do not read the loop variable:
             // record two iterations; alike ones fold into `loop K`.
-            if has_comm && !var_in_body && !folded_once && k == 0 && !self.strict_comm {
+            if has_comm && !var_in_body && !folded_once && k == 0 && !self.strict_comm && !self.sh.makes_comms(body) {
                 if let Some(rest) = self.remaining(shape.as_ref()) {
                     if rest >= 3 {
                         folded_once = true;
@@ -2939,7 +2974,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             // comparisons with bounds the body does not change: iterations a period of the
             // moduli apart are alike until the first comparison changes; two periods are
             // recorded and, alike, the periods before that iteration fold into `loop K`.
-            if has_comm && var_in_body && !folded_once && k == 0 && !self.strict_comm {
+            if has_comm && var_in_body && !folded_once && k == 0 && !self.strict_comm && !self.sh.makes_comms(body) {
                 folded_once = true;
                 if let Some(plan) = shape.as_ref().and_then(|sh| self.periodic_plan(body, sh, &written)) {
                     k = self.try_fold_periods(body, lb, update, shape.as_ref(), plan, &written, sink)?;
@@ -7516,6 +7551,28 @@ fn expr_any(e: &CExpr, f: &dyn Fn(&CExpr) -> bool) -> bool {
 
 /// Whether a call to `name` may write trace actions: communication (MPI or P2PDC), and the
 /// communicator constructors (a new communicator is declared in the trace).
+/// MPI routines that make a communicator (collective over the parent: every member's call
+/// counts in its sequence).
+fn makes_comm(name: &str) -> bool {
+    matches!(
+        name,
+        "MPI_Comm_split"
+            | "MPI_Comm_split_type"
+            | "MPI_Comm_create"
+            | "MPI_Comm_create_group"
+            | "MPI_Comm_dup"
+            | "MPI_Comm_dup_with_info"
+            | "MPI_Comm_idup"
+            | "MPI_Intercomm_create"
+            | "MPI_Intercomm_merge"
+            | "MPI_Cart_create"
+            | "MPI_Cart_sub"
+            | "MPI_Graph_create"
+            | "MPI_Dist_graph_create"
+            | "MPI_Dist_graph_create_adjacent"
+    )
+}
+
 fn emits_actions(name: &str) -> bool {
     crate::frontend::mpi::comm_signature(name).is_some()
         || name.starts_with("P2P")

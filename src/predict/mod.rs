@@ -721,6 +721,9 @@ fn evaluate(
     let memo = SecondsMemo::new(model);
     for pass in 0..eval::MAX_PASSES {
         let last = pass + 1 == eval::MAX_PASSES;
+        if pass > 0 {
+            sh.forget_samples();
+        }
         let mut execs = vec![0.0; model.blocks.len()];
         let mut compute = Vec::with_capacity(n as usize);
         let mut outputs = Vec::new();
@@ -728,6 +731,7 @@ fn evaluate(
         let mut missed = false;
         let mut missed_recvs: BTreeMap<(u32, u32, u32), Vec<i64>> = BTreeMap::new();
         let mut missed_colls = Vec::new();
+        let unsettled: Option<usize>;
         let mut first_err: Option<Unresolved> = None;
         let mut scratch = vec![0.0; model.blocks.len()];
         // Ranks with data-dependent branches: their bounds are evaluated once the passes settle.
@@ -817,6 +821,7 @@ fn evaluate(
                 eprintln!("eval: pass {pass}: missed {missed}, receives from later ranks {} (bulk only: {bulk}), stand-ins {} (hold: {stand_ins})", missed_recvs.len(), missed_colls.len());
             }
             missed |= first_err.is_some() && soft || !bulk || !stand_ins;
+            unsettled = (!stand_ins).then(|| missed_colls.len());
             (mail.posted(), std::mem::take(&mut mail.changed))
         };
         if !last && ((missed && posted > posted_before) || (changed && pass > 0)) {
@@ -825,6 +830,14 @@ fn evaluate(
         }
         if let Some(e) = first_err {
             return Err(e);
+        }
+        // The passes stop posting new values while some collectives still read a member's
+        // contribution that never came (the member took another path): say so.
+        if let Some(n) = unsettled {
+            assumptions.insert(format!(
+                "the static evaluation settled with {n} collective call{} whose contributions from ranks evaluated later were never posted: this rank's own stood in for them, and values computed from them may differ from the run's",
+                if n == 1 { "" } else { "s" }
+            ));
         }
         for (i, r) in bounds_wanted {
             for (k, (table, bounds, p)) in [(&costs.low, &costs.bounds_low, 0.0), (&costs.high, &costs.bounds_high, 1.0)]
