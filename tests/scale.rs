@@ -368,11 +368,12 @@ fn a_sweep_predicts_each_point_as_predict_does() {
     let src = root().join("tests/fixtures/corpus/user_ops.c");
     let dir = s.trace("uo-2", &src, 2, &[]);
     let json = s.path().join("sweep.json");
+    let svg = s.path().join("sweep.svg");
     let m = fixed_machine();
     let g = platform("cluster-gige");
     let out = mpicast(&[
         "sweep", src.to_str().unwrap(), "-n", "4,8", "--trace", dir.to_str().unwrap(), "--machine", m.to_str().unwrap(),
-        "--platform", g.to_str().unwrap(), "--json", json.to_str().unwrap(),
+        "--platform", g.to_str().unwrap(), "--json", json.to_str().unwrap(), "--svg", svg.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sw: Sweep = mpicast::model::read_artifact(&json).unwrap();
