@@ -6358,7 +6358,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         let f = user.get(2..).unwrap_or_default().to_string();
                         let parts = self.contribute(&key, comm, Some(mine.clone()));
                         let size = self.comm_size(comm);
-                        let calls = user_op_calls(all, commute, me, root.unwrap_or(0), size);
+                        let calls = user_op_calls(all, commute, me, root.unwrap_or(0), size, b);
                         let wants = all || root == Some(me);
                         let dt = v.get(3).cloned().unwrap_or(Val::I(0));
                         let r = self.user_reduction(&f, parts, &mine, n, dt, calls, wants, sink)?;
@@ -7028,18 +7028,50 @@ fn function_named(e: &CExpr) -> Option<&str> {
 /// and its function).
 const USER_OP: &str = "\u{1}op:";
 
-/// How many times rank `me` of `size` calls a user-defined operation in a reduction (OpenMPI's
-/// algorithms at the sizes the static path evaluates): an operation that does not commute is
-/// applied in rank order at the root (at rank 0 for MPI_Allreduce, which then broadcasts); one
+/// How many times rank `me` of `size` calls a user-defined operation in a reduction of `bytes`
+/// (OpenMPI 4.1's choices, as measured here): an operation that does not commute is applied
+/// in rank order at the root (at rank 0 for MPI_Allreduce, which then broadcasts), or, from 8
+/// ranks on for messages under 2,048 bytes, once per child of the in-order binary tree; one
 /// that commutes, once per child of a binomial tree rooted at the root, or at every step of
 /// recursive doubling for MPI_Allreduce.
-fn user_op_calls(all: bool, commute: bool, me: u32, root: u32, size: u32) -> usize {
+fn user_op_calls(all: bool, commute: bool, me: u32, root: u32, size: u32, bytes: u64) -> usize {
     let size = size.max(1);
-    match (commute, all) {
-        (false, false) => if me == root { size as usize - 1 } else { 0 },
-        (false, true) => if me == 0 { size as usize - 1 } else { 0 },
-        (true, true) => (u32::BITS - (size - 1).leading_zeros()) as usize,
-        (true, false) => {
+    let root = if all { 0 } else { root };
+    match commute {
+        false if size >= 8 && bytes < 2048 => in_order_children(me, size),
+        false => if me == root { size as usize - 1 } else { 0 },
+        true => commuting_calls(all, me, root, size),
+    }
+}
+
+/// The children of rank `me` in OpenMPI's in-order binary tree of `size` ranks (rooted at
+/// size - 1: each subtree holds consecutive ranks, its root the last of them).
+fn in_order_children(me: u32, size: u32) -> usize {
+    let (mut me, mut size) = (i64::from(me), i64::from(size));
+    let mut parent = size - 1;
+    loop {
+        let right = size >> 1;
+        let left_child = if size > 1 { parent - 1 } else { -1 };
+        let right_child = if left_child > 0 { right - 1 } else { -1 };
+        if me == parent {
+            return usize::from(left_child >= 0) + usize::from(right_child >= 0);
+        }
+        if me > right_child {
+            size = size - right - 1;
+            me -= right;
+            parent = size - 1;
+        } else {
+            size = right;
+            parent = right_child;
+        }
+    }
+}
+
+/// `user_op_calls` for an operation that commutes.
+fn commuting_calls(all: bool, me: u32, root: u32, size: u32) -> usize {
+    match all {
+        true => (u32::BITS - (size - 1).leading_zeros()) as usize,
+        false => {
             let vr = (me + size - root) % size;
             let mut children = 0;
             let mut k = 1u32;
