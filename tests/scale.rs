@@ -311,6 +311,13 @@ fn scaling_refuses_what_it_cannot_know_or_takes_it_from_the_program() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let st: Prediction = mpicast::model::read_artifact(&json).unwrap();
     assert_eq!((from_trace.predicted_s, from_trace.messages), (st.predicted_s, st.messages));
+    // A sweep falls back the same way at each point (it used to fail on the first).
+    let sj = dir.path().join("sweep.json");
+    let svg = dir.path().join("sweep.svg");
+    let out = mpicast(&["sweep", src.to_str().unwrap(), "-n", "8", "--trace", timed.to_str().unwrap(), "--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--json", sj.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--", "32", "2", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sw: Sweep = mpicast::model::read_artifact(&sj).unwrap();
+    assert_eq!(sw.points[0].predicted_s, st.predicted_s);
     // A graph that is no known topology: not scaled, naming what was found and
     // --force-topology.
     let odd = s.path().join("odd");

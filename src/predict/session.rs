@@ -635,6 +635,18 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
                                 None => Ok(p),
                             }
                         }
+                        // A trace that cannot be scaled: the static path, as predict falls back.
+                        (Err(e), Some(s)) if !req.measured && req.scaling == Mode::Program && s.ranks != n => {
+                            match super::predict_static(model, &opts).ok().or_else(|| {
+                                static_checked(model, &analysed.defines, &opts, dir, s, false, STATIC_FALLBACK_TOLERANCE, None)
+                            }) {
+                                Some(mut q) => {
+                                    q.assumptions.insert(0, format!("the {}-rank trace was not scaled ({}): counts and messages at {n} ranks come from the program's own arithmetic (the static path)", s.ranks, one_line(&e)));
+                                    Ok(q)
+                                }
+                                None => Err(e),
+                            }
+                        }
                         (other, _) => other,
                     }
                 }
