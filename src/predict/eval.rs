@@ -559,7 +559,7 @@ impl<'p, 'a> Shared<'p, 'a> {
                 s.globals.push((u.file.as_str(), g));
             }
         }
-        // Functions that communicate, to a fixed point over the calls between them.
+        // Functions that communicate, and that make communicators, through their calls.
         let callees: FastMap<&str, Vec<&str>> = s
             .funcs
             .iter()
@@ -569,28 +569,8 @@ impl<'p, 'a> Shared<'p, 'a> {
                 (*n, out)
             })
             .collect();
-        loop {
-            let before = s.comm_funcs.len();
-            for (n, cs) in &callees {
-                if !s.comm_funcs.contains(n) && cs.iter().any(|c| emits_actions(c) || s.comm_funcs.contains(c)) {
-                    s.comm_funcs.insert(n);
-                }
-            }
-            if s.comm_funcs.len() == before {
-                break;
-            }
-        }
-        loop {
-            let before = s.comm_makers.len();
-            for (n, cs) in &callees {
-                if !s.comm_makers.contains(n) && cs.iter().any(|c| makes_comm(c) || s.comm_makers.contains(c)) {
-                    s.comm_makers.insert(n);
-                }
-            }
-            if s.comm_makers.len() == before {
-                break;
-            }
-        }
+        s.comm_funcs = calling(&callees, emits_actions);
+        s.comm_makers = calling(&callees, makes_comm);
         s.structs.entry("option").or_insert_with(|| {
             ["name", "has_arg", "flag", "val"]
                 .iter()
@@ -7583,6 +7563,23 @@ fn expr_any(e: &CExpr, f: &dyn Fn(&CExpr) -> bool) -> bool {
 
 /// Whether a call to `name` may write trace actions: communication (MPI or P2PDC), and the
 /// communicator constructors (a new communicator is declared in the trace).
+/// The functions among `callees` (name -> the names it calls) that call a routine `direct`
+/// holds, themselves or through one another (to a fixed point).
+fn calling<'p>(callees: &FastMap<&'p str, Vec<&'p str>>, direct: fn(&str) -> bool) -> FastSet<&'p str> {
+    let mut found = FastSet::default();
+    loop {
+        let before = found.len();
+        for (n, cs) in callees {
+            if !found.contains(n) && cs.iter().any(|c| direct(c) || found.contains(c)) {
+                found.insert(*n);
+            }
+        }
+        if found.len() == before {
+            return found;
+        }
+    }
+}
+
 /// MPI routines that make a communicator (collective over the parent: every member's call
 /// counts in its sequence).
 fn makes_comm(name: &str) -> bool {
