@@ -333,7 +333,11 @@ impl Poly {
         };
         let mut total = 0.0;
         for (m, c) in self.terms.iter() {
-            let mut t = c.mul(Rat::int(d)).num() as f64;
+            // d is a multiple of every denominator: the numerator over d is num * (d / den).
+            let mut t = match c.num().checked_mul(d / c.den()) {
+                Some(n) => n as f64,
+                None => c.to_f64() * d as f64,
+            };
             for (v, e) in m {
                 let x = env(v).ok_or_else(|| v.clone())?;
                 t *= x.powi((*e).min(i32::MAX as u32) as i32);
@@ -352,6 +356,9 @@ impl Poly {
 fn common_denominator<'a>(coefficients: impl Iterator<Item = &'a Rat>) -> Option<i128> {
     let mut d: i128 = 1;
     for c in coefficients {
+        if c.den() == 1 || (d % c.den() == 0) {
+            continue;
+        }
         d = (d / gcd(d, c.den()).max(1)).checked_mul(c.den())?;
     }
     Some(d)
