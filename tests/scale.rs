@@ -392,6 +392,26 @@ fn a_sweep_predicts_each_point_as_predict_does() {
     }
 }
 
+/// Data-dependent arms the static path charges at an assumed rate take the rate the K-rank
+/// trace shows (tests/fixtures/corpus/sort_check.c: NAS IS's check of keys out of order, never
+/// in a run): the static path then reproduces the trace at K (93% of its block executions off
+/// at an assumed half) and predicts N' from the program's arithmetic, as the N'-rank trace does.
+#[test]
+fn assumed_branch_rates_are_fitted_to_the_trace() {
+    let s = Scratch::new("mpicast-scale-arm-rates");
+    let src = root().join("tests/fixtures/corpus/sort_check.c");
+    let small = s.trace("sc-2", &src, 2, &[]);
+    let big = s.trace("sc-4", &src, 4, &[]);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &[], &[]);
+    let real = predict(src, 4, &big, &[], &[]);
+    assert_eq!(scaled.mode, "static", "{:?}", scaled.assumptions);
+    assert!(scaled.assumptions.iter().any(|a| a.contains("arm rates taken from the 2-rank trace")), "{:?}", scaled.assumptions);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+}
+
 /// A sweep reads its trace directory once: each rank file one time, whatever the number of
 /// points (the trace's own rank count and scaled ones), where each point used to read every
 /// file two or three times.

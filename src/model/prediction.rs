@@ -67,6 +67,10 @@ pub struct Prediction {
     /// stands for a value known only at run time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub static_output: Vec<RankOutput>,
+    /// Static path: data-dependent branch arms charged at the assumed rate, nothing having
+    /// measured theirs (block id -> rate); not written (a check against a trace fits them).
+    #[serde(skip)]
+    pub arm_rates: BTreeMap<String, f64>,
     /// On this host's own platform: the launcher's start-up (mpirun's wall clock less the
     /// span `predicted_s` covers), as measured on this host (mpicast/startup), and the rank
     /// count it was measured at; the wall clock of a run is about predicted_s + startup_s.

@@ -270,6 +270,9 @@ pub struct Shared<'p, 'a> {
     /// Branch arms that only report an error (rate 0) and the other arm of such a branch
     /// (rate 1), by block: the rate of a data-dependent arm no sample run measured.
     error_arms: HashMap<usize, f64>,
+    /// Rates of data-dependent arms fitted to a traced run at another rank count (block ->
+    /// rate): they come before any other (see `predict::session::check_at_k`).
+    pub traced_rates: HashMap<usize, f64>,
 }
 
 /// How often a branch arm was taken in a sample run.
@@ -515,6 +518,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             prefix_wanted: Default::default(),
             prefix_failed: Default::default(),
             error_arms: HashMap::new(),
+            traced_rates: HashMap::new(),
         };
         s.mail.borrow_mut().next_comm = 1;
         for (i, b) in prog.model.blocks.iter().enumerate() {
@@ -824,6 +828,9 @@ pub struct Interp<'s, 'p, 'a> {
     journal: Option<Box<Journal>>,
     /// A data-dependent branch was weighted by the assumed probability (no sampled rate).
     pub guessed: bool,
+    /// Data-dependent arms charged at the assumed rate, nothing having measured theirs
+    /// (block -> rate).
+    pub assumed_arms: BTreeMap<usize, f64>,
 }
 
 type R<T> = Result<T, Unresolved>;
@@ -940,6 +947,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             prefix_spent: 0.0,
             journal: None,
             guessed: false,
+            assumed_arms: BTreeMap::new(),
             statics: HashMap::new(),
             zero_float: false,
             static_cells: CellSet::default(),
@@ -1817,14 +1825,26 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// The probability a data-dependent arm is weighted by: its sampled rate, else the
     /// assumption (noted).
     fn arm_rate(&mut self, b: Option<usize>) -> f64 {
-        if let Some(r) = b.and_then(|b| self.sh.rates.borrow().get(&b).map(|r| r.rate)) {
-            return r;
-        }
-        if let Some(r) = b.and_then(|b| self.sh.error_arms.get(&b).copied()) {
+        if let Some(r) = b.and_then(|b| self.known_rate(b)) {
             return r;
         }
         self.guessed = true;
+        if let Some(b) = b {
+            self.assumed_arms.insert(b, self.assumed_p);
+        }
         self.assumed_p
+    }
+
+    /// A data-dependent arm's rate when something measured or decided it: fitted to a traced
+    /// run, sampled on the program's own data, or an error report's (never) and its other arm's
+    /// (always).
+    fn known_rate(&self, b: usize) -> Option<f64> {
+        self.sh
+            .traced_rates
+            .get(&b)
+            .copied()
+            .or_else(|| self.sh.rates.borrow().get(&b).map(|r| r.rate))
+            .or_else(|| self.sh.error_arms.get(&b).copied())
     }
 
     /// Before a loop without communication whose body holds branches on data is charged or
@@ -1956,7 +1976,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             // An error report assumed never taken changes nothing: the error count it would
             // raise stays as it is (MPICH's tests then print "No Errors", as they do).
-            let never = p == 0.0 && b.is_some_and(|b| self.sh.error_arms.contains_key(&b)) && !b.is_some_and(|b| self.sh.rates.borrow().contains_key(&b));
+            let never = p == 0.0
+                && b.is_some_and(|b| self.sh.error_arms.contains_key(&b))
+                && !b.is_some_and(|b| self.sh.rates.borrow().contains_key(&b) || self.sh.traced_rates.contains_key(&b));
             if never {
                 continue;
             }
@@ -2009,6 +2031,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// The report's line for a data-dependent arm at `at`: its sampled rate or the assumption.
     fn rate_note(&self, b: Option<usize>, at: &str) -> String {
+        if let Some(r) = b.and_then(|b| self.sh.traced_rates.get(&b)) {
+            return format!("{at}: branch depends on data: taken {:.2}% of the times, as in the traced run", 100.0 * r);
+        }
         match b.and_then(|b| self.sh.rates.borrow().get(&b).cloned()) {
             Some(r) => format!(
                 "{at}: branch depends on data: taken {:.1}% of {} times in a sample run of the loop at {} on the program's own data",
@@ -2090,7 +2115,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let nest_in_loop = self.iterating > 0 && matches!(s, Stmt::For { body, .. } | Stmt::While { body, .. } | Stmt::DoWhile { body, .. } if has_loop(body));
         // Unless an arm on data in it has no rate (neither sampled nor an error report):
         // interpreted, the data decide it (MPICH's checks of translated ranks).
-        let guessed = arms.iter().any(|a| !self.sh.rates.borrow().contains_key(a) && !self.sh.error_arms.contains_key(a));
+        let guessed = arms.iter().any(|a| self.known_rate(*a).is_none());
         // A loop up to a histogram's entries cannot be interpreted (its bounds are not known).
         if !estimated
             && ((total <= INTERPRET_BELOW && (!nest_in_loop || guessed))
@@ -2306,8 +2331,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         });
         for (v, arm) in assumed.iter() {
             if !env.contains_key(v) {
-                let rate = self.sh.rates.borrow().get(arm).map(|r| r.rate).or_else(|| self.sh.error_arms.get(arm).copied());
-                env.insert(v.clone(), rate.unwrap_or(self.assumed_p));
+                let rate = self.known_rate(*arm).unwrap_or_else(|| {
+                    self.assumed_arms.insert(*arm, self.assumed_p);
+                    self.assumed_p
+                });
+                env.insert(v.clone(), rate);
                 arms.push(*arm);
             }
         }

@@ -279,6 +279,9 @@ pub struct Options {
     /// Ops from the compiled code (`crate::objcode`): replaces the instruction classes of the
     /// blocks it names.
     pub compiled: Option<std::sync::Arc<crate::objcode::CompiledOps>>,
+    /// Rates of data-dependent branch arms fitted to a traced run (block id -> rate): the
+    /// static path charges those arms at them (see `session::check_at_k`).
+    pub arm_rates: Option<std::sync::Arc<BTreeMap<String, f64>>>,
 }
 
 /// `-D` items split into numbers and other values; `-D NAME` is 1.
@@ -572,6 +575,8 @@ pub struct Skeletons {
     pub assumptions: Vec<String>,
     /// What each rank prints, as the evaluation computed it.
     pub outputs: Vec<crate::model::prediction::RankOutput>,
+    /// Data-dependent arms charged at the assumed rate (block -> rate).
+    pub arm_rates: BTreeMap<usize, f64>,
 }
 
 /// Skeleton execution of every rank into a temporary trace directory (compute in seconds): the
@@ -610,6 +615,14 @@ pub fn skeletons(
             opts.eval_budget_s.unwrap_or_else(eval_budget_s),
         );
         sh.prefix_loops = prefix.clone();
+        if let Some(rates) = &opts.arm_rates {
+            sh.traced_rates = model
+                .blocks
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| rates.get(&b.id).map(|r| (i, *r)))
+                .collect();
+        }
         match evaluate(model, opts, costs, &sh, &enums) {
             Err(e)
                 if opts.estimate_bulk
@@ -731,6 +744,7 @@ fn evaluate(
         let mut missed = false;
         let mut missed_recvs: BTreeMap<(u32, u32, u32), Vec<i64>> = BTreeMap::new();
         let mut missed_colls = Vec::new();
+        let mut arm_rates = BTreeMap::new();
         let unsettled: Option<usize>;
         let mut first_err: Option<Unresolved> = None;
         let mut scratch = vec![0.0; model.blocks.len()];
@@ -790,6 +804,7 @@ fn evaluate(
                 rank: r,
                 lines: std::mem::take(&mut it.output),
             });
+            arm_rates.append(&mut it.assumed_arms);
             for (t, x) in execs.iter_mut().zip(&scratch) {
                 *t += x;
             }
@@ -880,6 +895,7 @@ fn evaluate(
             compute,
             assumptions: assumptions.into_iter().collect(),
             outputs,
+            arm_rates,
         });
         break;
     }
@@ -1233,6 +1249,7 @@ fn predict_set_from(
         compute,
         assumptions: Vec::new(),
         outputs: Vec::new(),
+        arm_rates: BTreeMap::new(),
     };
     let mut o = Options {
         assumptions,
@@ -1483,6 +1500,7 @@ fn finish(
         startup_ranks: None,
         launch: Vec::new(),
         static_output: sk.outputs,
+        arm_rates: sk.arm_rates.iter().filter_map(|(b, r)| Some((model.blocks.get(*b)?.id.clone(), *r))).collect(),
     })
 }
 

@@ -123,9 +123,11 @@ fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, n
                 TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
             } else if reversed {
                 TraceAction::CommDef { id: *id, ranks: (0..ctx.n).rev().collect() }
-            } else if consecutive && g > 0 && first % g == 0 {
-                // Groups of g consecutive ranks (MPI_Comm_split by rank / g, e.g. P2PDC's hybrid
-                // groups): the new rank's group.
+            } else if consecutive && g > 0 && first % g == 0 && ctx.k % g == 0 {
+                // Groups of g consecutive ranks tiling the world (MPI_Comm_split by rank / g,
+                // e.g. P2PDC's hybrid groups): the new rank's group. Ranks 0-2 of 4 are no such
+                // group (MPICH's comm_group_half: ranks up to size / 2), and scaled as groups of
+                // 3 they gave 16 ranks a 3-rank barrier where the program makes a 9-rank one.
                 let r = new.get("rank").copied().unwrap_or(0.0) as u32;
                 let b = r / g * g;
                 TraceAction::CommDef { id: *id, ranks: (b..(b + g).min(ctx.n)).collect() }
@@ -556,7 +558,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                 if let TraceAction::CommDef { ranks, .. } = a {
                     let g = ranks.len() as u32;
                     let first = ranks.first().copied().unwrap_or(0);
-                    if g > 1 && g < ctx.k && first % g == 0 && ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32) {
+                    if g > 1 && g < ctx.k && first % g == 0 && ctx.k % g == 0 && ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32) {
                         group = Some(g);
                     }
                 }
@@ -1229,5 +1231,21 @@ mod tests {
         let Some(TraceAction::CommDef { ranks, .. }) = def(vec![2, 1, 0]).unwrap() else { panic!("a communicator") };
         assert_eq!(ranks, vec![4, 3, 2, 1, 0]);
         assert!(def(vec![1, 2, 0]).is_err());
+    }
+
+    /// Consecutive ranks that tile the world are groups at the new size too (rank 5 of 8 in
+    /// groups of 2: 4-5); consecutive ranks that do not (0-2 of 4, the ranks up to size / 2) are
+    /// refused, not taken for groups of 3.
+    #[test]
+    fn only_communicators_that_tile_the_world_are_scaled_as_groups() {
+        let model = ProgramModel::default();
+        let scaler = Scaler::new(&model, Mode::Program, Vec::new());
+        let ctx = Ctx { k: 4, n: 8, scaler: &scaler, base_env: HashMap::new() };
+        let new = HashMap::from([("rank".to_string(), 5.0)]);
+        let id = |j: u32| j;
+        let def = |ranks: Vec<u32>| common(&ctx, &TraceAction::CommDef { id: 2, ranks }, 0, &new, &new, 1.0, &id);
+        let Some(TraceAction::CommDef { ranks, .. }) = def(vec![2, 3]).unwrap() else { panic!("a communicator") };
+        assert_eq!(ranks, vec![4, 5]);
+        assert!(def(vec![0, 1, 2]).is_err());
     }
 }
