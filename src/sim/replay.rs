@@ -1034,7 +1034,11 @@ fn describe(p: &Pending) -> String {
 
 /// Above this many ranks a replay runs its actors on small stacks without guard pages.
 pub const LARGE_REPLAY: u32 = 16384;
-const LARGE_REPLAY_STACK_KIB: usize = 64;
+/// Every page of an actor's stack is resident (65,536 ranks of the halo benchmark: 5.5 GB at
+/// 64 KiB, 3.3 GB at 32 KiB, and the simulation 17 s -> 12 s). 16 KiB replayed the halo
+/// benchmark, pi_dartboard and jacobi2d (sendrecv, allreduce, reduce, barrier) at 20,000 ranks;
+/// this is twice that. An overflow is a silent SIGSEGV of the simulation child.
+const LARGE_REPLAY_STACK_KIB: usize = 32;
 
 /// Runs a replay job in this process (once per process).
 pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
