@@ -3,7 +3,7 @@
 # ranks) scaled to 4 to 16 ranks against the prediction from a real trace taken at that size,
 # both through the same simulator (target: within 3%), in the default program scaling and,
 # for comparison, the strong and weak assumptions. Part 2: 65,536 ranks predicted by scaling a
-# 4-rank trace, wall time and peak memory (target: under 5 minutes and 8 GiB).
+# 4-rank trace, wall time and peak memory (target: under 30 s and 4 GiB).
 # Real traces at 16 ranks run oversubscribed on small machines; their counts do not depend on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,4 +124,4 @@ p = json.load(open(sys.argv[1]))
 print('%-16s %12.4f %10.1f %10.1f %10.2f %12d' % (sys.argv[2], p['predicted_s'], float(sys.argv[3]), p['simulation_wall_s'], int(sys.argv[4]) / 2**20, p['messages']))
 PY
 done
-echo "(target: under 300 s and 8 GiB; rss is the largest process, the simulation child)"
+echo "(target: under 30 s and 4 GiB; rss is the largest process, the simulation child)"
