@@ -74,8 +74,10 @@ fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
     let exe = mpicast_exe()?;
     let output = Command::new(&exe)
         // Large allocations (actor stacks of large replays) from the heap rather than one memory
-        // map each: see sim::replay::LARGE_REPLAY.
+        // map each, and the heap grown by exactly what is asked: calloc then leaves the fresh
+        // pages of a stack untouched (see sim::replay::LARGE_REPLAY).
         .env("MALLOC_MMAP_THRESHOLD_", "4194304")
+        .env("MALLOC_TOP_PAD_", "0")
         .arg("simulate")
         .arg(flag)
         .arg(&job_path)

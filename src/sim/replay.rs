@@ -1034,11 +1034,12 @@ fn describe(p: &Pending) -> String {
 
 /// Above this many ranks a replay runs its actors on small stacks without guard pages.
 pub const LARGE_REPLAY: u32 = 16384;
-/// Every page of an actor's stack is resident (65,536 ranks of the halo benchmark: 5.5 GB at
-/// 64 KiB, 3.3 GB at 32 KiB, and the simulation 17 s -> 12 s). 16 KiB replayed the halo
-/// benchmark, pi_dartboard and jacobi2d (sendrecv, allreduce, reduce, barrier) at 20,000 ranks;
-/// this is twice that. An overflow is a silent SIGSEGV of the simulation child.
-const LARGE_REPLAY_STACK_KIB: usize = 32;
+/// SimGrid callocs each stack; glibc clears what calloc returns unless the heap just grew for
+/// it, which the child's MALLOC_TOP_PAD_=0 makes the common case (`sim::child`): without it every
+/// page of every stack was resident (65,536 ranks of the halo benchmark: 5.5 GB; with it 2.1 GB,
+/// at 32 KiB as at 64). 16 KiB replayed the halo benchmark, pi_dartboard and jacobi2d (sendrecv,
+/// allreduce, reduce, barrier) at 20,000 ranks; an overflow is a silent SIGSEGV of the child.
+const LARGE_REPLAY_STACK_KIB: usize = 64;
 
 /// Runs a replay job in this process (once per process).
 pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
