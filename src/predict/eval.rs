@@ -7642,7 +7642,8 @@ fn calls_rand(e: &CExpr) -> bool {
 }
 
 /// Whether `f` holds for the expression or one inside it.
-/// Calls `f` on the expression and on every expression inside it.
+/// Calls `f` on the expression and on every expression inside it, in order (a call before its
+/// arguments).
 fn expr_visit<'e>(e: &'e CExpr, f: &mut dyn FnMut(&'e CExpr)) {
     f(e);
     match e {
@@ -7672,7 +7673,7 @@ fn expr_visit<'e>(e: &'e CExpr, f: &mut dyn FnMut(&'e CExpr)) {
             expr_visit(then, f);
             expr_visit(otherwise, f);
         }
-        CExpr::Sizeof { value: Some(v), .. } => expr_visit(v, f),
+        // (sizeof's operand is not evaluated.)
         _ => {}
     }
 }
@@ -7776,34 +7777,13 @@ fn emits_actions(name: &str) -> bool {
 
 /// The names of the functions `s` calls, in order, repeats included.
 fn call_names<'e>(s: &'e Stmt, out: &mut Vec<&'e str>) {
-    fn walk<'e>(e: &'e CExpr, out: &mut Vec<&'e str>) {
-        if let CExpr::Call { func, .. } = e {
-            out.push(func.as_str());
-        }
-        match e {
-            CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().for_each(|a| walk(a, out)),
-            CExpr::Assign { left, right, .. }
-            | CExpr::Binary { left, right, .. }
-            | CExpr::Comma(left, right)
-            | CExpr::Index { array: left, index: right } => {
-                walk(left, out);
-                walk(right, out);
+    statement_exprs(s, &mut |e| {
+        expr_visit(e, &mut |x| {
+            if let CExpr::Call { func, .. } = x {
+                out.push(func.as_str());
             }
-            CExpr::Update { arg, .. }
-            | CExpr::Unary { arg, .. }
-            | CExpr::Deref(arg)
-            | CExpr::AddrOf(arg)
-            | CExpr::Cast { value: arg, .. }
-            | CExpr::Field { base: arg, .. } => walk(arg, out),
-            CExpr::Cond { cond, then, otherwise } => {
-                walk(cond, out);
-                walk(then, out);
-                walk(otherwise, out);
-            }
-            _ => {}
-        }
-    }
-    statement_exprs(s, &mut |e| walk(e, out));
+        })
+    });
 }
 
 /// Whether the statement is or holds a loop.
