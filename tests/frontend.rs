@@ -586,3 +586,22 @@ fn a_large_file_is_analysed_a_part_at_a_time() {
     let ops = |m: &ProgramModel| m.functions.iter().find(|f| f.name == "main").and_then(|f| f.ops_per_call.clone());
     assert!(ops(&ml).is_some() && ops(&ml) == ops(&ms), "main's cost through late_work: {:?} / {:?}", ops(&ml), ops(&ms));
 }
+
+/// Chains through several statements (tests/fixtures/memory/carried.c): `next` keeps its state
+/// behind a pointer, as NAS's randlc does; the state's new value comes from its old one through
+/// a multiply, a conversion to an integer and back and two adds, then the store and the next
+/// call's load. `twice` is static (the compiler inlines it, the state stays in a register): no
+/// load. In main's third loop `y` goes through a temporary. The old analysis saw none of them
+/// (its chains were single expressions over scalars in loops).
+#[test]
+fn chains_run_through_temporaries_and_cells_behind_pointers() {
+    let m = analyze(&root().join("tests/fixtures/memory/carried.c"), &[]);
+    let chains = |line: u32| -> Vec<(String, Vec<&'static str>)> {
+        block_at(&m, BlockKind::Straight, line).chains.iter().map(|c| (c.var.clone(), c.ops.iter().map(|o| o.name()).collect())).collect()
+    };
+    assert_eq!(chains(11), vec![("*x".to_string(), vec!["double_mul", "fp_to_int", "int_to_fp", "double_add", "double_add", "load"])]);
+    assert_eq!(chains(20), vec![("*x".to_string(), vec!["double_mul"])]);
+    assert_eq!(chains(34), vec![("y".to_string(), vec!["double_mul", "double_add"])]);
+    // main's `s += next(...)`: a chain of its own add (the call's value is not followed).
+    assert_eq!(chains(30), vec![("s".to_string(), vec!["double_add"])]);
+}

@@ -1649,3 +1649,17 @@ fn a_loop_up_to_a_histograms_entries_runs_its_total() {
     let notes: Vec<&str> = p["assumptions"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect();
     assert!(notes.iter().any(|a| a.contains("from the total of `count`") && a.contains("20000 over 500 entries")), "{notes:?}");
 }
+
+/// A chain through memory bounds a function's block from below at every call
+/// (tests/fixtures/memory/carried.c's `next`, called n times with the same state): with the
+/// fixture table's latencies (double_mul 2 ns, double_add 1 ns, conversions and loads 1 ps) the
+/// chain is 4.003 ns a call.
+#[test]
+fn a_state_kept_behind_a_pointer_is_a_chain_across_calls() {
+    let n = 100000.0;
+    let p = json(&["tests/fixtures/memory/carried.c", "-n", "1", "--ops", "source", "--platform", LOCALHOST, "--", "100000"]);
+    let next = block_on_line(&p, 11);
+    assert_eq!(next["executions"].as_f64(), Some(n), "{next}");
+    assert_eq!(next["chain"]["var"], "*x", "{next}");
+    assert!(close(next["chain"]["seconds"].as_f64().unwrap(), n * 4.003e-9, 1e-9), "{next}");
+}

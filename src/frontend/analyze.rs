@@ -12,7 +12,7 @@ use super::mpi;
 
 mod chains;
 mod memory;
-use chains::PendingChain;
+use chains::Flow;
 use memory::{NestLoop, PendingRef};
 
 /// Options of an analysis.
@@ -105,6 +105,8 @@ pub struct Analyzer<'a> {
     /// elsewhere in the function hold. Entries are undone when their compound ends.
     scoped: HashMap<String, Expr>,
     scoped_log: Vec<(String, Option<Expr>)>,
+    /// The function being analysed may be inlined (`Function::local`).
+    func_local: bool,
 }
 
 impl<'a> Analyzer<'a> {
@@ -132,6 +134,7 @@ impl<'a> Analyzer<'a> {
             cart_arrays: HashMap::new(),
             scoped: HashMap::new(),
             scoped_log: Vec::new(),
+            func_local: false,
         }
     }
 
@@ -219,6 +222,7 @@ impl<'a> Analyzer<'a> {
     pub fn function(&mut self, file: &str, f: &Function) {
         self.file = file.to_string();
         self.func = f.name.clone();
+        self.func_local = f.local;
         self.locals.clear();
         self.known.clear();
         self.assigned.clear();
@@ -452,10 +456,10 @@ impl<'a> Analyzer<'a> {
                 seg.extend(*sp);
                 for d in decls {
                     self.locals.insert(d.name.clone(), d.ty.clone());
-                    chains::kill(&mut seg.chains, &d.name);
                     if !d.dims.is_empty() {
                         self.local_dims.insert(d.name.clone(), d.dims.clone());
                     }
+                    self.collect_decl_chain(d, ctx, &mut seg.chains);
                     if let Some(init) = &d.init {
                         let mut ops = std::mem::take(&mut seg.ops);
                         let t = self.expr_ops(init, &mut ops, false);
@@ -1609,7 +1613,7 @@ struct Segment {
     span: Option<Span>,
     ops: Ops,
     refs: Vec<PendingRef>,
-    chains: Vec<PendingChain>,
+    chains: Flow,
     allocs: Vec<Expr>,
     calls: Vec<(String, u32, Vec<Option<Expr>>)>,
 }

@@ -233,6 +233,9 @@ pub struct Function {
     pub params: Vec<VarDecl>,
     pub body: Stmt,
     pub span: Span,
+    /// Declared `static` or `inline`: the compiler may inline it into its callers, where what
+    /// it does through pointers to their locals stays in registers.
+    pub local: bool,
 }
 
 /// A diagnostic from lowering: a construct not understood, or a syntax error.

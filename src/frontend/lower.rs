@@ -1083,12 +1083,17 @@ impl<'a> Lower<'a> {
         }
         let body = n.child_by_field_name(k::F_BODY)?;
         let body = self.stmt(body, 0);
+        let mut c = n.walk();
+        let local = n
+            .children(&mut c)
+            .any(|ch| ch.kind() == k::STORAGE_CLASS_SPECIFIER && matches!(self.text(ch).as_str(), "static" | "inline"));
         Some(Function {
             name,
             ret,
             params,
             body,
             span: span(n),
+            local,
         })
     }
 

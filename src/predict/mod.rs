@@ -94,14 +94,14 @@ impl Bounds {
         ops_ns.max(self.chain_ns(b).map_or(0.0, |c| c.1)).max(mem - stores) + stores
     }
 
-    /// The block's longest loop-carried chain: its variable and ns per execution. None for a
-    /// block costed in core cycles: llvm-mca scheduled the chains it carries in registers.
+    /// The block's longest loop-carried chain: its variable and ns per execution. A block
+    /// costed in core cycles keeps only its chains through memory (`*p`): llvm-mca scheduled
+    /// those it carries in registers, and takes loads and stores for independent.
     pub fn chain_ns<'b>(&self, b: &'b crate::model::analysis::Block) -> Option<(&'b str, f64)> {
-        if b.ops.contains_key(&OpClass::CoreCycle) {
-            return None;
-        }
+        let scheduled = b.ops.contains_key(&OpClass::CoreCycle);
         b.chains
             .iter()
+            .filter(|c| !scheduled || c.var.starts_with('*'))
             .map(|c| (c.var.as_str(), c.ops.iter().map(|o| self.latency.get(o).copied().unwrap_or(0.0)).sum::<f64>()))
             .max_by(|x, y| x.1.total_cmp(&y.1))
     }

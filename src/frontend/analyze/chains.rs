@@ -1,116 +1,308 @@
-//! Loop-carried chains: a scalar that each iteration computes from its own previous value
-//! (`s += a[i] * b[i]`, `x = x * m + c`). The ops on the path from the old value to the new one
-//! wait for each other, iteration after iteration: the block takes at least their latencies.
+//! Loop-carried chains: a value that each execution of a block computes from its own previous
+//! value (`s += a[i] * b[i]`, `x = x * m + c`, or NAS's `randlc`: `*X` through a dozen
+//! temporaries, conversions included). The ops on the path from the old value to the new one
+//! wait for each other, execution after execution: the block takes at least their latencies.
+//!
+//! The block's statements are followed in order: each scalar the block assigns keeps, for every
+//! value it was computed from as the block found it (a scalar, or the memory cell `*p` behind a
+//! pointer), the longest op path from there. A chain is a value whose path leads back to itself.
 //! Floating-point chains stay chains in compiled code (the compiler may not reassociate them
 //! without -ffast-math); integer adds and logic are left out (one cycle, and a vectorised
-//! reduction splits them), integer multiplies and divides kept.
+//! reduction splits them), integer multiplies and divides kept, and conversions and the maths
+//! library's functions too. A cell behind a pointer (not an array) goes through memory: its
+//! store and the next load are on the path (a load's latency), unless the function is static or
+//! inline (inlined, the caller's variable stays in a register). Outside a loop only what outlives a call can carry
+//! a chain (a cell behind a pointer, a global): the function's caller loops over it.
 
 use super::*;
 
-/// A scalar's updates in a block so far.
-pub(super) struct PendingChain {
-    var: String,
-    ops: Vec<OpClass>,
-    /// Also set from other values in the block: not carried from one execution to the next.
-    killed: bool,
+/// For each value a block started from (a scalar's name, or `*p`), the longest op path to the
+/// value at hand.
+type Paths = Vec<(String, Vec<OpClass>)>;
+
+/// What the block's statements so far computed each value from.
+#[derive(Default)]
+pub(super) struct Flow {
+    defs: HashMap<String, Paths>,
+    /// The values in the order first assigned (the chains keep it).
+    order: Vec<String>,
+    /// Outside a loop: only cells behind pointers and globals carry chains.
+    in_function_scope: bool,
 }
 
-/// `var` is set afresh in the block (declared there, or assigned a value that does not read it).
-pub(super) fn kill(out: &mut Vec<PendingChain>, var: &str) {
-    match out.iter_mut().find(|c| c.var == var) {
-        Some(c) => c.killed = true,
-        None => out.push(PendingChain { var: var.to_string(), ops: Vec::new(), killed: true }),
+impl Flow {
+    fn set(&mut self, key: String, p: Paths) {
+        if !self.defs.contains_key(&key) {
+            self.order.push(key.clone());
+        }
+        self.defs.insert(key, p);
     }
 }
 
-/// The block's chains: the scalars updated from their own value and never set afresh.
-pub(super) fn finish(pending: Vec<PendingChain>) -> Vec<Chain> {
-    pending.into_iter().filter(|c| !c.killed && !c.ops.is_empty()).map(|c| Chain { var: c.var, ops: c.ops }).collect()
+/// The block's chains: the values whose path leads back to themselves, with the ops on it that
+/// hold a chain up.
+pub(super) fn finish(flow: Flow) -> Vec<Chain> {
+    let Flow { mut defs, order, .. } = flow;
+    order
+        .into_iter()
+        .filter_map(|var| {
+            let paths = defs.remove(&var)?;
+            let (_, ops) = paths.into_iter().find(|(src, _)| *src == var)?;
+            let ops: Vec<OpClass> = ops.into_iter().filter(|c| on_chain(*c)).collect();
+            (!ops.is_empty()).then_some(Chain { var, ops })
+        })
+        .collect()
+}
+
+/// Rough cycles of an op class on a current core: which of two paths is the longer.
+fn weight(c: OpClass) -> u32 {
+    use OpClass::*;
+    match c {
+        IntDiv | FloatDiv | DoubleDiv => 14,
+        Sqrt | Exp | Log => 20,
+        SinCos => 30,
+        Pow => 45,
+        Load | PtrDeref | IntToFp | FpToInt => 5,
+        FloatAdd | FloatMul | DoubleAdd | DoubleMul | IntMul => 3,
+        _ => 1,
+    }
+}
+
+fn path_weight(p: &[OpClass]) -> u32 {
+    p.iter().map(|c| weight(*c)).sum()
+}
+
+/// Both sets of paths, the longer path where a source is in both.
+fn union(mut a: Paths, b: Paths) -> Paths {
+    for (src, p) in b {
+        match a.iter_mut().find(|(s, _)| *s == src) {
+            Some((_, q)) => {
+                if path_weight(&p) > path_weight(q) {
+                    *q = p;
+                }
+            }
+            None => a.push((src, p)),
+        }
+    }
+    a
+}
+
+fn extend(mut a: Paths, c: OpClass) -> Paths {
+    for (_, p) in &mut a {
+        p.push(c);
+    }
+    a
+}
+
+/// The conversion an assignment of a `from` value to a `to` variable makes, if any.
+fn conversion(from: &CType, to: &CType) -> Option<OpClass> {
+    let int = |t: &CType| t.indirection == 0 && t.base == Base::Int;
+    if from.is_scalar_fp() && int(to) {
+        Some(OpClass::FpToInt)
+    } else if int(from) && to.is_scalar_fp() {
+        Some(OpClass::IntToFp)
+    } else {
+        None
+    }
 }
 
 impl Analyzer<'_> {
-    /// The chain a statement adds to the block, if it updates a scalar from its own value. A
-    /// scalar the block also sets from other values (`t = a[i]; t += 1.0;`) starts afresh each
-    /// time: no chain (its entry keeps no ops and `killed`).
-    pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, out: &mut Vec<PendingChain>) {
-        if ctx.nest.is_empty() {
-            return;
-        }
-        let (var, path) = match e {
+    /// Follows an expression statement: the values it assigns, and what from.
+    pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, flow: &mut Flow) {
+        flow.in_function_scope = ctx.nest.is_empty();
+        match e {
+            CExpr::Comma(a, b) => {
+                self.collect_chain(a, ctx, flow);
+                self.collect_chain(b, ctx, flow);
+            }
             CExpr::Assign { op, left, right } => {
-                let CExpr::Ident(v) = &**left else { return };
-                let t = self.var_type(v);
-                if t.indirection > 0 {
-                    return;
-                }
-                if op == "=" {
-                    match self.path_from(right, v) {
-                        Some(p) => (v.clone(), p),
-                        None => {
-                            kill(out, v);
-                            return;
-                        }
-                    }
+                let Some(key) = self.cell(left) else { return };
+                let to = self.expr_type(left);
+                let (rt, rp) = self.flow_paths(right, flow);
+                let mut p = if op == "=" {
+                    rp
                 } else {
                     let class = match op.trim_end_matches('=') {
-                        "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
-                        "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
-                        "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
+                        "+" | "-" => fp_class(&arith(&to, &rt), OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
+                        "*" => fp_class(&arith(&to, &rt), OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
+                        "/" => fp_class(&arith(&to, &rt), OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
                         "%" => OpClass::IntDiv,
                         _ => OpClass::IntLogic,
                     };
-                    // The right side is computed off the chain, unless it reads the variable too.
-                    let mut p = self.path_from(right, v).unwrap_or_default();
-                    p.push(class);
-                    (v.clone(), p)
+                    let (_, lp) = self.flow_paths(left, flow);
+                    extend(union(lp, rp), class)
+                };
+                if let Some(c) = conversion(&rt, &to) {
+                    p = extend(p, c);
+                }
+                if key.starts_with('*') && !self.func_local {
+                    // Stored, to be loaded again (in a function that may be inlined, the
+                    // caller's cell stays in a register).
+                    p = extend(p, OpClass::Load);
+                }
+                flow.set(key, p);
+            }
+            CExpr::Update { arg, .. } => {
+                if let Some(key) = self.cell(arg) {
+                    let (_, p) = self.flow_paths(arg, flow);
+                    flow.set(key, extend(p, OpClass::IntAdd));
                 }
             }
-            _ => return,
-        };
-        let path: Vec<OpClass> = path.into_iter().filter(|c| on_chain(*c)).collect();
-        if path.is_empty() {
-            return;
-        }
-        match out.iter_mut().find(|c| c.var == var) {
-            Some(c) => c.ops.extend(path),
-            None => out.push(PendingChain { var, ops: path, killed: false }),
+            _ => {}
         }
     }
 
-    /// The ops between a read of `var` in `e` and `e`'s value, along the longest such path (by
-    /// op count); None when `e` does not read `var`.
-    fn path_from(&self, e: &CExpr, var: &str) -> Option<Vec<OpClass>> {
+    /// A declaration with a value: the variable starts from that value's sources.
+    pub(super) fn collect_decl_chain(&mut self, d: &VarDecl, ctx: &Ctx, flow: &mut Flow) {
+        flow.in_function_scope = ctx.nest.is_empty();
+        let p = match &d.init {
+            Some(init) if d.dims.is_empty() => {
+                let (t, p) = self.flow_paths(init, flow);
+                match conversion(&t, &self.resolve(&d.ty)) {
+                    Some(c) => extend(p, c),
+                    None => p,
+                }
+            }
+            _ => Vec::new(),
+        };
+        flow.set(d.name.clone(), p);
+    }
+
+    /// The value an lvalue names, if a chain can run through it: a scalar (outside a loop, a
+    /// global one), or the cell behind a pointer variable (`*p`, `p[0]`).
+    fn cell(&self, e: &CExpr) -> Option<String> {
+        let pointer = match e {
+            CExpr::Ident(v) => return (self.var_type(v).indirection == 0).then(|| v.clone()),
+            CExpr::Deref(p) => p,
+            CExpr::Index { array, index } if **index == CExpr::Int(0) => array,
+            _ => return None,
+        };
+        // A pointer, not an array (a local array's elements stay in registers).
+        let array = |v: &str| self.local_dims.contains_key(v) || (!self.locals.contains_key(v) && self.globals.dims.contains_key(v));
+        match &**pointer {
+            CExpr::Ident(v) if self.var_type(v).indirection == 1 && !array(v) => Some(format!("*{v}")),
+            _ => None,
+        }
+    }
+
+    /// `e`'s type and, for each value the block started from, the longest op path to `e`'s value.
+    fn flow_paths(&self, e: &CExpr, flow: &Flow) -> (CType, Paths) {
+        let source = |key: String| -> Paths {
+            match flow.defs.get(&key) {
+                Some(p) => p.clone(),
+                None if !flow.in_function_scope || key.starts_with('*') || !self.locals.contains_key(&key) => vec![(key, Vec::new())],
+                None => Vec::new(),
+            }
+        };
         match e {
-            CExpr::Ident(n) if n == var => Some(Vec::new()),
+            CExpr::Ident(_) | CExpr::Deref(_) | CExpr::Index { .. } if self.cell(e).is_some() => {
+                let key = self.cell(e).unwrap_or_default();
+                (self.expr_type(e), source(key))
+            }
             CExpr::Binary { op, left, right } => {
-                let (l, r) = (self.path_from(left, var), self.path_from(right, var));
-                let mut p = match (l, r) {
-                    (Some(a), Some(b)) => if a.len() >= b.len() { a } else { b },
-                    (Some(a), None) | (None, Some(a)) => a,
-                    (None, None) => return None,
-                };
-                // The path computes the variable's next value: its type.
-                let t = self.var_type(var);
+                let (lt, lp) = self.flow_paths(left, flow);
+                let (rt, rp) = self.flow_paths(right, flow);
+                let t = arith(&lt, &rt);
+                let mut p = union(lp, rp);
+                if t.is_scalar_fp() && lt.is_scalar_fp() != rt.is_scalar_fp() {
+                    p = extend(p, OpClass::IntToFp);
+                }
                 let class = match op.as_str() {
                     "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
                     "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
                     "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
                     "%" => OpClass::IntDiv,
+                    "<" | "<=" | ">" | ">=" | "==" | "!=" => return (CType::int(), extend(p, if t.is_scalar_fp() { OpClass::FpCmp } else { OpClass::IntCmp })),
+                    "&&" | "||" => return (CType::int(), p),
                     _ => OpClass::IntLogic,
                 };
-                p.push(class);
-                Some(p)
+                (t, extend(p, class))
             }
-            CExpr::Unary { arg, .. } | CExpr::Cast { value: arg, .. } => self.path_from(arg, var),
-            _ => None,
+            CExpr::Unary { op, arg } => {
+                let (t, p) = self.flow_paths(arg, flow);
+                match op.as_str() {
+                    "-" => (t.clone(), extend(p, fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd))),
+                    "!" => (CType::int(), extend(p, OpClass::IntLogic)),
+                    "~" => (t, extend(p, OpClass::IntLogic)),
+                    _ => (t, p),
+                }
+            }
+            CExpr::Cast { ty, value } => {
+                let (vt, p) = self.flow_paths(value, flow);
+                let ty = self.resolve(ty);
+                match conversion(&vt, &ty) {
+                    Some(c) => (ty, extend(p, c)),
+                    None => (ty, p),
+                }
+            }
+            CExpr::Cond { cond, then, otherwise } => {
+                let (_, cp) = self.flow_paths(cond, flow);
+                let (t, tp) = self.flow_paths(then, flow);
+                let (_, op) = self.flow_paths(otherwise, flow);
+                (t, union(union(cp, tp), op))
+            }
+            CExpr::Call { func, args, .. } => {
+                let class = match func.as_str() {
+                    "sqrt" | "sqrtf" => Some(OpClass::Sqrt),
+                    "exp" | "expf" | "exp2" | "exp2f" => Some(OpClass::Exp),
+                    "log" | "logf" | "log2" | "log2f" | "log10" | "log10f" => Some(OpClass::Log),
+                    "sin" | "cos" | "tan" | "sinf" | "cosf" | "tanf" => Some(OpClass::SinCos),
+                    "pow" | "powf" => Some(OpClass::Pow),
+                    "fabs" | "fabsf" => Some(OpClass::Fabs),
+                    "floor" | "ceil" | "round" | "floorf" | "ceilf" | "roundf" | "trunc" => Some(OpClass::FpToInt),
+                    _ => None,
+                };
+                match class {
+                    Some(c) => {
+                        let single = func.ends_with('f') && func.len() > 3;
+                        let p = args.iter().fold(Vec::new(), |acc, a| union(acc, self.flow_paths(a, flow).1));
+                        (CType::new(if single { Base::Float } else { Base::Double }), extend(p, c))
+                    }
+                    // What another function returns is not followed.
+                    None => (self.expr_type(e), Vec::new()),
+                }
+            }
+            CExpr::Comma(_, b) => self.flow_paths(b, flow),
+            _ => (self.expr_type(e), Vec::new()),
+        }
+    }
+
+    /// An expression's type as C gives it, without counting its ops.
+    fn expr_type(&self, e: &CExpr) -> CType {
+        match e {
+            CExpr::Ident(n) => self.var_type(n),
+            CExpr::Int(_) | CExpr::Sizeof { .. } => CType::int(),
+            CExpr::Float { single, .. } => CType::new(if *single { Base::Float } else { Base::Double }),
+            CExpr::Binary { op, left, right } => match op.as_str() {
+                "<" | "<=" | ">" | ">=" | "==" | "!=" | "&&" | "||" => CType::int(),
+                _ => {
+                    let (lt, rt) = (self.expr_type(left), self.expr_type(right));
+                    if lt.indirection > 0 || rt.indirection > 0 {
+                        if lt.indirection > 0 { lt } else { rt }
+                    } else {
+                        arith(&lt, &rt)
+                    }
+                }
+            },
+            CExpr::Unary { op, arg } => if op == "!" { CType::int() } else { self.expr_type(arg) },
+            CExpr::Update { arg, .. } => self.expr_type(arg),
+            CExpr::Assign { left, .. } => self.expr_type(left),
+            CExpr::Index { array, .. } => self.expr_type(array).deref(),
+            CExpr::Deref(a) => self.expr_type(a).deref(),
+            CExpr::Cast { ty, .. } => self.resolve(ty),
+            CExpr::Cond { then, .. } => self.expr_type(then),
+            CExpr::Comma(_, b) => self.expr_type(b),
+            CExpr::Call { func, .. } => self.globals.functions.get(func).map(|f| self.resolve(&f.0)).unwrap_or_else(CType::unknown),
+            _ => CType::unknown(),
         }
     }
 }
 
 /// Whether an op class's latency holds a chain up (see the module's comment).
 fn on_chain(c: OpClass) -> bool {
+    use OpClass::*;
     matches!(
         c,
-        OpClass::FloatAdd | OpClass::FloatMul | OpClass::FloatDiv | OpClass::DoubleAdd | OpClass::DoubleMul | OpClass::DoubleDiv | OpClass::IntMul | OpClass::IntDiv
+        FloatAdd | FloatMul | FloatDiv | DoubleAdd | DoubleMul | DoubleDiv | IntMul | IntDiv | IntToFp | FpToInt | Load | Sqrt | Exp | Log | SinCos | Pow
     )
 }
