@@ -605,3 +605,13 @@ fn chains_run_through_temporaries_and_cells_behind_pointers() {
     // main's `s += next(...)`: a chain of its own add (the call's value is not followed).
     assert_eq!(chains(30), vec![("s".to_string(), vec!["double_add"])]);
 }
+
+/// Loops whose condition reads a clock, through a function of the program and assignments
+/// (tests/fixtures/predict/self_timed.c): only the calibration loop; the loop whose time is
+/// printed, and the loops bound by the repetitions (doubled, not read from a clock), are not.
+#[test]
+fn loops_bound_by_a_clock_reading_are_listed() {
+    let m = analyze(&root().join("tests/fixtures/predict/self_timed.c"), &[]);
+    let found: Vec<(u32, &str, &str)> = m.clock_loops.iter().map(|c| (c.line, c.reads.as_str(), c.clock.as_str())).collect();
+    assert_eq!(found, vec![(20, "t", "now(): gettimeofday() at self_timed.c:11")]);
+}

@@ -1663,3 +1663,22 @@ fn a_state_kept_behind_a_pointer_is_a_chain_across_calls() {
     assert_eq!(next["chain"]["var"], "*x", "{next}");
     assert!(close(next["chain"]["seconds"].as_f64().unwrap(), n * 4.003e-9, 1e-9), "{next}");
 }
+
+/// A program that times itself (tests/fixtures/predict/self_timed.c: repetitions doubled until
+/// they take 2 ms on the clock): the static path stops at the calibration loop and says why,
+/// and a prediction from a traced run warns that its counts are that run's. The loop that only
+/// has its time printed is not flagged.
+#[test]
+fn a_program_that_times_itself_is_named_as_such() {
+    let src = "tests/fixtures/predict/self_timed.c";
+    let out = predict(&[src, "-n", "1", "--static-only", "--platform", LOCALHOST, "--machine", MACHINE]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("self_timed.c:20: the program times itself") && err.contains("(t, from now(): gettimeofday() at self_timed.c:11)"), "{err}");
+    let p = json(&[src, "-n", "1", "--platform", LOCALHOST]);
+    assert_eq!(p["mode"], "trace");
+    let w: Vec<&str> = p["warnings"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(w.iter().filter(|w| w.contains("times itself")).count(), 1, "{w:?}");
+    assert!(w.iter().any(|w| w.contains("the loop at self_timed.c:20 runs") && w.contains("the traced run's")), "{w:?}");
+}

@@ -11,6 +11,7 @@ use super::ir::*;
 use super::mpi;
 
 mod chains;
+mod clocks;
 mod memory;
 use chains::Flow;
 use memory::{NestLoop, PendingRef};
@@ -107,6 +108,8 @@ pub struct Analyzer<'a> {
     scoped_log: Vec<(String, Option<Expr>)>,
     /// The function being analysed may be inlined (`Function::local`).
     func_local: bool,
+    /// The program's functions that return a clock reading (`clocks`), and where from.
+    clock_fns: HashMap<String, String>,
 }
 
 impl<'a> Analyzer<'a> {
@@ -135,6 +138,7 @@ impl<'a> Analyzer<'a> {
             scoped: HashMap::new(),
             scoped_log: Vec::new(),
             func_local: false,
+            clock_fns: HashMap::new(),
         }
     }
 
@@ -169,6 +173,8 @@ impl<'a> Analyzer<'a> {
                 self.globals.functions.insert(f.name.clone(), (f.ret.clone(), f.params.clone(), single_return));
             }
         }
+        // Bodies of files parsed in parts are not here: their functions are not looked at.
+        self.clock_fns = clocks::clock_functions(units.clone().flat_map(|u| u.functions.iter().map(move |f| (u.file.as_str(), f))));
         // Constants: -D bindings win; then macros, enumerators and const globals, resolved
         // against each other (a few rounds settle chains of definitions).
         let mut pending: Vec<(String, CExpr, String, u32, &str)> = Vec::new();
@@ -223,6 +229,8 @@ impl<'a> Analyzer<'a> {
         self.file = file.to_string();
         self.func = f.name.clone();
         self.func_local = f.local;
+        let loops = clocks::clock_loops(f, file, &self.clock_fns);
+        self.model.clock_loops.extend(loops);
         self.locals.clear();
         self.known.clear();
         self.assigned.clear();

@@ -22,6 +22,23 @@ pub struct ProgramModel {
     /// Calls to functions defined nowhere in the tree (and not classed as an op): name -> sites.
     pub external_calls: BTreeMap<String, u32>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Loops whose condition reads a clock: the program times itself (absent in analyses
+    /// written before they were looked for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_loops: Vec<ClockLoop>,
+}
+
+/// A loop that runs until a clock reading says so, directly or through values computed from
+/// one: how often it runs depends on the run's speed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClockLoop {
+    pub file: String,
+    /// The loop statement's first line (its block's `line_start`).
+    pub line: u32,
+    /// What the condition reads: a variable's path (`bwdata[].t`) or a call.
+    pub reads: String,
+    /// The clock it comes from (`When(): gettimeofday() at netpipe.c:1017`).
+    pub clock: String,
 }
 
 impl Artifact for ProgramModel {

@@ -3038,6 +3038,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         Some(false) => break,
                         None => {
                             let why = v.why();
+                            if let Some(c) = self.sh.prog.model.clock_loops.iter().find(|c| c.line == line && c.file == self.file.as_ref()) {
+                                return Err(self.err(format!(
+                                    "the program times itself: the loop runs while a value read from a clock allows ({}, from {}); how often depends on the run's speed, which only a run shows (a traced run, instrumented, is slower than a real one)",
+                                    c.reads, c.clock
+                                )));
+                            }
                             return Err(self.err(format!("loop condition depends on data ({why})")));
                         }
                     }

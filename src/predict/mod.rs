@@ -1404,6 +1404,35 @@ fn each_action(items: &[crate::trace::fold::Item], f: &mut dyn FnMut(&TraceActio
     Ok(())
 }
 
+/// The program times itself (`ProgramModel::clock_loops`): what a prediction that ran such
+/// loops must say.
+fn clock_warning(model: &ProgramModel, execs: &[f64], mode: &str) -> Option<String> {
+    let mut run: Vec<&crate::model::analysis::ClockLoop> = model
+        .clock_loops
+        .iter()
+        .filter(|c| {
+            model.blocks.iter().zip(execs).any(|(b, n)| b.kind == crate::model::analysis::BlockKind::Loop && b.file == c.file && b.line_start == c.line && *n > 0.0)
+        })
+        .collect();
+    run.dedup_by(|a, b| a.file == b.file && a.line == b.line);
+    let first = run.first()?;
+    let lines: Vec<String> = run.iter().map(|c| c.line.to_string()).collect();
+    let whose = if mode.starts_with("static") {
+        "the iterations counted are the ones the static path assumed"
+    } else {
+        "the iterations counted are the traced run's (instrumented, slower than a real run)"
+    };
+    Some(format!(
+        "the program times itself: the loop{} at {}:{} run{} while a value read from a clock allows ({}, from {}); how often depends on the run's speed: {whose}",
+        if run.len() > 1 { "s" } else { "" },
+        file_name(&first.file),
+        lines.join(", "),
+        if run.len() > 1 { "" } else { "s" },
+        first.reads,
+        first.clock
+    ))
+}
+
 /// Replay of costed per-rank traces, then the prediction with its attribution.
 fn finish(
     model: &ProgramModel,
@@ -1440,6 +1469,8 @@ fn finish(
         options,
     )
     .context("simulation")?;
+    let mut result = result;
+    result.warnings.extend(clock_warning(model, &sk.execs, mode));
     let makespan = result.makespan_s;
     // The interval: the critical rank's compute moved to its bounds.
     let (mut down, mut up) = (0.0f64, 0.0f64);
