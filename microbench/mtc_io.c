@@ -4,6 +4,9 @@
  * 64 MiB so the file stays small. The calls go through the C library the program links. */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef MTC_WITH_MPI
+#include <mpi.h>
+#endif
 #include "mtc_common.h"
 
 #define MTC_IO_REWIND (64L << 20)
@@ -82,3 +85,17 @@ void k_write(long iters, struct mtc_ctx *ctx) {
             f = io_file();
     }
 }
+
+#ifdef MTC_WITH_MPI
+/* A communicator made and freed: MPI_Comm_dup of MPI_COMM_SELF and MPI_Comm_free. What a
+ * constructor costs its process whatever the parent (a context id agreed, the collective
+ * components selected, the structure built); the messages a larger parent adds are not in it. */
+void k_comm_create(long iters, struct mtc_ctx *ctx) {
+    (void)ctx;
+    for (long i = 0; i < iters; i++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_SELF, &c);
+        MPI_Comm_free(&c);
+    }
+}
+#endif

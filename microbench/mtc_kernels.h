@@ -16,4 +16,12 @@
     K(alloc) K(print_call) K(print_int) K(print_fp) K(write)                                 \
     K(cal_dot) K(cal_axpy) K(cal_stencil1d) K(cal_stencil2d) K(cal_dartboard)                \
     K(cal_histogram) K(cal_matmul) K(cal_saxpy_float) K(cal_sqrt_sum) K(cal_horner)          \
-    K(cal_lcg) K(cal_mod) K(cal_list) K(cal_expdecay) K(cal_max) K(cal_memcpy_rows)
+    K(cal_lcg) K(cal_mod) K(cal_list) K(cal_expdecay) K(cal_max) K(cal_memcpy_rows)          \
+    MTC_MPI_KERNELS(K)
+
+/* Kernels that call MPI: only in a driver built with an MPI compiler wrapper (mtc_io.c). */
+#ifdef MTC_WITH_MPI
+#define MTC_MPI_KERNELS(K) K(comm_create)
+#else
+#define MTC_MPI_KERNELS(K)
+#endif

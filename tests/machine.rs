@@ -47,6 +47,10 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
             v.throughput.samples
         );
     }
+    // mpicc builds the kernels into an MPI process: a communicator made and freed is measured
+    // too (about 2.3 us on the development VM).
+    let cc = &o2.classes[&OpClass::CommCreate].throughput;
+    assert!(cc.ns_per_op > 100.0 && cc.ns_per_op < 1e6, "comm_create: {cc:?}");
     let sets = mpicast::machine::sysinfo::working_sets(&o2.host.caches);
     let levels = sets.len();
     // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.

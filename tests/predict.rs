@@ -1682,3 +1682,27 @@ fn a_program_that_times_itself_is_named_as_such() {
     assert_eq!(w.iter().filter(|w| w.contains("times itself")).count(), 1, "{w:?}");
     assert!(w.iter().any(|w| w.contains("the loop at self_timed.c:20 runs") && w.contains("the traced run's")), "{w:?}");
 }
+
+/// Communicator constructors cost their process the comm_create op
+/// (tests/fixtures/predict/comm_loop.c: n MPI_Comm_split in a loop and one MPI_Comm_dup; a
+/// fixture table giving comm_create 2 us): the static path and a traced run's counts both
+/// charge each rank (n + 1) x 2 us, the split's comm block n of them.
+#[test]
+fn communicator_constructors_cost_their_process() {
+    let machine = "tests/fixtures/machine/fixed_mpi.json";
+    let want = 1001.0 * 2e-6;
+    for extra in [&[][..], &["--trace-ranks", "2"][..]] {
+        let mut a = vec!["tests/fixtures/predict/comm_loop.c", "-n", "2", "--platform", LOCALHOST, "--machine", machine, "--json", "-"];
+        a.extend(extra);
+        a.extend(["--", "1000"]);
+        let out = predict(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for r in p["ranks_detail"].as_array().unwrap() {
+            let c = r["compute_s"].as_f64().unwrap();
+            assert!(close(c, want, 2e-3), "{extra:?}: rank compute {c} s, want {want}");
+        }
+        let split = block_on_line(&p, 14);
+        assert!(close(split["op_seconds"]["comm_create"].as_f64().unwrap(), 2.0 * 1000.0 * 2e-6, 1e-6), "{extra:?}: {split}");
+    }
+}

@@ -1192,6 +1192,10 @@ impl<'a> Analyzer<'a> {
             return fp;
         }
         let user_defined = self.globals.functions.contains_key(func);
+        if mpi::makes_comm(func) && !user_defined {
+            add_op(ops, OpClass::CommCreate, Expr::int(1));
+            return CType::int();
+        }
         match func {
             "abs" | "labs" => {
                 add_op(ops, OpClass::Fabs, Expr::int(1));
@@ -1348,7 +1352,12 @@ impl<'a> Analyzer<'a> {
 
     fn comm_block(&mut self, name: &str, args: &[CExpr], line: u32, sp: Span, parent: &str, ctx: &Ctx) {
         let id = self.block_id(sp, BlockKind::Comm);
-        self.push_block(id.clone(), Some(parent), BlockKind::Comm, sp, ctx, None, Ops::new());
+        // A constructor's own work is an op of its block (MPI_Comm_split, MPI_Cart_create).
+        let mut ops = Ops::new();
+        if mpi::makes_comm(name) {
+            add_op(&mut ops, OpClass::CommCreate, Expr::int(1));
+        }
+        self.push_block(id.clone(), Some(parent), BlockKind::Comm, sp, ctx, None, ops);
         let sig = mpi::comm_signature(name);
         let text = |i: Option<usize>| i.and_then(|i| args.get(i)).map(cexpr_text);
         let (peer, peer_expr, bytes, size_text, tag, root, comm) = match sig {

@@ -152,3 +152,26 @@ pub fn datatype_size(name: &str) -> Option<i128> {
 pub fn is_mpi_bookkeeping(name: &str) -> bool {
     name.starts_with("MPI_") || name.starts_with("PMPI_")
 }
+
+/// MPI routines that make a communicator: collective over the parent (every member's call
+/// counts in its sequence), and each costs its process the `comm_create` op (the messages over
+/// the parent are not simulated).
+pub fn makes_comm(name: &str) -> bool {
+    matches!(
+        name,
+        "MPI_Comm_split"
+            | "MPI_Comm_split_type"
+            | "MPI_Comm_create"
+            | "MPI_Comm_create_group"
+            | "MPI_Comm_dup"
+            | "MPI_Comm_dup_with_info"
+            | "MPI_Comm_idup"
+            | "MPI_Intercomm_create"
+            | "MPI_Intercomm_merge"
+            | "MPI_Cart_create"
+            | "MPI_Cart_sub"
+            | "MPI_Graph_create"
+            | "MPI_Dist_graph_create"
+            | "MPI_Dist_graph_create_adjacent"
+    )
+}

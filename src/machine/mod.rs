@@ -224,6 +224,8 @@ fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
         PrintInt => same(key("print_int", 0), 8.0, Some(key("print_call", 0))),
         PrintFp => same(key("print_fp", 0), 8.0, Some(key("print_call", 0))),
         WriteByte => same(key("write", 0), BYTES_PER_CALL, empty.clone()),
+        // A communicator made and freed per iteration.
+        CommCreate => same(key("comm_create", 0), 1.0, empty.clone()),
         Load => ClassPlan {
             tp: (key("mem_stream_load", l1_ws), UNROLL),
             lat: (key("mem_chase_lat", l1_ws), UNROLL),
@@ -404,7 +406,9 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     let working_sets = sysinfo::working_sets(&host.caches);
     let l1_ws = working_sets[0].1;
     let classes: Vec<OpClass> = if opts.classes.is_empty() {
-        OpClass::ALL.to_vec()
+        // The kernels that call MPI where the driver runs inside MPI.
+        let mpi = OpClass::MPI.iter().filter(|c| known.iter().any(|k| k == class_plan(**c, l1_ws).tp.0.kernel.as_str()));
+        OpClass::ALL.iter().chain(mpi).copied().collect()
     } else {
         opts.classes.clone()
     };
@@ -693,8 +697,8 @@ pub fn parse_classes(s: &str) -> Result<Vec<OpClass>> {
         .map(str::trim)
         .filter(|x| !x.is_empty())
         .map(|n| {
-            OpClass::from_name(n).filter(|c| OpClass::ALL.contains(c)).with_context(|| {
-                let valid: Vec<&str> = OpClass::ALL.iter().map(|c| c.name()).collect();
+            OpClass::from_name(n).filter(|c| OpClass::ALL.contains(c) || OpClass::MPI.contains(c)).with_context(|| {
+                let valid: Vec<&str> = OpClass::ALL.iter().chain(OpClass::MPI).map(|c| c.name()).collect();
                 format!("unknown op class {n:?} (valid: {})", valid.join(", "))
             })
         })

@@ -226,7 +226,7 @@ pub fn compare(a: &MachineTable, b: &MachineTable, a_name: &str, b_name: &str) -
         "{:<12} {:>11} {:>11} {:>8} {:>11} {:>11} {:>8}",
         "class", "A tp", "B tp", "B/A", "A lat", "B lat", "B/A"
     );
-    for c in OpClass::ALL {
+    for c in OpClass::ALL.iter().chain(OpClass::MPI) {
         let (Some(x), Some(y)) = (a.classes.get(c), b.classes.get(c)) else {
             continue;
         };
@@ -275,7 +275,7 @@ pub fn repeatability(a: &MachineTable, b: &MachineTable) -> Repeatability {
         "class", "run 1 tp", "run 2 tp", "diff", "run 1 lat", "run 2 lat", "diff"
     );
     let mut diffs = Vec::new();
-    for c in OpClass::ALL {
+    for c in OpClass::ALL.iter().chain(OpClass::MPI) {
         let (Some(x), Some(y)) = (a.classes.get(c), b.classes.get(c)) else {
             continue;
         };

@@ -4,11 +4,12 @@
 use serde::{Deserialize, Serialize};
 
 macro_rules! op_classes {
-    ($($variant:ident => $name:literal : $doc:literal,)* ; $($dvariant:ident => $dname:literal : $ddoc:literal,)*) => {
+    ($($variant:ident => $name:literal : $doc:literal,)* ; $($mvariant:ident => $mname:literal : $mdoc:literal,)* ; $($dvariant:ident => $dname:literal : $ddoc:literal,)*) => {
         /// One class of operation whose cost the machine table gives.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub enum OpClass {
             $(#[doc = $doc] #[serde(rename = $name)] $variant,)*
+            $(#[doc = $mdoc] #[serde(rename = $mname)] $mvariant,)*
             $(#[doc = $ddoc] #[serde(rename = $dname)] $dvariant,)*
         }
 
@@ -16,22 +17,27 @@ macro_rules! op_classes {
             /// Every class a kernel of the MTC measures, in table order.
             pub const ALL: &'static [OpClass] = &[$(OpClass::$variant,)*];
 
+            /// Classes whose kernels call MPI: measured when the MTC runs inside an MPI
+            /// process, absent from other tables (and from those written before them); a
+            /// class a table lacks costs nothing.
+            pub const MPI: &'static [OpClass] = &[$(OpClass::$mvariant,)*];
+
             /// Classes whose cost the machine table derives from another class's kernels
             /// (`MachineTable::cost`): no kernel of their own, not among a table's classes.
             pub const DERIVED: &'static [OpClass] = &[$(OpClass::$dvariant,)*];
 
             /// The snake_case name used in JSON and on the command line.
             pub fn name(self) -> &'static str {
-                match self { $(OpClass::$variant => $name,)* $(OpClass::$dvariant => $dname,)* }
+                match self { $(OpClass::$variant => $name,)* $(OpClass::$mvariant => $mname,)* $(OpClass::$dvariant => $dname,)* }
             }
 
             /// One-line description.
             pub fn doc(self) -> &'static str {
-                match self { $(OpClass::$variant => $doc,)* $(OpClass::$dvariant => $ddoc,)* }
+                match self { $(OpClass::$variant => $doc,)* $(OpClass::$mvariant => $mdoc,)* $(OpClass::$dvariant => $ddoc,)* }
             }
 
             pub fn from_name(s: &str) -> Option<OpClass> {
-                match s { $($name => Some(OpClass::$variant),)* $($dname => Some(OpClass::$dvariant),)* _ => None }
+                match s { $($name => Some(OpClass::$variant),)* $($mname => Some(OpClass::$mvariant),)* $($dname => Some(OpClass::$dvariant),)* _ => None }
             }
         }
     };
@@ -73,6 +79,8 @@ op_classes! {
     PrintFp => "print_fp": "one floating-point conversion (%f, %e, %g, %a) of a printf-family call",
     WriteByte => "write_byte": "one byte written with fwrite or write (stdio buffering and the write to the file)",
     ;
+    CommCreate => "comm_create": "one communicator made and freed (MPI_Comm_split, MPI_Comm_dup, MPI_Cart_create and the other constructors): the calling process's own work",
+    ;
     CoreCycle => "core_cycle": "one cycle of the core as llvm-mca schedules a machine loop's instructions (ports, dispatch, dependencies); costs the int_add latency kernel's figure",
 }
 
@@ -89,7 +97,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_serde_agrees() {
         assert!(OpClass::ALL.len() >= 24);
-        for &c in OpClass::ALL.iter().chain(OpClass::DERIVED) {
+        for &c in OpClass::ALL.iter().chain(OpClass::MPI).chain(OpClass::DERIVED) {
             assert_eq!(OpClass::from_name(c.name()), Some(c));
             assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{}\"", c.name()));
         }

@@ -574,7 +574,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             })
             .collect();
         s.comm_funcs = calling(&callees, emits_actions);
-        s.comm_makers = calling(&callees, makes_comm);
+        s.comm_makers = calling(&callees, crate::frontend::mpi::makes_comm);
         s.structs.entry("option").or_insert_with(|| {
             ["name", "has_arg", "flag", "val"]
                 .iter()
@@ -637,7 +637,7 @@ impl<'p, 'a> Shared<'p, 'a> {
     fn makes_comms(&self, s: &Stmt) -> bool {
         let mut names = Vec::new();
         call_names(s, &mut names);
-        names.iter().any(|n| makes_comm(n) || self.comm_makers.contains(n))
+        names.iter().any(|n| crate::frontend::mpi::makes_comm(n) || self.comm_makers.contains(n))
     }
 
     /// Whether loop `s` calls a function that communicates (see `comm_funcs`).
@@ -7740,28 +7740,6 @@ fn calling<'p>(callees: &FastMap<&'p str, Vec<&'p str>>, direct: fn(&str) -> boo
             return found;
         }
     }
-}
-
-/// MPI routines that make a communicator (collective over the parent: every member's call
-/// counts in its sequence).
-fn makes_comm(name: &str) -> bool {
-    matches!(
-        name,
-        "MPI_Comm_split"
-            | "MPI_Comm_split_type"
-            | "MPI_Comm_create"
-            | "MPI_Comm_create_group"
-            | "MPI_Comm_dup"
-            | "MPI_Comm_dup_with_info"
-            | "MPI_Comm_idup"
-            | "MPI_Intercomm_create"
-            | "MPI_Intercomm_merge"
-            | "MPI_Cart_create"
-            | "MPI_Cart_sub"
-            | "MPI_Graph_create"
-            | "MPI_Dist_graph_create"
-            | "MPI_Dist_graph_create_adjacent"
-    )
 }
 
 fn emits_actions(name: &str) -> bool {

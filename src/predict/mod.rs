@@ -170,7 +170,7 @@ impl Costs {
             bounds_high: Bounds::from_table(t, |m| m.max_ns.max(m.ns_per_op)),
             co_run: t.co_run.as_ref().map(|c| (c.factors().0, c.factors().1, f64::from(c.cores))),
         };
-        for class in OpClass::ALL.iter().chain(OpClass::DERIVED) {
+        for class in OpClass::ALL.iter().chain(OpClass::MPI).chain(OpClass::DERIVED) {
             let Some(nom) = t.cost(*class, variant) else {
                 continue;
             };

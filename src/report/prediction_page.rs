@@ -661,7 +661,7 @@ fn page_data(preds: &[Prediction], labels: &[String], files: &[String], blocks: 
         })
         .collect();
     let ops: serde_json::Map<String, Value> =
-        OpClass::ALL.iter().map(|c| (c.name().to_string(), json!([op_color(*c), c.doc()]))).collect();
+        OpClass::ALL.iter().chain(OpClass::MPI).map(|c| (c.name().to_string(), json!([op_color(*c), c.doc()]))).collect();
     json!({
         "machines": labels,
         "files": files,
