@@ -284,13 +284,13 @@ my $head = "# Accuracy\n\n" .
   "- Error = (predicted - measured median) / measured median; MAPE = mean of |error| over the rows where the mode predicted. " .
   "Targets on this host: static 20%, trace counts 15%, block benchmarking 10%, scaled 15%; the benchmark fails only " .
   "when a mode is over twice its target on this host\x27s rows.\n";
-# The section scripts/bench_scale.sh writes (trace scaling) is kept as it was.
+# The sections from "## Trace scaling" to the end (written by bench_scale.sh and by hand) are kept as they were.
 my $keep = "";
 if (open(my $old, "<", $ENV{ACC_OUT})) {
   local $/;
   my $t = <$old>;
   close $old;
-  $keep = "\n$1" if $t =~ /(^## Trace scaling.*?)(?=^## |\z)/ms;
+  $keep = "\n$1" if $t =~ /(^## Trace scaling.*)\z/ms;
 }
 open(my $o, ">", $ENV{ACC_OUT}) or die "$ENV{ACC_OUT}: $!";
 print $o $head . $md . $keep;
