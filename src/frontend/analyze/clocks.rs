@@ -69,46 +69,67 @@ pub fn clock_loops(f: &Function, file: &str, clock_fns: &HashMap<String, String>
 struct Taint<'a> {
     file: &'a str,
     fns: &'a HashMap<String, String>,
-    /// Tainted paths and the clock each comes from.
-    paths: HashMap<String, String>,
+    /// Tainted paths and the clock each comes from, by the variable at their root (`bwdata`
+    /// for `bwdata[].t`): a path is looked up among its own variable's.
+    paths: HashMap<String, Vec<(String, String)>>,
+    count: usize,
+}
+
+/// The variable a path starts from.
+fn root(p: &str) -> &str {
+    let p = p.trim_start_matches('*');
+    &p[..p.find(['.', '[']).unwrap_or(p.len())]
 }
 
 impl<'a> Taint<'a> {
-    /// The taint of `f`'s variables, to a fixpoint over its assignments.
+    /// The taint of `f`'s variables: its statements in order, each assignment's taint known to
+    /// those after it, again until nothing changes (a loop's later statements feed its earlier
+    /// ones), at most 16 times.
     fn of(f: &Function, file: &'a str, fns: &'a HashMap<String, String>) -> Taint<'a> {
-        let mut t = Taint { file, fns, paths: HashMap::new() };
+        let mut t = Taint { file, fns, paths: HashMap::new(), count: 0 };
+        let mut stmts: Vec<&Stmt> = Vec::new();
+        stmt_exprs(&f.body, &mut |s| stmts.push(s));
         for _ in 0..16 {
-            let before = t.paths.len();
-            let mut found: Vec<(String, String)> = Vec::new();
-            stmt_exprs(&f.body, &mut |s| match s {
-                Stmt::Expr(e, _) => t.assignments(e, &mut found),
-                Stmt::Decl(ds, _) => {
-                    for d in ds {
-                        if let Some(src) = d.init.as_ref().and_then(|e| t.reads(e)) {
-                            found.push((d.name.clone(), src));
+            let before = t.count;
+            for s in &stmts {
+                let mut found: Vec<(String, String)> = Vec::new();
+                match s {
+                    Stmt::Expr(e, _) | Stmt::Return(Some(e), _) => t.assignments(e, &mut found),
+                    Stmt::Decl(ds, _) => {
+                        for d in ds {
+                            if let Some(src) = d.init.as_ref().and_then(|e| t.reads(e)) {
+                                found.push((d.name.clone(), src));
+                            }
+                            if let Some(e) = &d.init {
+                                t.assignments(e, &mut found);
+                            }
                         }
-                        if let Some(e) = &d.init {
+                    }
+                    Stmt::If { cond, .. } | Stmt::While { cond, .. } | Stmt::DoWhile { cond, .. } | Stmt::Switch { cond, .. } => t.assignments(cond, &mut found),
+                    Stmt::For { cond, update, .. } => {
+                        for e in cond.iter().chain(update) {
                             t.assignments(e, &mut found);
                         }
                     }
+                    _ => {}
                 }
-                Stmt::Return(Some(e), _) => t.assignments(e, &mut found),
-                Stmt::If { cond, .. } | Stmt::While { cond, .. } | Stmt::DoWhile { cond, .. } | Stmt::Switch { cond, .. } => t.assignments(cond, &mut found),
-                Stmt::For { cond, update, .. } => {
-                    for e in cond.iter().chain(update) {
-                        t.assignments(e, &mut found);
-                    }
+                for (p, src) in found {
+                    t.taint(p, src);
                 }
-                _ => {}
-            });
-            for (p, src) in found {
-                t.paths.entry(p).or_insert(src);
             }
-            if t.paths.len() == before {
+            if t.count == before {
                 break;
             }
         }
         t
+    }
+
+    fn taint(&mut self, p: String, src: String) {
+        let v = self.paths.entry(root(&p).to_string()).or_default();
+        if !v.iter().any(|(q, _)| *q == p) {
+            v.push((p, src));
+            self.count += 1;
+        }
     }
 
     /// The paths `e` taints (assignments from tainted values, clocks' out-arguments).
@@ -192,7 +213,7 @@ impl<'a> Taint<'a> {
     /// The clock behind a path: the path itself tainted, one it leads into or one inside it.
     fn tainted(&self, p: &str) -> Option<&str> {
         let within = |outer: &str, inner: &str| inner.len() > outer.len() && inner.starts_with(outer) && matches!(inner.as_bytes()[outer.len()], b'.' | b'[');
-        self.paths.iter().find(|(q, _)| *q == p || within(q, p) || within(p, q)).map(|(_, s)| s.as_str())
+        self.paths.get(root(p))?.iter().find(|(q, _)| q == p || within(q, p) || within(p, q)).map(|(_, s)| s.as_str())
     }
 }
 
@@ -262,7 +283,7 @@ fn visit_reads(e: &CExpr, f: &mut dyn FnMut(&CExpr) -> bool) {
 }
 
 /// Every statement of `s`, `s` first.
-fn stmt_exprs(s: &Stmt, f: &mut dyn FnMut(&Stmt)) {
+fn stmt_exprs<'s>(s: &'s Stmt, f: &mut dyn FnMut(&'s Stmt)) {
     f(s);
     match s {
         Stmt::Compound(v, _) => v.iter().for_each(|x| stmt_exprs(x, f)),
