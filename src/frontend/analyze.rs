@@ -1027,11 +1027,7 @@ impl<'a> Analyzer<'a> {
                 if t.is_scalar_fp() && (lt.is_scalar_fp() != rt.is_scalar_fp()) {
                     add_op(ops, OpClass::IntToFp, Expr::int(1));
                 }
-                let class = match op.as_str() {
-                    "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
-                    "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
-                    "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
-                    "%" => OpClass::IntDiv,
+                match op.as_str() {
                     "<" | "<=" | ">" | ">=" | "==" | "!=" => {
                         add_op(ops, if t.is_scalar_fp() { OpClass::FpCmp } else { OpClass::IntCmp }, Expr::int(1));
                         return CType::int();
@@ -1040,15 +1036,15 @@ impl<'a> Analyzer<'a> {
                         add_op(ops, OpClass::Branch, Expr::int(1));
                         return CType::int();
                     }
-                    _ => OpClass::IntLogic,
-                };
-                add_op(ops, class, Expr::int(1));
+                    _ => {}
+                }
+                add_op(ops, arith_class(op, &t), Expr::int(1));
                 t
             }
             CExpr::Unary { op, arg } => {
                 let t = self.expr_ops(arg, ops, false);
                 match op.as_str() {
-                    "-" => add_op(ops, fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd), Expr::int(1)),
+                    "-" => add_op(ops, arith_class("-", &t), Expr::int(1)),
                     "!" | "~" => add_op(ops, OpClass::IntLogic, Expr::int(1)),
                     _ => {}
                 }
@@ -1070,16 +1066,7 @@ impl<'a> Analyzer<'a> {
                 let lt = if op == "=" { self.lvalue_type(left, ops) } else { self.expr_ops(left, ops, false) };
                 self.lvalue_write(left, ops);
                 if op != "=" {
-                    let bop = op.trim_end_matches('=');
-                    let t = arith(&lt, &rt);
-                    let class = match bop {
-                        "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
-                        "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
-                        "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
-                        "%" => OpClass::IntDiv,
-                        _ => OpClass::IntLogic,
-                    };
-                    add_op(ops, class, Expr::int(1));
+                    add_op(ops, arith_class(op.trim_end_matches('='), &arith(&lt, &rt)), Expr::int(1));
                 }
                 conversion_op(&rt, &lt, ops);
                 lt
@@ -1177,17 +1164,7 @@ impl<'a> Analyzer<'a> {
         }
         let single = func.ends_with('f') && func.len() > 3;
         let fp = CType::new(if single { Base::Float } else { Base::Double });
-        let class = match func {
-            "sqrt" | "sqrtf" => Some(OpClass::Sqrt),
-            "exp" | "expf" | "exp2" | "exp2f" => Some(OpClass::Exp),
-            "log" | "logf" | "log2" | "log2f" | "log10" | "log10f" => Some(OpClass::Log),
-            "sin" | "cos" | "tan" | "sinf" | "cosf" | "tanf" => Some(OpClass::SinCos),
-            "pow" | "powf" => Some(OpClass::Pow),
-            "fabs" | "fabsf" => Some(OpClass::Fabs),
-            "floor" | "ceil" | "round" | "floorf" | "ceilf" | "roundf" | "trunc" => Some(OpClass::FpToInt),
-            _ => None,
-        };
-        if let Some(c) = class {
+        if let Some(c) = libm_class(func) {
             add_op(ops, c, Expr::int(1));
             return fp;
         }
@@ -1701,6 +1678,20 @@ fn arith(a: &CType, b: &CType) -> CType {
     }
 }
 
+/// The op class of a maths library function (its float form included), if it is one.
+fn libm_class(func: &str) -> Option<OpClass> {
+    Some(match func {
+        "sqrt" | "sqrtf" => OpClass::Sqrt,
+        "exp" | "expf" | "exp2" | "exp2f" => OpClass::Exp,
+        "log" | "logf" | "log2" | "log2f" | "log10" | "log10f" => OpClass::Log,
+        "sin" | "cos" | "tan" | "sinf" | "cosf" | "tanf" => OpClass::SinCos,
+        "pow" | "powf" => OpClass::Pow,
+        "fabs" | "fabsf" => OpClass::Fabs,
+        "floor" | "ceil" | "round" | "floorf" | "ceilf" | "roundf" | "trunc" => OpClass::FpToInt,
+        _ => return None,
+    })
+}
+
 fn fp_class(t: &CType, int: OpClass, float: OpClass, double: OpClass) -> OpClass {
     match (t.indirection, &t.base) {
         (0, Base::Double) => double,
@@ -1710,12 +1701,32 @@ fn fp_class(t: &CType, int: OpClass, float: OpClass, double: OpClass) -> OpClass
 }
 
 fn conversion_op(from: &CType, to: &CType, ops: &mut Ops) {
-    let fp = |t: &CType| t.is_scalar_fp();
+    if let Some(c) = conversion(from, to) {
+        add_op(ops, c, Expr::int(1));
+    }
+}
+
+/// The conversion a value of type `from` goes through to become a `to`, if any.
+fn conversion(from: &CType, to: &CType) -> Option<OpClass> {
     let int = |t: &CType| t.indirection == 0 && t.base == Base::Int;
-    if fp(from) && int(to) {
-        add_op(ops, OpClass::FpToInt, Expr::int(1));
-    } else if int(from) && fp(to) {
-        add_op(ops, OpClass::IntToFp, Expr::int(1));
+    if from.is_scalar_fp() && int(to) {
+        Some(OpClass::FpToInt)
+    } else if int(from) && to.is_scalar_fp() {
+        Some(OpClass::IntToFp)
+    } else {
+        None
+    }
+}
+
+/// The class of an arithmetic or bitwise operator (`+`, `*`, `%`, `<<`, ...; bare or of a
+/// compound assignment) computing a value of type `t`.
+fn arith_class(op: &str, t: &CType) -> OpClass {
+    match op {
+        "+" | "-" => fp_class(t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
+        "*" => fp_class(t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
+        "/" => fp_class(t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
+        "%" => OpClass::IntDiv,
+        _ => OpClass::IntLogic,
     }
 }
 

@@ -94,18 +94,6 @@ fn extend(mut a: Paths, c: OpClass) -> Paths {
     a
 }
 
-/// The conversion an assignment of a `from` value to a `to` variable makes, if any.
-fn conversion(from: &CType, to: &CType) -> Option<OpClass> {
-    let int = |t: &CType| t.indirection == 0 && t.base == Base::Int;
-    if from.is_scalar_fp() && int(to) {
-        Some(OpClass::FpToInt)
-    } else if int(from) && to.is_scalar_fp() {
-        Some(OpClass::IntToFp)
-    } else {
-        None
-    }
-}
-
 impl Analyzer<'_> {
     /// Follows an expression statement: the values it assigns, and what from.
     pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, flow: &mut Flow) {
@@ -122,13 +110,7 @@ impl Analyzer<'_> {
                 let mut p = if op == "=" {
                     rp
                 } else {
-                    let class = match op.trim_end_matches('=') {
-                        "+" | "-" => fp_class(&arith(&to, &rt), OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
-                        "*" => fp_class(&arith(&to, &rt), OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
-                        "/" => fp_class(&arith(&to, &rt), OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
-                        "%" => OpClass::IntDiv,
-                        _ => OpClass::IntLogic,
-                    };
+                    let class = arith_class(op.trim_end_matches('='), &arith(&to, &rt));
                     let (_, lp) = self.flow_paths(left, flow);
                     extend(union(lp, rp), class)
                 };
@@ -207,21 +189,19 @@ impl Analyzer<'_> {
                 if t.is_scalar_fp() && lt.is_scalar_fp() != rt.is_scalar_fp() {
                     p = extend(p, OpClass::IntToFp);
                 }
-                let class = match op.as_str() {
-                    "+" | "-" => fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd),
-                    "*" => fp_class(&t, OpClass::IntMul, OpClass::FloatMul, OpClass::DoubleMul),
-                    "/" => fp_class(&t, OpClass::IntDiv, OpClass::FloatDiv, OpClass::DoubleDiv),
-                    "%" => OpClass::IntDiv,
-                    "<" | "<=" | ">" | ">=" | "==" | "!=" => return (CType::int(), extend(p, if t.is_scalar_fp() { OpClass::FpCmp } else { OpClass::IntCmp })),
-                    "&&" | "||" => return (CType::int(), p),
-                    _ => OpClass::IntLogic,
-                };
-                (t, extend(p, class))
+                match op.as_str() {
+                    "<" | "<=" | ">" | ">=" | "==" | "!=" => (CType::int(), extend(p, if t.is_scalar_fp() { OpClass::FpCmp } else { OpClass::IntCmp })),
+                    "&&" | "||" => (CType::int(), p),
+                    _ => {
+                        let class = arith_class(op, &t);
+                        (t, extend(p, class))
+                    }
+                }
             }
             CExpr::Unary { op, arg } => {
                 let (t, p) = self.flow_paths(arg, flow);
                 match op.as_str() {
-                    "-" => (t.clone(), extend(p, fp_class(&t, OpClass::IntAdd, OpClass::FloatAdd, OpClass::DoubleAdd))),
+                    "-" => (t.clone(), extend(p, arith_class("-", &t))),
                     "!" => (CType::int(), extend(p, OpClass::IntLogic)),
                     "~" => (t, extend(p, OpClass::IntLogic)),
                     _ => (t, p),
@@ -242,16 +222,7 @@ impl Analyzer<'_> {
                 (t, union(union(cp, tp), op))
             }
             CExpr::Call { func, args, .. } => {
-                let class = match func.as_str() {
-                    "sqrt" | "sqrtf" => Some(OpClass::Sqrt),
-                    "exp" | "expf" | "exp2" | "exp2f" => Some(OpClass::Exp),
-                    "log" | "logf" | "log2" | "log2f" | "log10" | "log10f" => Some(OpClass::Log),
-                    "sin" | "cos" | "tan" | "sinf" | "cosf" | "tanf" => Some(OpClass::SinCos),
-                    "pow" | "powf" => Some(OpClass::Pow),
-                    "fabs" | "fabsf" => Some(OpClass::Fabs),
-                    "floor" | "ceil" | "round" | "floorf" | "ceilf" | "roundf" | "trunc" => Some(OpClass::FpToInt),
-                    _ => None,
-                };
+                let class = libm_class(func);
                 match class {
                     Some(c) => {
                         let single = func.ends_with('f') && func.len() > 3;
