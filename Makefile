@@ -3,7 +3,7 @@ CARGO ?= cargo
 MPIRUN_FLAGS ?= --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1
 RELEASE := target/release/mpicast
 
-.PHONY: setup build examples demo test layers accuracy stability bench corpus fuzz clean
+.PHONY: setup build examples demo test layers accuracy stability bench corpus corpus-scale fuzz clean
 
 setup:
 	@./scripts/setup.sh
@@ -48,6 +48,11 @@ stability: build
 CORPUS ?= full
 corpus: build
 	@./scripts/corpus.sh $(CORPUS)
+
+# The corpus's traces scaled 2 -> 4, 2 -> 8 and 4 -> 16 against traces taken at those sizes (after
+# make corpus); writes the "Trace scaling on the corpus" section of docs/ACCURACY.md.
+corpus-scale: build
+	@./scripts/corpus_scale.sh
 
 # Mutation fuzzing of the readers and the front end (tests/fuzz.rs, in the integration test
 # binary), MPICAST_FUZZ_SECS per target.

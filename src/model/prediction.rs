@@ -132,7 +132,8 @@ pub struct Scaling {
 pub struct ScaledBlock {
     pub id: String,
     /// "formula" (the front end's count formulas at both sizes, with the static path's trips
-    /// for loops it cannot count), "kept" (the traced count: it depends on data or on nothing
+    /// for loops it cannot count and its executions of functions called through a pointer),
+    /// "kept" (the traced count: it depends on data or on nothing
     /// the formulas know), "weak" (kept, as asked), "strong" (divided evenly, as asked).
     pub by: String,
     /// Executions over all ranks in the trace and after scaling.

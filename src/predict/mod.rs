@@ -570,6 +570,9 @@ pub struct Skeletons {
     pub dir: tempfile::TempDir,
     /// Per block, executions over all ranks (nominal).
     pub execs: Vec<f64>,
+    /// Per rank, per block executions: kept for evaluations of up to RANK_EXECS_MAX ranks (what
+    /// scaling compares between two sizes), empty above.
+    pub rank_execs: Vec<Vec<f64>>,
     /// Per rank compute seconds: nominal, low, high.
     pub compute: Vec<[f64; 3]>,
     pub assumptions: Vec<String>,
@@ -668,8 +671,10 @@ pub fn skeletons(
 /// class letter), per entry at `n` ranks over `k` ranks, from the static path's evaluation at
 /// both sizes; empty where the static path does not resolve at either, or `n` is large
 /// (STATIC_TRIPS_MAX ranks: the evaluation runs every rank). With them, every block's
-/// executions per rank at `n` over `k`.
-fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: u32) -> (HashMap<usize, f64>, HashMap<usize, f64>) {
+/// executions per rank at `n` over `k`, and each rank's executions at both sizes. Evaluated
+/// where some loop is uncounted or some function is called only through a pointer (a qsort
+/// comparator, a callback): the formulas alone cannot scale those.
+fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: u32) -> crate::scale::Evaluated {
     let kept: Vec<usize> = model
         .blocks
         .iter()
@@ -677,16 +682,19 @@ fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: 
         .filter(|(_, b)| b.kind == crate::model::analysis::BlockKind::Loop && b.trip.as_ref().is_none_or(|t| t.expr.is_none()))
         .map(|(i, _)| i)
         .collect();
-    if kept.is_empty() || n > STATIC_TRIPS_MAX || k > STATIC_TRIPS_MAX {
+    let called: std::collections::HashSet<&str> = model.calls.iter().map(|c| c.callee.as_str()).collect();
+    let uncalled = model.functions.iter().any(|f| f.name != "main" && !called.contains(f.name.as_str()));
+    if (kept.is_empty() && !uncalled) || n > STATIC_TRIPS_MAX || k > STATIC_TRIPS_MAX {
         return Default::default();
     }
-    let at = |ranks: u32| -> Option<Vec<f64>> {
+    let at = |ranks: u32| -> Option<Skeletons> {
         let o = Options { ranks, ..opts.clone() };
-        skeletons(model, &o, costs).ok().map(|s| s.execs)
+        skeletons(model, &o, costs).ok()
     };
-    let (Some(ek), Some(en)) = (at(k), at(n)) else { return Default::default() };
+    let (Some(sk), Some(sn)) = (at(k), at(n)) else { return Default::default() };
+    let (ek, en) = (&sk.execs, &sn.execs);
     let index: HashMap<&str, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.as_str(), i)).collect();
-    let mut out = HashMap::new();
+    let mut trips = HashMap::new();
     for b in kept {
         let Some(p) = model.blocks[b].parent.as_deref().and_then(|p| index.get(p).copied()) else { continue };
         // A block open at MPI_Init (main's, around the call) is not charged: entered once per
@@ -694,14 +702,14 @@ fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: 
         let (pk, pn) = if ek[p] == 0.0 && en[p] == 0.0 { (k as f64, n as f64) } else { (ek[p], en[p]) };
         let (tk, tn) = (ek[b] / pk, en[b] / pn);
         if pk > 0.0 && pn > 0.0 && tk > 0.0 && tn.is_finite() && (tn / tk - 1.0).abs() > 1e-9 {
-            out.insert(b, tn / tk);
+            trips.insert(b, tn / tk);
         }
     }
-    let per_rank = (0..model.blocks.len())
+    let executions = (0..model.blocks.len())
         .filter(|b| ek[*b] > 0.0 && en[*b].is_finite())
         .map(|b| (b, (en[b] / n as f64) / (ek[b] / k as f64)))
         .collect();
-    (out, per_rank)
+    crate::scale::Evaluated { trips, executions, rank_execs: (sk.rank_execs, sn.rank_execs) }
 }
 
 fn file_name(path: &str) -> &str {
@@ -711,6 +719,8 @@ fn file_name(path: &str) -> &str {
 /// Ranks beyond which scaling does not evaluate the program at both sizes for its uncounted
 /// loops.
 const STATIC_TRIPS_MAX: u32 = 256;
+/// Ranks up to which an evaluation keeps every rank's block executions.
+const RANK_EXECS_MAX: u32 = STATIC_TRIPS_MAX;
 
 /// Evaluations at most before the static path gives up on values long loops store, and the
 /// seconds after which no new one starts.
@@ -738,6 +748,7 @@ fn evaluate(
             sh.forget_samples();
         }
         let mut execs = vec![0.0; model.blocks.len()];
+        let mut rank_execs = Vec::new();
         let mut compute = Vec::with_capacity(n as usize);
         let mut outputs = Vec::new();
         let mut assumptions = std::collections::BTreeSet::new();
@@ -807,6 +818,9 @@ fn evaluate(
             arm_rates.append(&mut it.assumed_arms);
             for (t, x) in execs.iter_mut().zip(&scratch) {
                 *t += x;
+            }
+            if n <= RANK_EXECS_MAX {
+                rank_execs.push(scratch.clone());
             }
             // Arms weighted by a sampled rate keep it in the bounds; assumed ones do not.
             let data_branches = it.guessed;
@@ -892,6 +906,7 @@ fn evaluate(
         result = Some(Skeletons {
             dir,
             execs,
+            rank_execs,
             compute,
             assumptions: assumptions.into_iter().collect(),
             outputs,
@@ -1182,12 +1197,13 @@ fn predict_set_from(
                 ])
                 .collect();
             let cost = block_seconds(&model, &costs.nominal, &costs.bounds, &env);
-            let (trips, executions) = match req.mode {
+            let evaluated = match req.mode {
                 crate::scale::Mode::Program => static_trips(&model, opts, &costs, ranks, opts.ranks),
                 _ => Default::default(),
             };
-            if !trips.is_empty() {
-                let mut at: Vec<String> = trips
+            if !evaluated.trips.is_empty() {
+                let mut at: Vec<String> = evaluated
+                    .trips
                     .iter()
                     .map(|(b, r)| format!("{}:{} x{r:.3}", file_name(&model.blocks[*b].file), model.blocks[*b].line_start))
                     .collect();
@@ -1200,8 +1216,7 @@ fn predict_set_from(
             }
             let req = crate::scale::Request {
                 to_ranks: opts.ranks,
-                trips,
-                executions,
+                evaluated,
                 ..req.clone()
             };
             // Each scaled rank is costed as it is made; a costing error is not a scaling one.
@@ -1246,6 +1261,7 @@ fn predict_set_from(
     let sk = Skeletons {
         dir: out,
         execs,
+        rank_execs: Vec::new(),
         compute,
         assumptions: Vec::new(),
         outputs: Vec::new(),

@@ -786,8 +786,7 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
 pub fn scale_request(ranks: u32, mode: Mode, force: Option<&str>) -> Result<crate::scale::Request> {
     Ok(crate::scale::Request {
         to_ranks: ranks,
-        trips: HashMap::new(),
-        executions: HashMap::new(),
+        evaluated: Default::default(),
         mode,
         force: force
             .map(crate::scale::detect::parse_topology)

@@ -28,11 +28,19 @@ pub struct Request {
     pub mode: Mode,
     /// `--force-topology`: the topology of the traced run, as the user knows it.
     pub force: Option<Topology>,
-    /// Loops the front end cannot count (block index): trips per entry at N' over K, from the
-    /// static path's evaluation at both sizes.
+    /// The static path's evaluation of the program at K and N' ranks, where it ran.
+    pub evaluated: Evaluated,
+}
+
+/// What the static path's evaluation at K and at N' ranks says about block executions.
+#[derive(Debug, Clone, Default)]
+pub struct Evaluated {
+    /// Loops the front end cannot count (block index): trips per entry at N' over K.
     pub trips: HashMap<usize, f64>,
-    /// Executions per rank at N' over K of every block, from the same evaluations.
+    /// Executions per rank at N' over K of every block (averaged over the ranks).
     pub executions: HashMap<usize, f64>,
+    /// Each rank's executions of every block, at K and at N' (empty where not kept).
+    pub rank_execs: (Vec<Vec<f64>>, Vec<Vec<f64>>),
 }
 
 /// Topology of a trace directory of `k` ranks: from its graph and from the analysis; the one
@@ -159,8 +167,7 @@ pub fn scale_traces(
     }
     let (topology, mut info) = choose_topology(traces, model, bindings, req.force.as_ref())?;
     let mut scaler = ratio::Scaler::new(model, req.mode, cost);
-    scaler.trips = req.trips.clone();
-    scaler.executions = req.executions.clone();
+    scaler.evaluated = req.evaluated.clone();
     let base_env: HashMap<String, f64> = bindings.iter().map(|(a, b)| (a.clone(), *b)).collect();
     let ctx = rewrite::Ctx { k, n, scaler: &scaler, base_env };
     let mut written = 0u32;

@@ -71,16 +71,19 @@ pub struct Scaler<'m> {
     params: HashMap<String, Vec<String>>,
     block_of_id: HashMap<String, usize>,
     vars: Vec<BTreeSet<String>>,
-    memo: RefCell<HashMap<(usize, u32, Vec<u64>), (f64, bool)>>,
+    /// Per block, rank and the values its ratio reads: the ratio and whether formulas gave it,
+    /// or None where it comes from the static path's executions of the rank at each size.
+    memo: RefCell<HashMap<(usize, u32, Vec<u64>), Option<(f64, bool)>>>,
     pub stats: RefCell<Stats>,
-    /// Loops the front end cannot count: their trips per entry at the new size over the old,
-    /// from the static path's evaluation at both sizes (the program's own arithmetic).
-    pub trips: HashMap<usize, f64>,
-    /// Executions per rank at the new size over the old, from the same evaluations: for a
-    /// block whose total the front end only approximates (a call site under such a loop).
-    pub executions: HashMap<usize, f64>,
+    /// The static path's evaluation at both sizes (the program's own arithmetic): the trips of
+    /// loops the front end cannot count, and the executions of blocks whose total the formulas
+    /// only approximate (a call site under such a loop) or cannot give (a function called
+    /// through a pointer).
+    pub evaluated: crate::scale::Evaluated,
     /// Set when `total` took a call site's count from a block around it.
     approximated: std::cell::Cell<bool>,
+    /// Set when `total` reached a function no call site names (called through a pointer).
+    uncalled: std::cell::Cell<bool>,
 }
 
 fn local_factor(model: &ProgramModel, b: usize) -> Option<&Expr> {
@@ -122,9 +125,9 @@ impl<'m> Scaler<'m> {
             vars: Vec::new(),
             memo: RefCell::new(HashMap::new()),
             stats: RefCell::new(Stats::default()),
-            trips: HashMap::new(),
-            executions: HashMap::new(),
+            evaluated: Default::default(),
             approximated: std::cell::Cell::new(false),
+            uncalled: std::cell::Cell::new(false),
         };
         s.vars = (0..model.blocks.len()).map(|b| s.block_vars(b, 0)).collect();
         s
@@ -172,17 +175,39 @@ impl<'m> Scaler<'m> {
             Mode::Program => {}
         }
         let key: Vec<u64> = self.vars[b].iter().map(|v| new.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect();
-        if let Some(r) = self.memo.borrow().get(&(b, origin, key.clone())) {
-            return *r;
-        }
-        self.approximated.set(false);
-        let r = match (self.total(b, old, 0), self.total(b, new, 0)) {
-            _ if self.approximated.get() && self.executions.contains_key(&b) => (self.executions[&b], true),
-            (Some(o), Some(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
-            _ => self.ratio_in(b, old, new, 0),
+        let memo = self.memo.borrow().get(&(b, origin, key.clone())).copied();
+        let r = match memo {
+            Some(r) => r,
+            None => {
+                self.approximated.set(false);
+                self.uncalled.set(false);
+                let totals = (self.total(b, old, 0), self.total(b, new, 0));
+                let evaluated = self.evaluated(b, origin, new).is_some();
+                let r = match totals {
+                    _ if (self.approximated.get() || self.uncalled.get()) && evaluated => None,
+                    // Called only through a pointer, and not evaluated: kept.
+                    _ if self.uncalled.get() => Some((1.0, false)),
+                    (Some(o), Some(n)) if o > 0.0 && n.is_finite() => Some((n.max(0.0) / o, true)),
+                    _ => Some(self.ratio_in(b, old, new, 0)),
+                };
+                self.memo.borrow_mut().insert((b, origin, key), r);
+                r
+            }
         };
-        self.memo.borrow_mut().insert((b, origin, key), r);
-        r
+        r.or_else(|| self.evaluated(b, origin, new).map(|x| (x, true))).unwrap_or((1.0, false))
+    }
+
+    /// Executions of block `b` at the new size over the old from the static path's evaluation
+    /// at both: the new rank's over its origin's where both were kept and the origin ran it,
+    /// else the average over the ranks.
+    fn evaluated(&self, b: usize, origin: u32, new: &HashMap<String, f64>) -> Option<f64> {
+        let (ek, en) = &self.evaluated.rank_execs;
+        let rank = new.get("rank").map(|r| *r as usize);
+        let per_rank = match (ek.get(origin as usize), rank.and_then(|r| en.get(r))) {
+            (Some(o), Some(n)) => o.get(b).zip(n.get(b)).filter(|(o, _)| **o > 0.0).map(|(o, n)| n / o),
+            _ => None,
+        };
+        per_rank.or_else(|| self.evaluated.executions.get(&b).copied())
     }
 
     /// Executions of block `b` in one run of main: its count per call of its function, summed
@@ -195,7 +220,11 @@ impl<'m> Scaler<'m> {
         let blk = &self.model.blocks[b];
         let per = |e: &HashMap<String, f64>| blk.count.expr.as_ref().and_then(|x| x.eval_map(e).ok());
         let sites = self.calls_of.get(&blk.function).cloned().unwrap_or_default();
-        if blk.function == "main" || sites.is_empty() {
+        if blk.function == "main" {
+            return per(env);
+        }
+        if sites.is_empty() {
+            self.uncalled.set(true);
             return per(env);
         }
         let mut sum = 0.0;
@@ -287,7 +316,7 @@ impl<'m> Scaler<'m> {
         // on data) is kept: its factor is 1, and not from a formula.
         let own = !matches!(blk.kind, BlockKind::Loop | BlockKind::Branch);
         let (lf, lok) = match local_factor(self.model, b) {
-            None if blk.kind == BlockKind::Loop && self.trips.contains_key(&b) => (self.trips[&b], true),
+            None if blk.kind == BlockKind::Loop && self.evaluated.trips.contains_key(&b) => (self.evaluated.trips[&b], true),
             None => (1.0, own),
             Some(e) => match (e.eval_map(old), e.eval_map(new)) {
                 (Ok(o), Ok(n)) if o > 0.0 && n.is_finite() => (n.max(0.0) / o, true),
