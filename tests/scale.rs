@@ -518,3 +518,25 @@ fn a_comparator_called_through_a_pointer_is_rescaled_by_the_static_path() {
     let compare = sc.blocks.iter().find(|b| b.id.contains("sorted_gather.c:13:")).expect("the comparator's block is listed");
     assert_eq!(compare.by, "formula", "{compare:?}");
 }
+
+/// A 2D grid traced at 2 ranks (2 x 1) shows no message along its second dimension, and the
+/// solver's loop runs until a norm of the data converges, which the static path cannot know:
+/// the static path runs that loop as often as the trace did (its count, kept at N') and the
+/// program's own peer and size formulas give the 2 x 2 grid's messages. The prediction is the
+/// 4-rank trace's; a refusal before.
+#[test]
+fn a_convergence_loop_on_a_grid_of_one_rank_along_a_dimension_scales_by_the_program() {
+    let s = Scratch::new("mpicast-scale-converge2d");
+    let src = root().join("tests/fixtures/scale/converge2d.c");
+    let args = ["64", "1e-2"];
+    let small = s.trace("cv-2", &src, 2, &args);
+    let big = s.trace("cv-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    assert!(scaled.assumptions.iter().any(|a| a.contains("converge2d.c:39: loop condition depends on data") && a.contains("run 569 times per entry")), "{:?}", scaled.assumptions);
+    assert!(scaled.assumptions.iter().any(|a| a.starts_with("counts and messages at 4 ranks from the program's own arithmetic")), "{:?}", scaled.assumptions);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+}

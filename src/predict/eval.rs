@@ -273,6 +273,10 @@ pub struct Shared<'p, 'a> {
     /// Rates of data-dependent arms fitted to a traced run at another rank count (block ->
     /// rate): they come before any other (see `predict::session::check_at_k`).
     pub traced_rates: HashMap<usize, f64>,
+    /// Iterations per entry of loops from a traced run at another rank count (loop block ->
+    /// trips): a loop whose condition depends on data runs that many times (a convergence
+    /// loop's count, kept when the ranks change).
+    pub traced_trips: HashMap<usize, f64>,
 }
 
 /// How often a branch arm was taken in a sample run.
@@ -519,6 +523,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             prefix_failed: Default::default(),
             error_arms: HashMap::new(),
             traced_rates: HashMap::new(),
+            traced_trips: HashMap::new(),
         };
         s.mail.borrow_mut().next_comm = 1;
         for (i, b) in prog.model.blocks.iter().enumerate() {
@@ -3028,6 +3033,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let mut sums: VecDeque<Vec<(usize, f64)>> = VecDeque::new();
         let mut k: u64 = 0;
         let mut folded_once = false;
+        let mut traced_noted = false;
         loop {
             if !(do_while && k == 0) {
                 if let Some(c) = cond {
@@ -3044,7 +3050,22 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                                     c.reads, c.clock
                                 )));
                             }
-                            return Err(self.err(format!("loop condition depends on data ({why})")));
+                            let Some(t) = lb.and_then(|b| self.sh.traced_trips.get(&b)).copied() else {
+                                return Err(self.err(format!("loop condition depends on data ({why})")));
+                            };
+                            if !traced_noted {
+                                traced_noted = true;
+                                let note = format!(
+                                    "{}:{}: loop condition depends on data ({why}): run {t:.0} times per entry, as in the traced run",
+                                    self.file, line
+                                );
+                                if !self.assumed.contains(&note) {
+                                    self.assumed.push(note);
+                                }
+                            }
+                            if k as f64 >= t.round() {
+                                break;
+                            }
                         }
                     }
                 }

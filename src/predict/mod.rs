@@ -282,6 +282,9 @@ pub struct Options {
     /// Rates of data-dependent branch arms fitted to a traced run (block id -> rate): the
     /// static path charges those arms at them (see `session::check_at_k`).
     pub arm_rates: Option<std::sync::Arc<BTreeMap<String, f64>>>,
+    /// Iterations per entry of loops taken from a traced run (block id -> trips): a loop whose
+    /// condition depends on data runs that many times (see `session::check_at_k`).
+    pub loop_trips: Option<std::sync::Arc<BTreeMap<String, f64>>>,
 }
 
 /// `-D` items split into numbers and other values; `-D NAME` is 1.
@@ -624,6 +627,14 @@ pub fn skeletons(
                 .iter()
                 .enumerate()
                 .filter_map(|(i, b)| rates.get(&b.id).map(|r| (i, *r)))
+                .collect();
+        }
+        if let Some(trips) = &opts.loop_trips {
+            sh.traced_trips = model
+                .blocks
+                .iter()
+                .enumerate()
+                .filter_map(|(i, b)| trips.get(&b.id).map(|t| (i, *t)))
                 .collect();
         }
         match evaluate(model, opts, costs, &sh, &enums) {

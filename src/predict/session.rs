@@ -218,6 +218,7 @@ pub fn predict(req: &Request) -> Result<Prediction> {
             None
         },
         arm_rates: None,
+        loop_trips: None,
     };
     let run = TraceRun {
         inputs: &prog.inputs,
@@ -426,6 +427,7 @@ fn static_checked(
     }
     let mut big = at(opts.ranks);
     big.arm_rates = found.arm_rates.clone().map(std::sync::Arc::new);
+    big.loop_trips = found.loop_trips.clone().map(std::sync::Arc::new);
     let mut p = super::predict_static(model, &big).ok()?;
     if let Some(r) = &found.arm_rates {
         p.assumptions.insert(
@@ -461,6 +463,9 @@ struct CheckFound {
     traced_s: f64,
     /// Arm rates fitted to the trace (block id -> rate), when the check used them.
     arm_rates: Option<BTreeMap<String, f64>>,
+    /// Loop counts taken from the trace (block id -> trips per entry), when the static path
+    /// needed them (a loop condition on data).
+    loop_trips: Option<BTreeMap<String, f64>>,
 }
 
 /// Checks already made in this process (a sweep's points share them); None: the static path
@@ -474,10 +479,28 @@ fn check_at_k(model: &ProgramModel, set: &crate::trace::set::TraceSet, small: &O
     let (_, traced) = super::predict_trace_set(set, small, false, allow_incomplete, None)
         .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace: {e:#}")))
         .ok()?;
-    let stat = super::predict_static(model, small)
-        .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace: {e:#}")))
-        .ok()?;
+    // A loop whose condition depends on data (a convergence loop) runs as often as the trace
+    // says: the static path goes on with that count, and the trace checks the rest.
+    let (stat, small, loop_trips) = match super::predict_static(model, small) {
+        Ok(stat) => (stat, small.clone(), None),
+        Err(e) if format!("{e:#}").contains("loop condition depends on data") => {
+            let trips = traced_trips(model, &traced, k);
+            let again = Options { loop_trips: Some(std::sync::Arc::new(trips.clone())), ..small.clone() };
+            let stat = super::predict_static(model, &again)
+                .map_err(|e| debug.then(|| eprintln!("static path against the {k}-rank trace, traced loop counts: {e:#}")))
+                .ok()?;
+            (stat, again, Some(trips))
+        }
+        Err(e) => {
+            if debug {
+                eprintln!("static path against the {k}-rank trace: {e:#}");
+            }
+            return None;
+        }
+    };
+    let small = &small;
     let mut found = compare_at_k(&stat, &traced, None);
+    found.loop_trips = loop_trips.clone();
     // Data-dependent branch arms the static path charged at the assumed rate, which the run
     // did not show: the rate that gives the trace's executions, then the check again (arms a
     // sample run measured keep their rate: pi_dartboard's darts). NAS
@@ -487,7 +510,8 @@ fn check_at_k(model: &ProgramModel, set: &crate::trace::set::TraceSet, small: &O
     if !fitted.is_empty() {
         let again = Options { arm_rates: Some(std::sync::Arc::new(fitted.clone())), ..small.clone() };
         if let Ok(stat2) = super::predict_static(model, &again) {
-            let refit = compare_at_k(&stat2, &traced, Some(fitted));
+            let mut refit = compare_at_k(&stat2, &traced, Some(fitted));
+            refit.loop_trips = loop_trips.clone();
             if debug {
                 eprintln!("static path against the {k}-rank trace, arm rates fitted: blocks {:.4}% (was {:.4}%)", 100.0 * refit.blocks_off, 100.0 * found.blocks_off);
             }
@@ -536,7 +560,22 @@ fn compare_at_k(stat: &Prediction, traced: &Prediction, arm_rates: Option<BTreeM
         static_s: stat.predicted_s,
         traced_s: traced.predicted_s,
         arm_rates,
+        loop_trips: None,
     }
+}
+
+/// Iterations per entry of every loop the trace ran (loop block id -> trips): its executions
+/// over its parent's (a block open at MPI_Init, entered once per rank, counts `k`).
+fn traced_trips(model: &ProgramModel, traced: &Prediction, k: u32) -> BTreeMap<String, f64> {
+    let mut canon = crate::objcode::CanonicalIds::default();
+    let execs: HashMap<String, f64> = traced.blocks.iter().map(|b| (canon.id(&b.id), b.executions)).collect();
+    let mut out = BTreeMap::new();
+    for b in model.blocks.iter().filter(|b| b.kind == crate::model::analysis::BlockKind::Loop) {
+        let Some(&e) = execs.get(&canon.id(&b.id)).filter(|e| **e > 0.0) else { continue };
+        let entries = b.parent.as_deref().and_then(|p| execs.get(&canon.id(p)).copied()).filter(|p| *p > 0.0).unwrap_or(k as f64);
+        out.insert(b.id.clone(), e / entries);
+    }
+    out
 }
 
 /// Rates for the data-dependent arms the static path charged at the assumed rate where the
@@ -655,6 +694,7 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
             None
         },
         arm_rates: None,
+        loop_trips: None,
     };
     progress(SweepStep::Start((req.ranks.len() * platforms.len()) as u64));
     let mut points = Vec::new();
