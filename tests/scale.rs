@@ -540,3 +540,35 @@ fn a_convergence_loop_on_a_grid_of_one_rank_along_a_dimension_scales_by_the_prog
     let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
     assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
 }
+
+/// A self-scheduling farm traced with one worker: its 60 tasks are dealt to the 7 workers of
+/// 8 ranks in turn (workers 1-4 get 9, workers 5-7 get 8), each with its traced compute; the
+/// master receives 60 results and sends 60 + 7 tasks and stops. Copying the worker gave every
+/// worker all 60 tasks (+852% against the 8-rank trace). Weak scaling, asked for, still does.
+#[test]
+fn a_task_farm_deals_its_tasks_to_the_new_workers() {
+    let s = Scratch::new("mpicast-scale-farm");
+    let src = root().join("tests/fixtures/scale/task_farm.c");
+    let args = ["60", "20000"];
+    let small = s.trace("tf-2", &src, 2, &args);
+    let big = s.trace("tf-8", &src, 8, &args);
+    let src = src.to_str().unwrap();
+    let traced = predict(src, 2, &small, &args, &[]);
+    let scaled = predict(src, 8, &small, &args, &[]);
+    let real = predict(src, 8, &big, &args, &[]);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert!(sc.notes.iter().any(|n| n.contains("self-scheduling farm") && n.contains("60 tasks dealt to 7 workers")), "{:?}", sc.notes);
+    assert_eq!(scaled.messages, 127);
+    assert_eq!(scaled.messages, real.messages);
+    let work = |p: &Prediction, r: usize| p.ranks_detail[r].compute_s;
+    let per_task = work(&traced, 1) / 60.0;
+    for r in 1..8 {
+        let tasks = if r <= 4 { 9.0 } else { 8.0 };
+        assert!((work(&scaled, r) / (tasks * per_task) - 1.0).abs() < 0.01, "worker {r}: {} s for {tasks} tasks of {per_task} s", work(&scaled, r));
+    }
+    // However the run dealt them, the tasks' compute is conserved.
+    let total = |p: &Prediction| p.ranks_detail.iter().map(|r| r.compute_s).sum::<f64>();
+    assert!((total(&scaled) / total(&real) - 1.0).abs() < 0.01, "compute {} s scaled, {} s in the 8-rank trace", total(&scaled), total(&real));
+    let weak = predict(src, 8, &small, &args, &["--scaling", "weak"]);
+    assert!(work(&weak, 5) > 6.0 * work(&scaled, 5));
+}

@@ -4,6 +4,7 @@
 //! as the program's own formulas say, or by the weak or strong scaling assumptions (`ratio`).
 
 pub mod detect;
+pub mod farm;
 pub mod items;
 pub mod ratio;
 pub mod rewrite;
@@ -182,7 +183,12 @@ pub fn scale_traces(
             if matches!(topology, Topology::Single) { Topology::Independent } else { topology.clone() }
         }
         Topology::MasterWorker { root } => {
-            rewrite::master_worker(&ctx, *root, traces, &mut emit, &mut notes)?;
+            // A farm's tasks are the program's, dealt to the new workers; as many per worker
+            // only where the user asked for weak scaling.
+            match (req.mode != Mode::Weak).then(|| farm::Farm::detect(traces, *root)).flatten() {
+                Some(f) => f.emit(&ctx, &mut emit, &mut notes)?,
+                None => rewrite::master_worker(&ctx, *root, traces, &mut emit, &mut notes)?,
+            }
             topology.clone()
         }
         Topology::Pairs => {

@@ -3,7 +3,8 @@
 //! - Master-worker: workers are cloned from the traced worker at the same relative position; the
 //!   master's sweeps over its workers (one message per worker, in rank order, with what happens
 //!   between them) are replayed for every new worker, and its receives from any source repeated
-//!   once per worker.
+//!   once per worker. A self-scheduling farm (each result, received from any worker, answered
+//!   with the next task) has its tasks dealt to the new workers instead ([`super::farm`]).
 //! - Grids (chains, rings, meshes, tori in 1 to 3 dimensions): every traced rank's messages are
 //!   written as directions (offsets in the grid) instead of ranks; a new rank takes the trace of a
 //!   traced rank in the same position class (per dimension: first, last, inner, or any position of
@@ -107,7 +108,7 @@ fn resize_counts(c: &[u64], n: u32, origin_of: &dyn Fn(u32) -> u32) -> Vec<u64> 
 }
 
 /// Rewrites what is not a point-to-point message: compute, communicators, v-collective lists.
-fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64, origin_of: &dyn Fn(u32) -> u32) -> Result<Option<TraceAction>> {
+pub(super) fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64, origin_of: &dyn Fn(u32) -> u32) -> Result<Option<TraceAction>> {
     Ok(Some(match a {
         TraceAction::Compute { compute } => match ctx.scaler.compute(compute, origin, old, new, uniform) {
             Some(c) => TraceAction::Compute { compute: c },
@@ -161,7 +162,7 @@ fn is_waitish(a: &TraceAction) -> bool {
 }
 
 /// The traced rank a new rank copies, at the same relative position among `from` ranks.
-fn proportional(i: u32, to: u32, from: u32) -> u32 {
+pub(super) fn proportional(i: u32, to: u32, from: u32) -> u32 {
     if from <= 1 || to <= 1 {
         return 0;
     }

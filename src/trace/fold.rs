@@ -222,10 +222,6 @@ pub fn write_items(w: &mut TraceWriter, items: &[Item]) -> std::io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
 /// The actions the items stand for, loops unrolled.
 pub fn unfold(items: &[Item]) -> Vec<TraceAction> {
     let mut out = Vec::new();
@@ -242,6 +238,11 @@ pub fn unfold(items: &[Item]) -> Vec<TraceAction> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
 
     fn compute(s: f64) -> TraceAction {
         TraceAction::Compute { compute: Compute::Seconds(s) }
