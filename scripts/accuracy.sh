@@ -195,7 +195,7 @@ my (%mape, %count, %na, $md, $txt, $fail);
 my %reasons; my @reason_list;
 for my $g (@groups) {
   next unless $rows{$g};
-  my (%sum, %n, %nna);
+  my (%sum, %n, %nna, %inside);
   my $title = $g eq "local" ? "This host" : "Emulated network: $g";
   $md .= "\n## $title\n\n";
   $txt .= "\n$title\n";
@@ -213,6 +213,8 @@ for my $g (@groups) {
           push @mcells, sprintf("%s (%+.1f%%)", fmt($r->{predicted_s}), $r->{error_pct});
           push @tcells, sprintf("%s %+6.1f%%", fmt($r->{predicted_s}), $r->{error_pct});
           $sum{$mode} += abs($r->{error_pct}); $n{$mode}++;
+          my $iv = $r->{interval_s};
+          $inside{$mode}++ if $iv && $p->{measured} && $p->{measured}{median_s} >= $iv->[0] && $p->{measured}{median_s} <= $iv->[1];
         } else {
           my $why = $r->{reason} // "n/a";
           $reasons{$why} //= do { push @reason_list, $why; scalar @reason_list };
@@ -225,19 +227,19 @@ for my $g (@groups) {
       $txt .= sprintf("%-16s %-15s %5d %22s", $prog, $a, $p->{ranks}, $meas) . join("", map { sprintf(" %17s", $_) } @tcells) . "\n";
     }
   }
-  $md .= "\nMean absolute percentage error (MAPE) over the rows above:\n\n| mode | MAPE | points | n/a |" . ($g eq "local" ? " target | fails above |" : "") . "\n|---|---:|---:|---:|" . ($g eq "local" ? "---:|---:|" : "") . "\n";
+  $md .= "\nMean absolute percentage error (MAPE) over the rows above, and the points whose measured median the prediction interval holds:\n\n| mode | MAPE | points | n/a | in interval |" . ($g eq "local" ? " target | fails above |" : "") . "\n|---|---:|---:|---:|---:|" . ($g eq "local" ? "---:|---:|" : "") . "\n";
   for my $mode (@order) {
     my $e = $n{$mode} ? $sum{$mode} / $n{$mode} : undef;
     my $es = defined $e ? sprintf("%.1f%%", $e) : "n/a";
-    my $line = "| $label{$mode} | $es | " . ($n{$mode} // 0) . " | " . ($nna{$mode} // 0) . " |";
+    my $line = "| $label{$mode} | $es | " . ($n{$mode} // 0) . " | " . ($nna{$mode} // 0) . " | " . ($inside{$mode} // 0) . " of " . ($n{$mode} // 0) . " |";
     my $verdict = "";
     if ($g eq "local") {
       $line .= " $target{$mode}% | " . (2 * $target{$mode}) . "% |";
       if (defined $e && $e > 2 * $target{$mode}) { $fail = 1; $verdict = "  OVER twice the target"; }
       elsif (defined $e && $e > $target{$mode}) { $verdict = "  (over the target)"; }
-      $txt .= sprintf("MAPE %-13s %8s over %2d points (target %d%%)%s\n", $label{$mode}, $es, $n{$mode} // 0, $target{$mode}, $verdict);
+      $txt .= sprintf("MAPE %-13s %8s over %2d points (target %d%%)%s; in the interval: %d\n", $label{$mode}, $es, $n{$mode} // 0, $target{$mode}, $verdict, $inside{$mode} // 0);
     } else {
-      $txt .= sprintf("MAPE %-13s %8s over %2d points\n", $label{$mode}, $es, $n{$mode} // 0);
+      $txt .= sprintf("MAPE %-13s %8s over %2d points; in the interval: %d\n", $label{$mode}, $es, $n{$mode} // 0, $inside{$mode} // 0);
     }
     $md .= "$line\n";
   }

@@ -284,3 +284,68 @@ fn a_start_up_measured_under_load_is_not_recorded() {
     let tables = std::fs::read_dir(cache.join("startup")).map(|d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "json")).count()).unwrap_or(0);
     assert_eq!(tables, 0, "a start-up table was written");
 }
+
+/// On this host's own platform with its own machine table, a prediction's interval covers what
+/// runs here measured against earlier predictions of its mode, which `mpicast validate` records:
+/// below 5 records the table's spread alone, from 5 on their 10th to 90th percentile.
+#[test]
+fn validated_runs_widen_this_hosts_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let xdg = dir.path().join("xdg");
+    let cache = xdg.join("mpicast");
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .collect();
+    // This host's table and platform, as predict would have measured them: the fixtures.
+    std::fs::create_dir_all(cache.join("machines")).unwrap();
+    std::fs::create_dir_all(cache.join(format!("networks/{host}"))).unwrap();
+    std::fs::copy(root().join(MACHINE), cache.join(format!("machines/{host}_mpicc_-O2.json"))).unwrap();
+    std::fs::copy(root().join(LOCALHOST), cache.join(format!("networks/{host}/platform.xml"))).unwrap();
+    let table: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(MACHINE)).unwrap()).unwrap();
+    let table_host = table["host"]["hostname"].as_str().unwrap().to_string();
+    let created = table["created_unix_s"].as_u64().unwrap();
+    let run = |args: &[&str]| -> Output {
+        let mut c = Command::new(exe());
+        c.current_dir(root()).args(args).env("XDG_CACHE_HOME", &xdg).env("MPICAST_LOAD_LIMIT", "1000");
+        c.output().expect("run mpicast")
+    };
+    let predict = || -> serde_json::Value {
+        let out = run(&["predict", "examples/pi_dartboard.c", "-n", "1", "--static-only", "--json", "-", "--", "20000", "2"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = predict();
+    assert_eq!(first["calibration"]["validations"], 0, "{}", first["calibration"]);
+    assert!(first["calibration"].get("ratio").is_none());
+    let t = first["predicted_s"].as_f64().unwrap();
+    let [lo, hi] = [first["interval_s"][0].as_f64().unwrap(), first["interval_s"][1].as_f64().unwrap()];
+    // Five validated static predictions: runs measured 1.1 to 1.5 times the predicted time.
+    let records: Vec<serde_json::Value> = [1.1, 1.2, 1.3, 1.4, 1.5]
+        .iter()
+        .map(|r| serde_json::json!({"table": created, "mode": "static", "ratio": r, "program": "pi_dartboard", "ranks": 1, "recorded_unix_s": 0}))
+        .collect();
+    std::fs::create_dir_all(cache.join("calibration")).unwrap();
+    let store = cache.join(format!("calibration/{table_host}.json"));
+    std::fs::write(&store, serde_json::json!({"schema": "mpicast/calibration", "version": 1, "records": records}).to_string()).unwrap();
+    let second = predict();
+    assert_eq!(second["calibration"]["validations"], 5);
+    let r = &second["calibration"]["ratio"];
+    assert!((r[0].as_f64().unwrap() - 1.14).abs() < 1e-9 && (r[1].as_f64().unwrap() - 1.46).abs() < 1e-9, "{r}");
+    assert!((second["interval_s"][1].as_f64().unwrap() / (1.46 * t) - 1.0).abs() < 1e-9, "{}", second["interval_s"]);
+    assert!((second["interval_s"][0].as_f64().unwrap() - lo).abs() < 1e-12 && hi < 1.46 * t);
+    // A validation on this host with its table adds what it measured.
+    let vjson = dir.path().join("v.json");
+    let out = run(&["validate", "examples/pi_dartboard.c", "-n", "1", "--runs", "1", "--modes", "static", "--args", "20000 2", "--json", vjson.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = read_json(&vjson);
+    let point = &v["points"][0];
+    let ratio = point["measured"]["median_s"].as_f64().unwrap() / point["predictions"][0]["predicted_s"].as_f64().unwrap();
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    let recs = kept["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 6);
+    assert_eq!(recs[5]["mode"], "static");
+    assert!((recs[5]["ratio"].as_f64().unwrap() / ratio - 1.0).abs() < 1e-9, "{} vs {ratio}", recs[5]);
+}

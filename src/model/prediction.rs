@@ -78,6 +78,30 @@ pub struct Prediction {
     pub startup_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_ranks: Option<u32>,
+    /// On this host's own platform with its own machine table: how far runs here landed from
+    /// predictions of this mode (`mpicast validate`'s records), which `interval_s` then covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// What validated predictions on this host say of a prediction's error.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    /// static, trace, measured or scaled.
+    pub mode: String,
+    /// The machine table's `created_unix_s`: records of another table do not count.
+    pub table_created_unix_s: u64,
+    /// Validated predictions of this mode with this table.
+    pub validations: u32,
+    /// The 10th and 90th percentiles of measured over predicted time; absent below 5
+    /// validations (the interval is then the table's spread alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<[f64; 2]>,
+}
+
+impl Calibration {
+    /// Validations a mode needs before they widen its interval.
+    pub const MIN_VALIDATIONS: usize = 5;
 }
 
 /// One rank's printed lines.

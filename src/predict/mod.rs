@@ -6,6 +6,7 @@
 //! `skeleton`) or from an instrumented run's counts (trace path); NI_b from the front end; t_m
 //! from the machine table.
 
+pub mod calibration;
 pub mod eval;
 pub mod memory;
 pub mod session;
@@ -1556,6 +1557,7 @@ fn finish(
         fallback: None,
         startup_s: None,
         startup_ranks: None,
+        calibration: None,
         launch: Vec::new(),
         static_output: sk.outputs,
         arm_rates: sk.arm_rates.iter().filter_map(|(b, r)| Some((model.blocks.get(*b)?.id.clone(), *r))).collect(),

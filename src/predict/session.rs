@@ -184,6 +184,7 @@ pub fn predict(req: &Request) -> Result<Prediction> {
             Err(e) => (analysed.defines.clone(), Vec::new(), Some(e)),
         };
     let (machine, machine_path) = machine_table(req.machine.as_deref())?;
+    let table_created = machine.created_unix_s;
     let platform = platforms(req.platform.as_slice())?.remove(0);
     let mapping = match &req.mapping {
         Some(p) => Mapping::Hosts {
@@ -331,6 +332,23 @@ pub fn predict(req: &Request) -> Result<Prediction> {
                 one_line(&e)
             ),
         }
+    }
+    // On this host's platform with its own table, as validated here: the interval covers what
+    // runs here measured against predictions of this mode.
+    let host_platform = match &req.platform {
+        None => true,
+        // `mpicast validate` names the platform it resolved.
+        Some(p) => {
+            let own = cached(&format!("networks/{}", hostname())).join("platform.xml");
+            p == &own || p.canonicalize().ok().zip(own.canonicalize().ok()).is_some_and(|(a, b)| a == b)
+        }
+    };
+    if host_platform && req.machine.is_none() && req.mapping.is_none() && prediction.what_if.is_empty() {
+        use super::calibration;
+        let mode = calibration::mode_of(&prediction.mode, prediction.scaling.is_some());
+        let c = calibration::for_mode(&calibration::load(&prediction.machine.hostname), table_created, mode);
+        prediction.interval_s = calibration::widen(prediction.interval_s, prediction.predicted_s, &c);
+        prediction.calibration = Some(c);
     }
     Ok(prediction)
 }

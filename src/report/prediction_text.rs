@@ -86,6 +86,22 @@ pub fn prediction(p: &Prediction) -> String {
         fmt_s(p.interval_s[0]),
         fmt_s(p.interval_s[1])
     );
+    if let Some(c) = &p.calibration {
+        let _ = match c.ratio {
+            Some([lo, hi]) => writeln!(
+                o,
+                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (10th to 90th percentile of {} validated with this machine table) and the table's spread",
+                c.mode, c.validations
+            ),
+            None => writeln!(
+                o,
+                "interval:        the machine table's spread only: {} of the {} validations of {} predictions with this table that widen it to what runs here measured (mpicast validate)",
+                c.validations,
+                crate::model::prediction::Calibration::MIN_VALIDATIONS,
+                c.mode
+            ),
+        };
+    }
     if let (Some(s), Some(n)) = (p.startup_s, p.startup_ranks) {
         let _ = writeln!(
             o,

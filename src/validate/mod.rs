@@ -165,6 +165,8 @@ pub fn validate(req: &Request) -> Result<Outcome> {
     let mut notes: Vec<String> = Vec::new();
 
     let mut points: Vec<ValidationPoint> = Vec::new();
+    let mut calibration_records = Vec::new();
+    let mut calibration_host = String::new();
     let mut failures: Vec<String> = Vec::new();
     for &n in &req.ranks {
         // Real runs.
@@ -276,6 +278,19 @@ pub fn validate(req: &Request) -> Result<Outcome> {
                 machine_shown.get_or_insert_with(|| p.machine.path.clone());
                 let m = measured.as_ref().map(|m| m.median_s).unwrap_or(0.0);
                 r.error_pct = Some(error_pct(p.predicted_s, m));
+                // A prediction for this host with its own table: what the run measured against
+                // it widens later predictions' intervals (predict::calibration).
+                if let (Some(c), true) = (&p.calibration, m > 0.0 && p.predicted_s > 0.0) {
+                    calibration_host.clone_from(&p.machine.hostname);
+                    calibration_records.push(crate::predict::calibration::Record {
+                        table: c.table_created_unix_s,
+                        mode: mode.to_string(),
+                        ratio: m / p.predicted_s,
+                        program: name.clone(),
+                        ranks: n,
+                        recorded_unix_s: started_unix_s,
+                    });
+                }
             }
             match (&r.predicted_s, &r.reason) {
                 (Some(t), _) => eprintln!(
@@ -297,6 +312,9 @@ pub fn validate(req: &Request) -> Result<Outcome> {
         });
     }
 
+    if let Err(e) = crate::predict::calibration::record(&calibration_host, &calibration_records) {
+        eprintln!("validate: this host's calibration was not updated: {}", crate::model::one_line(&e));
+    }
     let summary = summarise(&req.modes, &points);
     let validation = Validation {
         program: req.inputs.iter().map(|p| p.display().to_string()).collect(),
