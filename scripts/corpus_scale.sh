@@ -29,6 +29,8 @@ ROWS=$CACHE/scale.tsv
 log() { printf 'corpus-scale: %s\n' "$*" >&2; }
 die() { printf 'corpus-scale: %s\n' "$*" >&2; exit 2; }
 [ -x "$MPICAST" ] || die "$MPICAST missing: run cargo build --release (make corpus-scale does)"
+# The simulation runs in a child: this binary, whatever its file is called.
+export MPICAST_EXE=${MPICAST_EXE:-$MPICAST}
 [ -d "$CACHE/work" ] || die "no corpus in $CACHE: run make corpus first"
 ONLY=("$@")
 COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
