@@ -112,7 +112,7 @@ while IFS=$'\t' read -r name pkg lang ranks perf quick srcs flags libs args inpu
     python3 - "$out/real$n.json" "$out/s$k-$n.json" >>"$ROWS.tmp" <<'PY' || { row "not compared	unreadable prediction"; continue; }
 import json, sys
 r, s = (json.load(open(p)) for p in sys.argv[1:3])
-static = any(a.startswith("counts and messages at") for a in s.get("assumptions", []))
+static = s["mode"].startswith("static")
 print("compared\t%.9g\t%.9g\t%s\t%d\t%d" % (r["predicted_s"], s["predicted_s"], "static" if static else "trace", r["messages"], s["messages"]))
 PY
     row "$(cat "$ROWS.tmp")"; rm -f "$ROWS.tmp"
