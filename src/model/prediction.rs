@@ -93,7 +93,7 @@ pub struct Calibration {
     pub table_created_unix_s: u64,
     /// Validated predictions of this mode with this table.
     pub validations: u32,
-    /// The 10th and 90th percentiles of measured over predicted time; absent below 5
+    /// The 5th and 95th percentiles of measured over predicted time; absent below 5
     /// validations (the interval is then the table's spread alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<[f64; 2]>,

@@ -5,7 +5,7 @@
 //! apart) and the model has its own error. `mpicast validate` records, for each prediction it
 //! compares on this host's own platform with this host's own table, the measured median over
 //! the predicted time (cache: `calibration/<host>.json`). A later prediction under the same
-//! conditions (the same table, the same mode) takes as its interval the 10th to 90th
+//! conditions (the same table, the same mode) takes as its interval the 5th to 95th
 //! percentile of those ratios times its predicted time, joined with the table's spread, once
 //! there are MIN_RECORDS of them. A table measured again starts a new record: its errors are
 //! its own.
@@ -21,9 +21,12 @@ use crate::model::prediction::Calibration;
 pub const MIN_RECORDS: usize = Calibration::MIN_VALIDATIONS;
 /// The newest records kept per host.
 const KEEP: usize = 400;
-/// The share of measured values the interval is meant to hold (the 10th to 90th percentile).
-const LOW_Q: f64 = 0.10;
-const HIGH_Q: f64 = 0.90;
+/// The share of measured values the interval is meant to hold: the 5th to 95th percentile.
+/// (With the 10th to 90th, a second `make accuracy` pass held 80 of 118 measured medians: the
+/// host drifts between passes, so the next run lands outside a band of the last ones more
+/// often than the band's nominal share says; the same records with this band held 95.)
+const LOW_Q: f64 = 0.05;
+const HIGH_Q: f64 = 0.95;
 
 /// One validated prediction.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -87,7 +90,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The calibration of a prediction of `mode` made with the table created at `table`: the
-/// ratios' 10th and 90th percentiles where there are MIN_RECORDS or more.
+/// ratios' 5th and 95th percentiles where there are MIN_RECORDS or more.
 pub fn for_mode(records: &[Record], table: u64, mode: &str) -> Calibration {
     let mut r: Vec<f64> = records.iter().filter(|x| x.table == table && x.mode == mode && x.ratio.is_finite() && x.ratio > 0.0).map(|x| x.ratio).collect();
     r.sort_by(f64::total_cmp);
@@ -135,9 +138,9 @@ mod tests {
         let c = for_mode(&rs, 7, "static");
         assert_eq!(c.validations, 5);
         let [lo, hi] = c.ratio.unwrap();
-        // 1.0 1.1 1.2 1.3 1.4: the 10th percentile 1.04, the 90th 1.36.
-        assert!((lo - 1.04).abs() < 1e-9 && (hi - 1.36).abs() < 1e-9, "{lo} {hi}");
+        // 1.0 1.1 1.2 1.3 1.4: the 5th percentile 1.02, the 95th 1.38.
+        assert!((lo - 1.02).abs() < 1e-9 && (hi - 1.38).abs() < 1e-9, "{lo} {hi}");
         let w = widen([0.98, 1.02], 1.0, &c);
-        assert!(w[0] == 0.98 && (w[1] - 1.36).abs() < 1e-12, "{w:?}");
+        assert!(w[0] == 0.98 && (w[1] - 1.38).abs() < 1e-12, "{w:?}");
     }
 }

@@ -90,7 +90,7 @@ pub fn prediction(p: &Prediction) -> String {
         let _ = match c.ratio {
             Some([lo, hi]) => writeln!(
                 o,
-                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (10th to 90th percentile of {} validated with this machine table) and the table's spread",
+                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (5th to 95th percentile of {} validated with this machine table) and the table's spread",
                 c.mode, c.validations
             ),
             None => writeln!(
