@@ -622,22 +622,8 @@ pub fn skeletons(
             opts.eval_budget_s.unwrap_or_else(eval_budget_s),
         );
         sh.prefix_loops = prefix.clone();
-        if let Some(rates) = &opts.arm_rates {
-            sh.traced_rates = model
-                .blocks
-                .iter()
-                .enumerate()
-                .filter_map(|(i, b)| rates.get(&b.id).map(|r| (i, *r)))
-                .collect();
-        }
-        if let Some(trips) = &opts.loop_trips {
-            sh.traced_trips = model
-                .blocks
-                .iter()
-                .enumerate()
-                .filter_map(|(i, b)| trips.get(&b.id).map(|t| (i, *t)))
-                .collect();
-        }
+        sh.traced_rates = by_block(model, opts.arm_rates.as_deref());
+        sh.traced_trips = by_block(model, opts.loop_trips.as_deref());
         match evaluate(model, opts, costs, &sh, &enums) {
             Err(e)
                 if opts.estimate_bulk
@@ -722,6 +708,12 @@ fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: 
         .map(|b| (b, (en[b] / n as f64) / (ek[b] / k as f64)))
         .collect();
     crate::scale::Evaluated { trips, executions, rank_execs: (sk.rank_execs, sn.rank_execs) }
+}
+
+/// Values a traced run gave by block id (arm rates, loop trips), by block index.
+fn by_block(model: &ProgramModel, by_id: Option<&BTreeMap<String, f64>>) -> HashMap<usize, f64> {
+    let Some(m) = by_id else { return HashMap::new() };
+    model.blocks.iter().enumerate().filter_map(|(i, b)| m.get(&b.id).map(|v| (i, *v))).collect()
 }
 
 fn file_name(path: &str) -> &str {
