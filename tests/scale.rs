@@ -519,6 +519,37 @@ fn a_comparator_called_through_a_pointer_is_rescaled_by_the_static_path() {
     assert_eq!(compare.by, "formula", "{compare:?}");
 }
 
+/// Communicators of some ranks that are neither the world nor a tiling of consecutive groups
+/// (the first half and one more rank, the first half reversed, as MPICH's test harness makes
+/// them): their members at N' come from the static path's evaluation of the program, and the
+/// 4-rank trace scales to 8 ranks. Refused before ("only communicators of every rank, or of
+/// groups of consecutive ranks"), which left the static path standing in.
+#[test]
+fn communicators_of_some_ranks_take_their_members_from_the_program() {
+    let s = Scratch::new("mpicast-scale-subgroups");
+    let src = root().join("tests/fixtures/scale/subgroups.c");
+    let args = ["3000000"];
+    let small = s.trace("sub-4", &src, 4, &args);
+    let big = s.trace("sub-8", &src, 8, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 8, &small, &args, &[]);
+    let real = predict(src, 8, &big, &args, &[]);
+    assert!(!scaled.assumptions.iter().any(|a| a.contains("was not scaled")), "{:?}", scaled.assumptions);
+    let sc = scaled.scaling.as_ref().expect("scaling recorded");
+    assert!(sc.notes.iter().any(|n| n.contains("communicator definitions of some ranks") && n.contains("at 8 ranks")), "{:?}", sc.notes);
+    assert_eq!(scaled.messages, real.messages);
+    // Ranks 0-4 compute the block, ranks 0-3 the reversed half's share too, ranks 5-7 neither.
+    let work = |p: &Prediction, r: usize| p.ranks_detail[r].compute_s;
+    assert!(work(&scaled, 4) > 10.0 * work(&scaled, 5), "rank 4 {} s, rank 5 {} s", work(&scaled, 4), work(&scaled, 5));
+    assert!(work(&scaled, 3) > 1.2 * work(&scaled, 4), "rank 3 {} s, rank 4 {} s", work(&scaled, 3), work(&scaled, 4));
+    for r in 0..8 {
+        let (a, b) = (work(&scaled, r), work(&real, r));
+        assert!((a - b).abs() <= 0.03 * b.max(1e-6), "rank {r}: scaled {a} s, real trace {b} s");
+    }
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 0.03, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+}
+
 /// A 2D grid traced at 2 ranks (2 x 1) shows no message along its second dimension, and the
 /// solver's loop runs until a norm of the data converges, which the static path cannot know:
 /// the static path runs that loop as often as the trace did (its count, kept at N') and the

@@ -448,6 +448,8 @@ struct TraceSink<'w> {
     mult: Vec<f64>,
     /// Compute seconds not yet written: consecutive bursts become one line.
     unwritten: f64,
+    /// Members of each communicator the rank defines, in order.
+    comms: Vec<Vec<u32>>,
 }
 
 /// What costs a rank's blocks: the model, a cost table and its bounds, the rank's formula
@@ -534,6 +536,9 @@ impl Sink for TraceSink<'_> {
     }
     fn action(&mut self, a: TraceAction) -> Result<(), Unresolved> {
         self.write_compute()?;
+        if let TraceAction::CommDef { ranks, .. } = &a {
+            self.comms.push(ranks.clone());
+        }
         if let Some(w) = self.writer.as_deref_mut() {
             w.action(&a).map_err(io_unresolved)?;
         }
@@ -577,6 +582,8 @@ pub struct Skeletons {
     /// Per rank, per block executions: kept for evaluations of up to RANK_EXECS_MAX ranks (what
     /// scaling compares between two sizes), empty above.
     pub rank_execs: Vec<Vec<f64>>,
+    /// Per rank, the members of each communicator it defines, in order (kept like rank_execs).
+    pub rank_comms: Vec<Vec<Vec<u32>>>,
     /// Per rank compute seconds: nominal, low, high.
     pub compute: Vec<[f64; 3]>,
     pub assumptions: Vec<String>,
@@ -670,8 +677,9 @@ pub fn skeletons(
 /// both sizes; empty where the static path does not resolve at either, or `n` is large
 /// (STATIC_TRIPS_MAX ranks: the evaluation runs every rank). With them, every block's
 /// executions per rank at `n` over `k`, and each rank's executions at both sizes. Evaluated
-/// where some loop is uncounted or some function is called only through a pointer (a qsort
-/// comparator, a callback): the formulas alone cannot scale those.
+/// where some loop is uncounted, some function is called only through a pointer (a qsort
+/// comparator, a callback) or the program makes communicators of some ranks: the formulas alone
+/// cannot scale those.
 fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: u32) -> crate::scale::Evaluated {
     let kept: Vec<usize> = model
         .blocks
@@ -682,7 +690,11 @@ fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: 
         .collect();
     let called: std::collections::HashSet<&str> = model.calls.iter().map(|c| c.callee.as_str()).collect();
     let uncalled = model.functions.iter().any(|f| f.name != "main" && !called.contains(f.name.as_str()));
-    if (kept.is_empty() && !uncalled) || n > STATIC_TRIPS_MAX || k > STATIC_TRIPS_MAX {
+    // Communicators of some ranks (split, create): their members at N' are the program's.
+    let subgroups = ["MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_create_group", "MPI_Cart_sub"]
+        .iter()
+        .any(|f| model.comm.iter().any(|c| c.call == *f));
+    if (kept.is_empty() && !uncalled && !subgroups) || n > STATIC_TRIPS_MAX || k > STATIC_TRIPS_MAX {
         return Default::default();
     }
     let at = |ranks: u32| -> Option<Skeletons> {
@@ -707,7 +719,7 @@ fn static_trips(model: &ProgramModel, opts: &Options, costs: &Costs, k: u32, n: 
         .filter(|b| ek[*b] > 0.0 && en[*b].is_finite())
         .map(|b| (b, (en[b] / n as f64) / (ek[b] / k as f64)))
         .collect();
-    crate::scale::Evaluated { trips, executions, rank_execs: (sk.rank_execs, sn.rank_execs) }
+    crate::scale::Evaluated { trips, executions, rank_execs: (sk.rank_execs, sn.rank_execs), rank_comms: (sk.rank_comms, sn.rank_comms) }
 }
 
 /// Values a traced run gave by block id (arm rates, loop trips), by block index.
@@ -753,6 +765,7 @@ fn evaluate(
         }
         let mut execs = vec![0.0; model.blocks.len()];
         let mut rank_execs = Vec::new();
+        let mut rank_comms = Vec::new();
         let mut compute = Vec::with_capacity(n as usize);
         let mut outputs = Vec::new();
         let mut assumptions = std::collections::BTreeSet::new();
@@ -782,11 +795,15 @@ fn evaluate(
                     compute_s: 0.0,
                     mult: vec![],
                     unwritten: 0.0,
+                    comms: Vec::new(),
                 };
                 let res = ended(it.run(&mut sink));
                 let res = res.and_then(|_| sink.write_compute());
                 row[0] = sink.compute_s;
                 env = std::mem::take(&mut sink.recost.env);
+                if n <= RANK_EXECS_MAX {
+                    rank_comms.push(std::mem::take(&mut sink.comms));
+                }
                 res
             };
             w.finish().map_err(io_unresolved)?;
@@ -888,6 +905,7 @@ fn evaluate(
                     compute_s: 0.0,
                     mult: vec![],
                     unwritten: 0.0,
+                    comms: Vec::new(),
                 };
                 let mut it = eval::Interp::new(sh, r, n, p, enums.clone());
                 // A bound that cannot be evaluated (its arms lead where the values are not
@@ -911,6 +929,7 @@ fn evaluate(
             dir,
             execs,
             rank_execs,
+            rank_comms,
             compute,
             assumptions: assumptions.into_iter().collect(),
             outputs,
@@ -1266,6 +1285,7 @@ fn predict_set_from(
         dir: out,
         execs,
         rank_execs: Vec::new(),
+        rank_comms: Vec::new(),
         compute,
         assumptions: Vec::new(),
         outputs: Vec::new(),

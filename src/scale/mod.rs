@@ -42,6 +42,32 @@ pub struct Evaluated {
     pub executions: HashMap<usize, f64>,
     /// Each rank's executions of every block, at K and at N' (empty where not kept).
     pub rank_execs: (Vec<Vec<f64>>, Vec<Vec<f64>>),
+    /// Each rank's communicators (members, in the order the rank defines them), at K and at N'
+    /// (empty where not kept).
+    pub rank_comms: (Vec<Vec<Vec<u32>>>, Vec<Vec<Vec<u32>>>),
+}
+
+impl Evaluated {
+    /// The members at N' of the communicator new rank `rank` defines where its origin rank
+    /// `origin` defined one of `traced` members at K: the one at the same place in the new
+    /// rank's own list, when the evaluation at K gave the origin the traced communicators and
+    /// every place holding `traced` gives the new rank the same members.
+    pub fn communicator(&self, origin: u32, rank: u32, traced: &[u32]) -> Option<Vec<u32>> {
+        let (at_k, at_n) = (self.rank_comms.0.get(origin as usize)?, self.rank_comms.1.get(rank as usize)?);
+        if at_k.len() != at_n.len() {
+            return None;
+        }
+        let mut found: Option<&Vec<u32>> = None;
+        for (k, n) in at_k.iter().zip(at_n) {
+            if k.as_slice() == traced {
+                match found {
+                    Some(f) if f != n => return None,
+                    _ => found = Some(n),
+                }
+            }
+        }
+        found.filter(|m| m.contains(&rank)).cloned()
+    }
 }
 
 /// Topology of a trace directory of `k` ranks: from its graph and from the analysis; the one
@@ -219,6 +245,13 @@ pub fn scale_traces(
     info.messages_by_faces = st.bytes_faces;
     info.messages_kept = st.bytes_kept;
     info.notes = notes;
+    if st.comms_evaluated > 0 {
+        info.notes.push(format!(
+            "{} communicator definition{} of some ranks (neither every rank nor a tiling of consecutive groups) given the members the program computes at {n} ranks (the static path's evaluation)",
+            st.comms_evaluated,
+            if st.comms_evaluated == 1 { "" } else { "s" }
+        ));
+    }
     info.blocks = st
         .blocks
         .iter()

@@ -56,6 +56,8 @@ pub struct Stats {
     /// Per block: traced executions, scaled executions, traced seconds, and whether every
     /// burst's ratio came from formulas.
     pub blocks: std::collections::BTreeMap<u32, (f64, f64, f64, bool)>,
+    /// Communicator definitions whose members came from the static path's evaluation at N'.
+    pub comms_evaluated: u64,
 }
 
 pub struct Scaler<'m> {

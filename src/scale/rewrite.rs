@@ -107,6 +107,42 @@ fn resize_counts(c: &[u64], n: u32, origin_of: &dyn Fn(u32) -> u32) -> Vec<u64> 
     (0..n).map(|j| c.get(origin_of(j) as usize).copied().unwrap_or(0)).collect()
 }
 
+/// Members at N' of a communicator of `ranks` that traced rank `origin` defines, as new rank
+/// `rank` defines it, and whether they came from the static path's evaluation: the world (also
+/// reversed, as MPICH's test harness splits it with key size - rank), the new rank's group where
+/// groups of consecutive ranks tile the world, else the members the program computes at N'.
+fn scaled_members(ctx: &Ctx, ranks: &[u32], origin: u32, rank: u32) -> Option<(Vec<u32>, bool)> {
+    let g = ranks.len() as u32;
+    let first = ranks.first().copied().unwrap_or(0);
+    let consecutive = ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32);
+    let reversed = g == ctx.k && ranks.iter().enumerate().all(|(i, r)| *r == g - 1 - i as u32);
+    if consecutive && g == ctx.k {
+        Some(((0..ctx.n).collect(), false))
+    } else if reversed {
+        Some(((0..ctx.n).rev().collect(), false))
+    } else if consecutive && g > 0 && first % g == 0 && ctx.k % g == 0 {
+        // Groups of g consecutive ranks tiling the world (MPI_Comm_split by rank / g, e.g.
+        // P2PDC's hybrid groups): the new rank's group. Ranks 0-2 of 4 are no such group
+        // (MPICH's comm_group_half: ranks up to size / 2), and scaled as groups of 3 they gave
+        // 16 ranks a 3-rank barrier where the program makes a 9-rank one.
+        let b = rank / g * g;
+        Some(((b..(b + g).min(ctx.n)).collect(), false))
+    } else {
+        ctx.scaler.evaluated.communicator(origin, rank, ranks).map(|m| (m, true))
+    }
+}
+
+/// The communicators a rank's trace defines (members), in order.
+fn comm_defs(items: &[Item]) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    super::items::walk(items, 1, &mut |a, _| {
+        if let TraceAction::CommDef { ranks, .. } = a {
+            out.push(ranks.clone());
+        }
+    });
+    out
+}
+
 /// Rewrites what is not a point-to-point message: compute, communicators, v-collective lists.
 pub(super) fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>, uniform: f64, origin_of: &dyn Fn(u32) -> u32) -> Result<Option<TraceAction>> {
     Ok(Some(match a {
@@ -115,25 +151,15 @@ pub(super) fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<Stri
             None => return Ok(None),
         },
         TraceAction::CommDef { id, ranks } => {
-            let g = ranks.len() as u32;
-            let first = ranks.first().copied().unwrap_or(0);
-            let consecutive = ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32);
-            // The world reversed (MPICH's test harness splits it with key size - rank).
-            let reversed = g == ctx.k && ranks.iter().enumerate().all(|(i, r)| *r == g - 1 - i as u32);
-            if consecutive && g == ctx.k {
-                TraceAction::CommDef { id: *id, ranks: (0..ctx.n).collect() }
-            } else if reversed {
-                TraceAction::CommDef { id: *id, ranks: (0..ctx.n).rev().collect() }
-            } else if consecutive && g > 0 && first % g == 0 && ctx.k % g == 0 {
-                // Groups of g consecutive ranks tiling the world (MPI_Comm_split by rank / g,
-                // e.g. P2PDC's hybrid groups): the new rank's group. Ranks 0-2 of 4 are no such
-                // group (MPICH's comm_group_half: ranks up to size / 2), and scaled as groups of
-                // 3 they gave 16 ranks a 3-rank barrier where the program makes a 9-rank one.
-                let r = new.get("rank").copied().unwrap_or(0.0) as u32;
-                let b = r / g * g;
-                TraceAction::CommDef { id: *id, ranks: (b..(b + g).min(ctx.n)).collect() }
-            } else {
-                bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank, or of groups of consecutive ranks, can be scaled");
+            let r = new.get("rank").copied().unwrap_or(0.0) as u32;
+            match scaled_members(ctx, ranks, origin, r) {
+                Some((m, evaluated)) => {
+                    if evaluated {
+                        ctx.scaler.stats.borrow_mut().comms_evaluated += 1;
+                    }
+                    TraceAction::CommDef { id: *id, ranks: m }
+                }
+                None => bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank, of groups of consecutive ranks, or whose members the static path evaluates at both sizes can be scaled"),
             }
         }
         TraceAction::Gatherv { counts, root, comm } => TraceAction::Gatherv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
@@ -172,13 +198,39 @@ pub(super) fn proportional(i: u32, to: u32, from: u32) -> u32 {
 // ---- independent ranks (collectives only) --------------------------------------------------------
 
 pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>) -> Result<()> {
-    let origin_of = |r: u32| -> u32 {
+    let near = |r: u32| -> u32 {
         if r == 0 || ctx.k == 1 {
             0
         } else {
             1 + proportional(r - 1, ctx.n - 1, ctx.k - 1)
         }
     };
+    // A new rank copies a traced rank in the same communicators: where the program makes
+    // communicators of some ranks (the first half and one), the nearest traced rank whose
+    // communicators, evaluated at N', hold the new rank and are as many as its own.
+    let ev = &ctx.scaler.evaluated;
+    let origins: Vec<u32> = if ev.rank_comms.0.is_empty() || ev.rank_comms.1.is_empty() {
+        (0..ctx.n).map(near).collect()
+    } else {
+        let defs: Vec<Vec<Vec<u32>>> = traces.iter().map(|t| comm_defs(t)).collect();
+        let fits = |o: u32, r: u32| -> bool {
+            let same_count = match (ev.rank_comms.0.get(o as usize), ev.rank_comms.1.get(r as usize)) {
+                (Some(a), Some(b)) => a.len() == b.len(),
+                _ => false,
+            };
+            same_count && defs[o as usize].iter().all(|d| scaled_members(ctx, d, o, r).is_some_and(|(m, _)| m.contains(&r)))
+        };
+        (0..ctx.n)
+            .map(|r| {
+                let p = near(r);
+                if r == 0 || fits(p, r) {
+                    return p;
+                }
+                (1..ctx.k).filter(|o| fits(*o, r)).min_by_key(|o| (o.abs_diff(p), *o)).unwrap_or(p)
+            })
+            .collect()
+    };
+    let origin_of = |r: u32| -> u32 { origins[r as usize] };
     let uniform = ctx.k as f64 / ctx.n as f64;
     for r in 0..ctx.n {
         let o = origin_of(r);
@@ -1248,5 +1300,38 @@ mod tests {
         let Some(TraceAction::CommDef { ranks, .. }) = def(vec![2, 3]).unwrap() else { panic!("a communicator") };
         assert_eq!(ranks, vec![4, 5]);
         assert!(def(vec![0, 1, 2]).is_err());
+    }
+
+    /// With the static path's evaluation at both sizes, ranks 0-2 of 4 (the first half and one)
+    /// become what the program makes at 8 ranks for the new rank (0-4), and the first half
+    /// reversed (1, 0) becomes 3, 2, 1, 0; a new rank outside the evaluated communicator, or an
+    /// origin whose evaluation did not define the traced members, is refused.
+    #[test]
+    fn other_communicators_take_their_members_from_the_evaluation() {
+        let model = ProgramModel::default();
+        let mut scaler = Scaler::new(&model, Mode::Program, Vec::new());
+        let half_and_one = |n: u32| (0..=n / 2).collect::<Vec<u32>>();
+        let reversed = |n: u32| (0..n / 2).rev().collect::<Vec<u32>>();
+        let comms = |n: u32| -> Vec<Vec<Vec<u32>>> {
+            (0..n).map(|r| [half_and_one(n), reversed(n)].into_iter().filter(|c| c.contains(&r)).collect()).collect()
+        };
+        scaler.evaluated.rank_comms = (comms(4), comms(8));
+        let ctx = Ctx { k: 4, n: 8, scaler: &scaler, base_env: HashMap::new() };
+        let id = |j: u32| j;
+        let def = |origin: u32, rank: u32, ranks: Vec<u32>| {
+            let new = HashMap::from([("rank".to_string(), rank as f64)]);
+            common(&ctx, &TraceAction::CommDef { id: 3, ranks }, origin, &new, &new, 1.0, &id)
+        };
+        let Some(TraceAction::CommDef { ranks, .. }) = def(1, 3, vec![0, 1, 2]).unwrap() else { panic!("a communicator") };
+        assert_eq!(ranks, vec![0, 1, 2, 3, 4]);
+        let Some(TraceAction::CommDef { ranks, .. }) = def(1, 3, vec![1, 0]).unwrap() else { panic!("a communicator") };
+        assert_eq!(ranks, vec![3, 2, 1, 0]);
+        assert_eq!(scaler.stats.borrow().comms_evaluated, 2);
+        // Rank 4 is in the first half and one at 8 ranks but not in the reversed half: its own
+        // list has one communicator where rank 1's had two.
+        assert!(def(1, 4, vec![0, 1, 2]).is_err());
+        assert!(def(2, 4, vec![0, 1, 2]).is_ok());
+        // Rank 2 of 4 defined no reversed half.
+        assert!(def(2, 4, vec![1, 0]).is_err());
     }
 }
