@@ -96,8 +96,9 @@ try:
     text = open(doc).read()
 except FileNotFoundError:
     text = ""
-if re.search(r"^## Trace scaling", text, re.M):
-    text = re.sub(r"^## Trace scaling.*?(?=^## |\Z)", lambda m: section + "\n", text, flags=re.M | re.S)
+# "## Trace scaling" alone: "## Trace scaling on the corpus" (scripts/corpus_scale.sh) is another section.
+if re.search(r"^## Trace scaling$", text, re.M):
+    text = re.sub(r"^## Trace scaling$.*?(?=^## |\Z)", lambda m: section + "\n", text, count=1, flags=re.M | re.S)
 else:
     text = text.rstrip("\n") + "\n\n" + section
 open(doc, "w").write(text)
