@@ -233,6 +233,19 @@ fn pairs_traced_at_two_ranks_scale_as_pairs() {
     // Detected from the 4-rank trace's graph alone, too.
     let traces: Vec<Vec<Item>> = (0..4).map(|r| mpicast::scale::items::read(&big.join(format!("rank-{r}.trace"))).unwrap()).collect();
     assert_eq!(from_graph(&Graph::from_traces(&traces)).topology, Some(Topology::Pairs));
+    // Independent ranks forced on it: the 2-rank job's messages copied in groups of 2, which
+    // cannot deadlock the simulation (copied peers used to wait for ranks that never sent).
+    // Weak scaling keeps the scaled trace, where program scaling would take the static path.
+    let forced = |n: u32| predict(src, n, &small, &args, &["--force-topology", "independent", "--scaling", "weak"]);
+    let four = forced(4);
+    assert!(!four.assumptions.iter().any(|a| a.contains("was not scaled")), "{:?}", four.assumptions);
+    assert_eq!(four.messages, real.messages);
+    assert!((four.predicted_s / real.predicted_s - 1.0).abs() < 1e-3, "forced {} s, real trace {} s", four.predicted_s, real.predicted_s);
+    let five = forced(5);
+    let sc = five.scaling.as_ref().expect("scaling recorded");
+    assert!(sc.notes.iter().any(|n| n.contains("copied in 2 groups of 2") && n.contains("ranks 4-4 keep their compute")), "{:?}", sc.notes);
+    assert!(!five.assumptions.iter().any(|a| a.contains("was not scaled")), "{:?}", five.assumptions);
+    assert_eq!(five.messages, real.messages);
 }
 
 /// Two traced ranks that talk fit a chain of two whatever the program does: where the source's

@@ -205,7 +205,7 @@ pub fn scale_traces(
     let mut notes = Vec::new();
     let scaled = match &topology {
         Topology::Single | Topology::Independent => {
-            rewrite::independent(&ctx, traces, &mut emit)?;
+            rewrite::independent(&ctx, traces, &mut emit, &mut notes)?;
             if matches!(topology, Topology::Single) { Topology::Independent } else { topology.clone() }
         }
         Topology::MasterWorker { root } => {

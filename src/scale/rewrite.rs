@@ -197,7 +197,10 @@ pub(super) fn proportional(i: u32, to: u32, from: u32) -> u32 {
 
 // ---- independent ranks (collectives only) --------------------------------------------------------
 
-pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>) -> Result<()> {
+pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>, notes: &mut Vec<String>) -> Result<()> {
+    if traces.iter().any(|t| has_messages(t)) {
+        return replicas(ctx, traces, emit, notes);
+    }
     let near = |r: u32| -> u32 {
         if r == 0 || ctx.k == 1 {
             0
@@ -237,6 +240,65 @@ pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Ve
         let old = ctx.env(o, ctx.k, None);
         let new = ctx.env(r, ctx.n, None);
         let items = map_items(&traces[o as usize], &mut |a| common(ctx, a, o, &old, &new, uniform, &origin_of))?;
+        emit(r, items)?;
+    }
+    Ok(())
+}
+
+fn has_messages(items: &[Item]) -> bool {
+    let mut found = false;
+    super::items::walk(items, 1, &mut |a, _| found |= is_message(a));
+    found
+}
+
+/// The action's peers moved by `base` (a copy of the traced job that starts at rank `base`).
+fn shifted(a: &TraceAction, base: u32) -> TraceAction {
+    let mut a = a.clone();
+    match &mut a {
+        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } => *to += base,
+        TraceAction::Sendrecv { to, from, .. } => {
+            *to += base;
+            if let Peer::Rank(f) = from {
+                *f += base;
+            }
+        }
+        TraceAction::Recv { from: Peer::Rank(f), .. } | TraceAction::Irecv { from: Peer::Rank(f), .. } => *f += base,
+        TraceAction::Arecv { from, .. } => *from += base,
+        _ => {}
+    }
+    a
+}
+
+/// Independent ranks forced on a trace whose ranks exchange messages: the traced job of K
+/// ranks copied N' / K times (new rank r is traced rank r mod K, its peers in its own copy), so
+/// every message has its partner and the simulation cannot deadlock on them; the ranks after
+/// the last whole copy keep their compute and collectives, not their messages.
+fn replicas(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>) -> Result<()>, notes: &mut Vec<String>) -> Result<()> {
+    let k = ctx.k;
+    let whole = ctx.n / k * k;
+    let origin_of = |r: u32| -> u32 { r % k };
+    let uniform = k as f64 / ctx.n as f64;
+    notes.push(format!(
+        "independent ranks, but the {k}-rank trace has point-to-point messages: its ranks' messages copied in {} groups of {k} (ranks 0-{}){}",
+        ctx.n / k,
+        whole.saturating_sub(1),
+        if whole < ctx.n { format!("; ranks {whole}-{} keep their compute and collectives, not their messages", ctx.n - 1) } else { String::new() }
+    ));
+    for r in 0..ctx.n {
+        let o = origin_of(r);
+        let base = r - o;
+        let old = ctx.env(o, k, None);
+        let new = ctx.env(r, ctx.n, None);
+        let items = map_items(&traces[o as usize], &mut |a| {
+            if r >= whole && (is_message(a) || is_waitish(a)) {
+                return Ok(None);
+            }
+            if is_message(a) {
+                let peer = peer_of(a);
+                return Ok(Some(resize(ctx, &shifted(a, base), &old, &new, (peer, peer.map(|p| p + base)), 1.0)));
+            }
+            common(ctx, a, o, &old, &new, uniform, &origin_of)
+        })?;
         emit(r, items)?;
     }
     Ok(())
