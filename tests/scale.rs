@@ -532,6 +532,32 @@ fn a_comparator_called_through_a_pointer_is_rescaled_by_the_static_path() {
     assert_eq!(compare.by, "formula", "{compare:?}");
 }
 
+/// Molecular dynamics on a global lattice (strong scaling by the program's own arithmetic): each
+/// rank owns its share of the atoms, gathers every position (MPI_Allgatherv, counts computed
+/// from the lattice) and computes the forces on its own atoms within a cut-off, a branch on the
+/// data. From 2 ranks to 4, the pair loop per rank halves and the gathered lists have four
+/// entries: the 4-rank trace's prediction, where weak scaling (a guess such a code got before,
+/// +217% on a public one) keeps each rank's traced work.
+#[test]
+fn a_global_lattice_is_divided_among_the_new_ranks() {
+    let s = Scratch::new("mpicast-scale-md");
+    let src = root().join("tests/fixtures/scale/md_lattice.c");
+    let args = ["1000", "20"];
+    let small = s.trace("md-2", &src, 2, &args);
+    let big = s.trace("md-4", &src, 4, &args);
+    let src = src.to_str().unwrap();
+    let scaled = predict(src, 4, &small, &args, &[]);
+    let real = predict(src, 4, &big, &args, &[]);
+    assert_eq!(scaled.messages, real.messages);
+    let rel = (scaled.predicted_s / real.predicted_s - 1.0).abs();
+    assert!(rel < 0.01, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
+    let work = |p: &Prediction| p.ranks_detail.iter().map(|r| r.compute_s).sum::<f64>() / p.ranks_detail.len() as f64;
+    let traced = predict(src, 2, &small, &args, &[]);
+    assert!((work(&scaled) / work(&traced) - 0.5).abs() < 0.02, "per rank {} s at 4, {} s at 2", work(&scaled), work(&traced));
+    let weak = predict(src, 4, &small, &args, &["--scaling", "weak"]);
+    assert!(work(&weak) > 1.8 * work(&scaled), "weak {} s, program {} s", work(&weak), work(&scaled));
+}
+
 /// Communicators of some ranks that are neither the world nor a tiling of consecutive groups
 /// (the first half and one more rank, the first half reversed, as MPICH's test harness makes
 /// them): their members at N' come from the static path's evaluation of the program, and the
