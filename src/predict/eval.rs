@@ -106,8 +106,8 @@ pub enum Val {
 }
 
 impl Val {
-    fn unknown(why: impl Into<String>) -> Val {
-        Val::U(Rc::from(why.into().as_str()))
+    fn unknown(why: impl AsRef<str>) -> Val {
+        Val::U(Rc::from(why.as_ref()))
     }
     pub fn num(&self) -> Option<f64> {
         match self {
@@ -4973,9 +4973,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             return;
         }
-        let vals: Vec<Val> = (0..count.clamp(0, SMALL_MESSAGE))
-            .map(|_| Val::unknown(why))
-            .collect();
+        let vals = vec![Val::unknown(why); count.clamp(0, SMALL_MESSAGE) as usize];
         self.write_buf(v, &vals);
     }
 

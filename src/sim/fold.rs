@@ -208,7 +208,11 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
         }
         let (d1, d2) = (runs[1].makespan_s - runs[0].makespan_s, runs[2].makespan_s - runs[1].makespan_s);
         if std::env::var_os("MPICAST_FOLD_DEBUG").is_some() {
-            eprintln!("fold: k={k} makespans {:?}", runs.iter().map(|r| r.makespan_s).collect::<Vec<_>>());
+            eprintln!(
+                "fold: k={k} makespans {:?}, walls {:?}",
+                runs.iter().map(|r| r.makespan_s).collect::<Vec<_>>(),
+                runs.iter().map(|r| r.wall_s).collect::<Vec<_>>()
+            );
         }
         if d2 > 0.0 && (d2 - d1).abs() <= TOLERANCE * d2 {
             let steps = (plan.count - 3 * k) as f64 / k as f64;

@@ -168,6 +168,9 @@ struct World {
     link_bytes: Vec<f64>,
     routes: HashMap<(Host, Host), Vec<usize>>,
     rank_host: Vec<Host>,
+    /// Flops each rank executed (hosts' computed flops without SimGrid's host-load plugin,
+    /// whose callbacks run at every start and end of an execution).
+    rank_flops: Vec<f64>,
     count_links: bool,
     /// Ranks that made asynchronous receives: messages left for them at the end are expected.
     async_rx: Vec<bool>,
@@ -529,6 +532,7 @@ impl Rank {
             let t0 = engine::now();
             engine::execute(flops);
             self.compute_s += engine::now() - t0;
+            self.world.borrow_mut().rank_flops[self.me as usize] += flops;
         }
     }
 
@@ -1060,7 +1064,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     cfg.extend(job.cfg.iter().cloned());
     let eng = Engine::init(&EngineOptions {
         cfg,
-        host_load: true,
+        host_load: false,
         link_load: false,
         verbose: false,
     })?;
@@ -1088,6 +1092,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         links,
         routes: HashMap::new(),
         rank_host: placement.clone(),
+        rank_flops: vec![0.0; n as usize],
         count_links: job.options.link_usage,
         async_rx: vec![false; n as usize],
         superseded_sends: 0,
@@ -1231,22 +1236,23 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     for r in &ranks {
         *per_host.entry(r.host.clone()).or_default() += 1;
     }
+    let mut host_flops: HashMap<Host, f64> = HashMap::new();
+    for (h, f) in w.rank_host.iter().zip(&w.rank_flops) {
+        *host_flops.entry(*h).or_default() += f;
+    }
     let hosts = eng
         .hosts()
         .into_iter()
         .map(|h| {
             let name = h.name();
             let cap = h.speed_flops() * h.core_count() as f64 * makespan;
+            let computed = host_flops.get(&h).copied().unwrap_or(0.0);
             HostStats {
                 ranks: per_host.get(&name).copied().unwrap_or(0),
                 cores: h.core_count(),
                 speed_flops: h.speed_flops(),
-                computed_flops: h.computed_flops(),
-                cpu_use: if cap > 0.0 {
-                    h.computed_flops() / cap
-                } else {
-                    0.0
-                },
+                computed_flops: computed,
+                cpu_use: if cap > 0.0 { computed / cap } else { 0.0 },
                 name,
             }
         })
