@@ -120,6 +120,36 @@ impl Folder {
                 }
             }
         }
+        // The last p items equal the loop's body but for the last, a longer compute burst (a
+        // last iteration whose burst runs on into what follows the loop): one more iteration,
+        // then the rest of the burst. The short runs of a folded simulation then repeat the
+        // loop, not a copy of its body after it (jacobi2d's last period of 10 iterations).
+        for p in 2..=WINDOW.min(n.saturating_sub(1)) {
+            let at = n - 1 - p;
+            let Item::Loop(_, body) = &self.items[at] else { continue };
+            if body.len() != p || self.bodies[at] != body_hash(&[&self.hashes[n - p..n - 1], &[item_hash(&body[p - 1]).0][..]].concat()) {
+                continue;
+            }
+            let (Item::Action(TraceAction::Compute { compute: Compute::Seconds(c) }), Item::Action(TraceAction::Compute { compute: Compute::Seconds(last) })) = (&body[p - 1], &self.items[n - 1]) else {
+                continue;
+            };
+            let rest = last - c;
+            if rest <= 0.0 || !rest.is_finite() {
+                continue;
+            }
+            self.truncate(n - p);
+            let body_h = self.bodies[at];
+            if let Item::Loop(count, _) = &mut self.items[at] {
+                *count += 1;
+                self.hashes[at] = loop_hash(*count, body_h);
+            }
+            let it = Item::Action(TraceAction::Compute { compute: Compute::Seconds(rest) });
+            let (h, b) = item_hash(&it);
+            self.items.push(it);
+            self.hashes.push(h);
+            self.bodies.push(b);
+            return true;
+        }
         // The last p items repeat the p before them: a loop of two.
         for p in 1..=WINDOW.min(n / 2) {
             if self.hashes[n - 1] != self.hashes[n - 1 - p] || self.hashes[n - p..] != self.hashes[n - 2 * p..n - p] {
@@ -279,6 +309,29 @@ mod tests {
             vec![Item::Action(compute(1.0)), Item::Loop(50, vec![inner, Item::Action(compute(3e-4))]), Item::Action(barrier())]
         );
         assert_eq!(unfold(&items), actions);
+    }
+
+    /// A last iteration whose final burst runs on into what follows the loop (jacobi2d's last
+    /// period: its residual reduction, then the checksum's compute) is one more iteration and
+    /// the rest of the burst; the compute in all is the same.
+    #[test]
+    fn a_last_iteration_with_a_longer_final_burst_joins_the_loop() {
+        let mut actions = Vec::new();
+        for _ in 0..5 {
+            actions.extend([barrier(), compute(1e-6)]);
+        }
+        actions.extend([barrier(), compute(4e-6), barrier()]);
+        let items = fold(&actions);
+        assert_eq!(items.len(), 3, "{items:?}");
+        assert!(matches!(&items[0], Item::Loop(6, b) if b.len() == 2), "{items:?}");
+        let Item::Action(TraceAction::Compute { compute: Compute::Seconds(rest) }) = &items[1] else { panic!("{items:?}") };
+        assert!((rest - 3e-6).abs() < 1e-15, "{rest}");
+        let total = |a: &[TraceAction]| a.iter().map(|x| match x { TraceAction::Compute { compute: Compute::Seconds(s) } => *s, _ => 0.0 }).sum::<f64>();
+        assert!((total(&unfold(&items)) - total(&actions)).abs() < 1e-15);
+        // A shorter final burst is not an iteration.
+        let mut short = actions.clone();
+        short[11] = compute(5e-7);
+        assert!(matches!(&fold(&short)[0], Item::Loop(5, _)), "{:?}", fold(&short));
     }
 
     #[test]
