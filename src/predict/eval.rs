@@ -238,6 +238,9 @@ pub struct Shared<'p, 'a> {
     /// Per block: the assumed-rate variables (`ASSUMED_P@arm`) its contributions' formulas
     /// mention, with the arm (collected once: formula charging asks at every execution).
     assumed_vars: std::cell::RefCell<FastMap<usize, Rc<Vec<(String, usize)>>>>,
+    /// Per loop charged by formula (statement address): the names it writes outside its error
+    /// arms (collected once: the loop is charged at every execution).
+    loop_writes: std::cell::RefCell<FastMap<usize, Rc<HashSet<String>>>>,
     /// Blocks by file, then (line, column, kind name).
     blocks: FastMap<String, FastMap<(u32, u32, &'static str), usize>>,
     block_memo: std::cell::RefCell<FastMap<(usize, usize, u32, u32, usize), Option<usize>>>,
@@ -502,6 +505,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             comm_makers: FastSet::default(),
             loop_calls_comm: Default::default(),
             assumed_vars: Default::default(),
+            loop_writes: Default::default(),
             blocks: FastMap::default(),
             block_memo: Default::default(),
             consts: HashMap::new(),
@@ -2137,7 +2141,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.want_prefix(Some(b), s);
         // An arm that only reports an error is assumed never taken: what it writes (an error
         // count) keeps its value.
-        let written = written_idents(&without_error_arms(s));
+        let written = {
+            let key = s as *const Stmt as usize;
+            let cached = self.sh.loop_writes.borrow().get(&key).cloned();
+            cached.unwrap_or_else(|| {
+                let w = Rc::new(written_idents(&without_error_arms(s)));
+                self.sh.loop_writes.borrow_mut().insert(key, w.clone());
+                w
+            })
+        };
         let why = format!(
             "computed by the loop at {}:{}",
             self.file,
@@ -7210,9 +7222,19 @@ fn op_name(v: Option<&Val>) -> String {
 /// The element-wise reduction of `parts` (in rank order) by `op`.
 fn reduce_refs(op: &str, parts: &[&Vec<Val>]) -> Vec<Val> {
     let mut acc: Vec<Val> = parts.first().map(|p| (*p).clone()).unwrap_or_default();
+    // An unknown stays itself through a sum or a product (`binary`): an element that is
+    // unknown already needs no more parts, and once every element is, nothing does (a residual
+    // of bulk data summed over 1,024 ranks by each of them).
+    let sticky = matches!(op, "MPI_SUM" | "MPI_PROD");
     for p in parts.iter().skip(1) {
+        if sticky && acc.iter().all(Val::is_unknown) {
+            break;
+        }
         for (k, x) in p.iter().enumerate() {
             if let Some(a) = acc.get_mut(k) {
+                if sticky && a.is_unknown() {
+                    continue;
+                }
                 *a = reduce_op(op, std::mem::replace(a, Val::I(0)), x.clone());
             }
         }
