@@ -241,6 +241,10 @@ pub struct Shared<'p, 'a> {
     /// Per loop charged by formula (statement address): the names it writes outside its error
     /// arms (collected once: the loop is charged at every execution).
     loop_writes: std::cell::RefCell<FastMap<usize, Rc<HashSet<String>>>>,
+    /// Per block and the values its formulas read: the executions they give each block under
+    /// it, and their total (a loop charged by formula at every iteration of an outer one, on
+    /// every rank, evaluates the same formulas with the same values).
+    charges: std::cell::RefCell<HashMap<(usize, Vec<u64>), Rc<(Vec<(usize, f64)>, f64)>>>,
     /// Blocks by file, then (line, column, kind name).
     blocks: FastMap<String, FastMap<(u32, u32, &'static str), usize>>,
     block_memo: std::cell::RefCell<FastMap<(usize, usize, u32, u32, usize), Option<usize>>>,
@@ -506,6 +510,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             loop_calls_comm: Default::default(),
             assumed_vars: Default::default(),
             loop_writes: Default::default(),
+            charges: Default::default(),
             blocks: FastMap::default(),
             block_memo: Default::default(),
             consts: HashMap::new(),
@@ -2366,15 +2371,27 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 notes.push(note);
             }
         }
-        let mut out = Vec::new();
-        let mut total = 0.0;
-        for (j, e) in execs.iter() {
-            let Ok(n) = e.eval_map(&env) else { return None };
-            if n != 0.0 {
-                total += n;
-                out.push((*j, n * self.weight));
+        let key = (b, prog.vars_of(b).iter().chain(assumed.iter().map(|(v, _)| v)).map(|v| env.get(v).map_or(u64::MAX, |x| x.to_bits())).collect::<Vec<u64>>());
+        let cached = self.sh.charges.borrow().get(&key).cloned();
+        let counts = match cached {
+            Some(c) => c,
+            None => {
+                let mut counts = Vec::new();
+                let mut total = 0.0;
+                for (j, e) in execs.iter() {
+                    let Ok(n) = e.eval_map(&env) else { return None };
+                    if n != 0.0 {
+                        total += n;
+                        counts.push((*j, n));
+                    }
+                }
+                let c = Rc::new((counts, total));
+                self.sh.charges.borrow_mut().insert(key, c.clone());
+                c
             }
-        }
+        };
+        let out: Vec<(usize, f64)> = counts.0.iter().map(|(j, n)| (*j, n * self.weight)).collect();
+        let total = counts.1;
         let estimated = !notes.is_empty();
         for note in notes {
             if !self.assumed.contains(&note) {
