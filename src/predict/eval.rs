@@ -847,7 +847,7 @@ pub struct Interp<'s, 'p, 'a> {
     pub assumed_arms: BTreeMap<usize, f64>,
 }
 
-type R<T> = Result<T, Unresolved>;
+type R<T> = Result<T, Box<Unresolved>>;
 
 /// glibc's random()/rand() (the additive feedback generator of TYPE_3: r[i] = r[i-31] +
 /// r[i-3] over 32-bit words, seeded by a Lehmer generator, the first 310 outputs dropped):
@@ -978,12 +978,12 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
     }
 
-    fn err(&self, what: impl Into<String>) -> Unresolved {
-        Unresolved {
+    fn err(&self, what: impl Into<String>) -> Box<Unresolved> {
+        Box::new(Unresolved {
             file: self.file.to_string(),
             line: self.line,
             what: what.into(),
-        }
+        })
     }
 
     /// Statements evaluated so far.
@@ -1448,9 +1448,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     // ---- Running --------------------------------------------------------------------------
 
     /// Runs main with argv = program name + the program's arguments.
-    pub fn run(&mut self, sink: &mut dyn Sink) -> R<()> {
+    pub fn run(&mut self, sink: &mut dyn Sink) -> Result<(), Unresolved> {
+        self.run_main(sink).map_err(|e| *e)
+    }
+
+    fn run_main(&mut self, sink: &mut dyn Sink) -> R<()> {
         let Some(main) = self.sh.funcs.get("main").copied() else {
-            return Err(Unresolved {
+            return Err(Box::new(Unresolved {
                 file: self
                     .sh
                     .prog
@@ -1461,7 +1465,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     .unwrap_or_default(),
                 line: 0,
                 what: "no main function".into(),
-            });
+            }));
         };
         // Globals, then main's parameters.
         for (file, g) in self.sh.globals.clone() {
@@ -4672,11 +4676,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 None => Val::unknown("getenv of a name not known"),
             },
             "exit" | "abort" => {
-                return Err(Unresolved {
+                return Err(Box::new(Unresolved {
                     file: self.file.to_string(),
                     line: self.line,
                     what: "\u{0}exit".into(),
-                })
+                }))
             }
             // Under a branch on data the call may not happen: the sequence is lost from there.
             "rand" | "random" if self.weight == 1.0 && self.rng.is_some() => {
@@ -5399,11 +5403,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 return Ok(Val::unknown("MPI_Wtime() is known only at run time"))
             }
             "MPI_Abort" => {
-                return Err(Unresolved {
+                return Err(Box::new(Unresolved {
                     file: self.file.to_string(),
                     line: self.line,
                     what: "\u{0}exit".into(),
-                })
+                }))
             }
             "P2Pinit" | "P2Pscheme" | "P2Pfinalize" => return Ok(Val::I(0)),
             "P2Prank" => return Ok(Val::I(self.rank as i64)),
