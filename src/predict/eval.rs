@@ -241,6 +241,9 @@ pub struct Shared<'p, 'a> {
     /// Per loop charged by formula (statement address): the names it writes outside its error
     /// arms (collected once: the loop is charged at every execution).
     loop_writes: std::cell::RefCell<FastMap<usize, Rc<HashSet<String>>>>,
+    /// The world's members (0..size), one list shared by every rank's interpreter: a copy
+    /// each was quadratic in the ranks (65,536 ranks copied 17 GB).
+    worlds: std::cell::RefCell<FastMap<u32, Rc<Vec<u32>>>>,
     /// Per block and the values its formulas read: the executions they give each block under
     /// it, and their total (a loop charged by formula at every iteration of an outer one, on
     /// every rank, evaluates the same formulas with the same values).
@@ -493,6 +496,11 @@ struct Sample {
 }
 
 impl<'p, 'a> Shared<'p, 'a> {
+    /// The members of a world of `size` ranks.
+    fn world(&self, size: u32) -> Rc<Vec<u32>> {
+        self.worlds.borrow_mut().entry(size).or_insert_with(|| Rc::new((0..size).collect())).clone()
+    }
+
     pub fn new(
         prog: &'p Program<'a>,
         units: &'p [Unit],
@@ -510,6 +518,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             loop_calls_comm: Default::default(),
             assumed_vars: Default::default(),
             loop_writes: Default::default(),
+            worlds: Default::default(),
             charges: Default::default(),
             blocks: FastMap::default(),
             block_memo: Default::default(),
@@ -773,7 +782,7 @@ pub struct Interp<'s, 'p, 'a> {
     pub missed_colls: Vec<(String, usize, Vec<Val>)>,
     /// Communicators and groups: id -> members (world ranks, in their order). Groups are this
     /// rank's own (ids from GROUP_BASE); an intercommunicator's members are its local group.
-    comms: HashMap<u32, Vec<u32>>,
+    comms: HashMap<u32, Rc<Vec<u32>>>,
     /// Arrays declared with their dimensions: cell -> (dimensions, element bytes), for sizeof.
     decl_dims: CellMap<(Vec<i64>, i64)>,
     /// Scalar cells declared with an unsigned 64-bit type (uint64_t, unsigned long, size_t):
@@ -905,8 +914,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         enums: Rc<HashMap<String, CExpr>>,
     ) -> Self {
         let mut comms = HashMap::new();
-        comms.insert(COMM_WORLD, (0..size).collect());
-        comms.insert(GROUP_EMPTY, Vec::new());
+        comms.insert(COMM_WORLD, sh.world(size));
+        comms.insert(GROUP_EMPTY, Rc::new(Vec::new()));
         Interp {
             sh,
             rank,
@@ -4896,6 +4905,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn my_rank(&self, comm: u32) -> u32 {
+        if comm == COMM_WORLD {
+            return self.rank;
+        }
         self.comms
             .get(&comm)
             .and_then(|m| m.iter().position(|r| *r == self.rank))
@@ -5155,7 +5167,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         let id = self.next_group;
         self.next_group += 1;
-        self.comms.insert(id, members);
+        self.comms.insert(id, Rc::new(members));
         Val::Comm(id)
     }
 
@@ -5163,7 +5175,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn group(&self, v: Option<&Val>, what: &str) -> R<Vec<u32>> {
         match v {
             Some(Val::Comm(id)) if *id >= GROUP_BASE && *id != u32::MAX => {
-                Ok(self.comms.get(id).cloned().unwrap_or_default())
+                Ok(self.comms.get(id).map(|m| m.to_vec()).unwrap_or_default())
             }
             Some(other) => Err(self.err(format!("{what}: group not known before running ({})", other.why()))),
             None => Err(self.err(format!("{what}: group missing"))),
@@ -5202,7 +5214,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             *s += 1;
             *s
         };
-        if !distinct && self.comms.get(&parent) == Some(&members) {
+        if !distinct && self.comms.get(&parent).is_some_and(|m| **m == members) {
             return Ok(Val::Comm(parent));
         }
         let id = {
@@ -5218,7 +5230,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
             }
         };
-        self.comms.insert(id, members.clone());
+        self.comms.insert(id, Rc::new(members.clone()));
         self.flush(sink)?;
         sink.action(TraceAction::CommDef { id, ranks: members })?;
         Ok(Val::Comm(id))
@@ -5312,7 +5324,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             && !name.starts_with("MPI_Comm_size")
             && v.iter().any(|x| matches!(x, Val::Comm(COMM_SELF)))
         {
-            self.comms.insert(COMM_SELF, vec![self.rank]);
+            self.comms.insert(COMM_SELF, Rc::new(vec![self.rank]));
             self.flush(sink)?;
             sink.action(TraceAction::CommDef { id: COMM_SELF, ranks: vec![self.rank] })?;
         }
@@ -5468,7 +5480,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             "MPI_Comm_group" | "MPI_Comm_remote_group" => {
                 let c = self.comm_id(v.first(), call)?;
                 let members = if name == "MPI_Comm_group" {
-                    self.comms[&c].clone()
+                    self.comms[&c].to_vec()
                 } else {
                     self.remote.get(&c).cloned().unwrap_or_default()
                 };
@@ -5592,7 +5604,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let sources = ints(self, 2, indeg, "sources")?;
                 let dests = ints(self, 5, outdeg, "destinations")?;
                 let weighted = !matches!(v.get(3), Some(Val::Name(n)) if &**n == "MPI_UNWEIGHTED");
-                let members = self.comms[&c].clone();
+                let members = self.comms[&c].to_vec();
                 let nc = self.make_comm(c, members, true, sink)?;
                 if let Val::Comm(id) = nc {
                     self.topo.insert(id, Topo { kind: MPI_DIST_GRAPH, sources, dests, weighted, index: Vec::new(), edges: Vec::new() });
@@ -5642,7 +5654,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 // (NULL weights too are weights to OpenMPI: only MPI_UNWEIGHTED is not.)
                 let weighted = !matches!(v.get(5), Some(Val::Name(n)) if &**n == "MPI_UNWEIGHTED");
-                let members = self.comms[&c].clone();
+                let members = self.comms[&c].to_vec();
                 let nc = self.make_comm(c, members, true, sink)?;
                 if let Val::Comm(id) = nc {
                     self.topo.insert(id, Topo { kind: MPI_DIST_GRAPH, sources, dests, weighted, index: Vec::new(), edges: Vec::new() });
@@ -5762,13 +5774,13 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 let leader = self.need_int(v.get(3), call, "remote leader", a(3))?;
                 let tag = self.need_int(v.get(4), call, "tag", a(4))?;
                 let local_leader = self.need_int(v.get(1), call, "local leader", a(1))?;
-                let members = self.comms[&local].clone();
+                let members = self.comms[&local].to_vec();
                 // Each member posts, under its peer rank, the remote leader it was given (MPI
                 // reads it at the local leader only: the others may pass anything) and its
                 // group; the remote group is the one the local leader's remote leader posted.
                 let key = self.coll_key(&format!("intercomm{tag}"), peer);
                 let me = self.my_rank(peer);
-                let peers = self.comms[&peer].clone();
+                let peers = self.comms[&peer].to_vec();
                 let remote = {
                     let mut mail = self.sh.mail.borrow_mut();
                     let entry = mail.coll.entry(key.clone()).or_default();
@@ -5813,7 +5825,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         }
                     }
                 };
-                self.comms.insert(id, members);
+                self.comms.insert(id, Rc::new(members));
                 self.remote.insert(id, remote);
                 self.write_ptr(v.get(5), Val::Comm(id));
                 return Ok(Val::I(0));
@@ -5824,7 +5836,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     return Err(self.err(format!("{call}: not an intercommunicator")));
                 };
                 let high = self.need_int(v.get(1), call, "high", a(1))? != 0;
-                let local = self.comms[&c].clone();
+                let local = self.comms[&c].to_vec();
                 // Each member posts its `high` under its world rank; the remote side's is read
                 // from its first member.
                 let key = self.coll_key("merge", c);
@@ -5861,7 +5873,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             "MPI_Comm_dup" => {
                 let c = self.comm_id(v.first(), call)?;
-                let members = self.comms[&c].clone();
+                let members = self.comms[&c].to_vec();
                 let nc = self.new_comm(c, members, sink)?;
                 // Same members in the same order, its own id (a `comm` line in the skeleton),
                 // and the same topology.
@@ -5896,7 +5908,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     self.write_ptr(v.get(3), Val::I(-1));
                     return Ok(Val::I(0));
                 }
-                let parent = self.comms[&c].clone();
+                let parent = self.comms[&c].to_vec();
                 let mut group: Vec<(i64, u32)> = all
                     .iter()
                     .enumerate()
