@@ -251,24 +251,6 @@ fn has_messages(items: &[Item]) -> bool {
     found
 }
 
-/// The action's peers moved by `base` (a copy of the traced job that starts at rank `base`).
-fn shifted(a: &TraceAction, base: u32) -> TraceAction {
-    let mut a = a.clone();
-    match &mut a {
-        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } => *to += base,
-        TraceAction::Sendrecv { to, from, .. } => {
-            *to += base;
-            if let Peer::Rank(f) = from {
-                *f += base;
-            }
-        }
-        TraceAction::Recv { from: Peer::Rank(f), .. } | TraceAction::Irecv { from: Peer::Rank(f), .. } => *f += base,
-        TraceAction::Arecv { from, .. } => *from += base,
-        _ => {}
-    }
-    a
-}
-
 /// Independent ranks forced on a trace whose ranks exchange messages: the traced job of K
 /// ranks copied N' / K times (new rank r is traced rank r mod K, its peers in its own copy), so
 /// every message has its partner and the simulation cannot deadlock on them; the ranks after
@@ -295,7 +277,7 @@ fn replicas(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Vec<Item>
             }
             if is_message(a) {
                 let peer = peer_of(a);
-                return Ok(Some(resize(ctx, &shifted(a, base), &old, &new, (peer, peer.map(|p| p + base)), 1.0)));
+                return Ok(Some(resize(ctx, &map_peers(a, |p| p + base), &old, &new, (peer, peer.map(|p| p + base)), 1.0)));
             }
             common(ctx, a, o, &old, &new, uniform, &origin_of)
         })?;
@@ -362,21 +344,26 @@ fn peer_of(a: &TraceAction) -> Option<u32> {
     }
 }
 
-fn with_peer(a: &TraceAction, p: u32) -> TraceAction {
+/// The action with every peer it names (not MPI_ANY_SOURCE) replaced by `f(peer)`.
+fn map_peers(a: &TraceAction, f: impl Fn(u32) -> u32) -> TraceAction {
     let mut a = a.clone();
     match &mut a {
-        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } => *to = p,
+        TraceAction::Send { to, .. } | TraceAction::Isend { to, .. } => *to = f(*to),
         TraceAction::Sendrecv { to, from, .. } => {
-            *to = p;
-            if let Peer::Rank(f) = from {
-                *f = p;
+            *to = f(*to);
+            if let Peer::Rank(r) = from {
+                *r = f(*r);
             }
         }
-        TraceAction::Recv { from: Peer::Rank(f), .. } | TraceAction::Irecv { from: Peer::Rank(f), .. } => *f = p,
-        TraceAction::Arecv { from, .. } => *from = p,
+        TraceAction::Recv { from: Peer::Rank(r), .. } | TraceAction::Irecv { from: Peer::Rank(r), .. } => *r = f(*r),
+        TraceAction::Arecv { from, .. } => *from = f(*from),
         _ => {}
     }
     a
+}
+
+fn with_peer(a: &TraceAction, p: u32) -> TraceAction {
+    map_peers(a, |_| p)
 }
 
 fn op_name(a: &TraceAction) -> &'static str {
