@@ -228,6 +228,20 @@ pub struct ReplayOptions {
     /// Simulate every iteration of the main loop (no steady-state folding).
     #[serde(default)]
     pub no_fold: bool,
+    /// Record each rank's figures as it starts some iterations of one top-level loop (what
+    /// steady-state folding reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marks: Option<LoopMarks>,
+}
+
+/// Iterations of one top-level loop, common to every rank's trace, at whose start each rank's
+/// figures are recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoopMarks {
+    /// The loop's place among a trace's top-level loops (from 0).
+    pub loop_index: usize,
+    /// Iterations (from 0, increasing) whose start is marked; the loop's count marks its end.
+    pub at: Vec<u64>,
 }
 
 fn yes() -> bool {
@@ -243,6 +257,7 @@ impl Default for ReplayOptions {
             timeline: false,
             link_usage: true,
             no_fold: false,
+            marks: None,
         }
     }
 }
@@ -320,6 +335,23 @@ pub struct RankStats {
     pub wait_s: f64,
     pub messages_sent: u64,
     pub bytes_sent: u64,
+    /// The rank's figures at each of the job's loop marks (`ReplayOptions::marks`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<RankMark>,
+}
+
+/// A rank's figures so far as it starts a marked iteration.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct RankMark {
+    /// Simulated time.
+    pub at_s: f64,
+    pub compute_s: f64,
+    pub comm_s: f64,
+    pub wait_s: f64,
+    pub messages_sent: u64,
+    pub bytes_sent: u64,
+    /// Flops computed (what its host's computed_flops sums).
+    pub flops: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -340,6 +372,10 @@ pub struct LinkStats {
     pub bytes: f64,
     /// bytes / (bandwidth x makespan).
     pub utilisation: f64,
+    /// With loop marks: the bytes of the messages sent between each two successive marks (by
+    /// the sender's marks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marked_bytes: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

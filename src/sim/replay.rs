@@ -30,7 +30,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::model::trace::{
-    Compute, HostStats, LinkStats, Mapping, Peer, RankStats, ReplayJob, ReplayResult, Tag,
+    Compute, HostStats, LinkStats, Mapping, Peer, RankMark, RankStats, ReplayJob, ReplayResult, Tag,
     TimelineEvent, TraceAction, COMM_WORLD,
 };
 use crate::sim::coll::{self, PointToPoint};
@@ -166,6 +166,8 @@ struct World {
     /// when a deadlock leaves unmatched communications behind).
     link_index: HashMap<Link, usize>,
     link_bytes: Vec<f64>,
+    /// With loop marks: per span between two successive marks, each link's bytes.
+    link_marked: Vec<Vec<f64>>,
     routes: HashMap<(Host, Host), Vec<usize>>,
     rank_host: Vec<Host>,
     /// Flops each rank executed (hosts' computed flops without SimGrid's host-load plugin,
@@ -226,6 +228,8 @@ struct Opts {
     reduce_flops_per_byte: f64,
     block_seconds: HashMap<u32, f64>,
     timeline: bool,
+    /// The marked iterations of `ReplayOptions::marks` (empty: none).
+    mark_at: Vec<u64>,
 }
 
 /// A communicator as seen by one rank: its members (world ranks) and this rank's index.
@@ -266,6 +270,8 @@ struct Rank {
     bytes_sent: u64,
     /// The send being posted is an MPI_Bsend: buffered whatever its size.
     force_buffered: bool,
+    /// Figures at the loop marks passed so far.
+    marks: Vec<RankMark>,
 }
 
 /// Why an actor stopped early (the message goes to the shared error list).
@@ -380,11 +386,41 @@ impl Rank {
                 .collect();
             w.routes.insert(key, route);
         }
+        let span = self.marks.len().checked_sub(1);
         let World {
-            routes, link_bytes, ..
+            routes,
+            link_bytes,
+            link_marked,
+            ..
         } = &mut *w;
-        for &i in &routes[&key] {
+        let marked = span.and_then(|s| link_marked.get_mut(s));
+        let route = &routes[&key];
+        for &i in route {
             link_bytes[i] += bytes as f64;
+        }
+        if let Some(m) = marked {
+            for &i in route {
+                m[i] += bytes as f64;
+            }
+        }
+    }
+
+    /// Records the figures of every marked iteration the reader has passed.
+    fn take_marks(&mut self, passed: u64) {
+        while let Some(&m) = self.opts.mark_at.get(self.marks.len()) {
+            if passed <= m {
+                break;
+            }
+            let flops = self.world.borrow().rank_flops[self.me as usize];
+            self.marks.push(RankMark {
+                at_s: engine::now(),
+                compute_s: self.compute_s,
+                comm_s: self.comm_s,
+                wait_s: self.wait_s,
+                messages_sent: self.messages_sent,
+                bytes_sent: self.bytes_sent,
+                flops,
+            });
         }
     }
 
@@ -831,6 +867,7 @@ impl Rank {
                 wait_s: self.wait_s,
                 messages_sent: self.messages_sent,
                 bytes_sent: self.bytes_sent,
+                marks: std::mem::take(&mut self.marks),
             });
         }
         // The rank is done (its eager sends are, for MPI), but SimGrid cancels an exiting actor's
@@ -913,7 +950,11 @@ fn rank_body(mut rank: Box<Rank>, mut reader: TraceReader, host: String) {
     let world = Rc::clone(&rank.world);
     let timeline = rank.opts.timeline;
     loop {
-        let (a, line) = match reader.next_action() {
+        let next = reader.next_action();
+        if !rank.opts.mark_at.is_empty() {
+            rank.take_marks(reader.marks_passed());
+        }
+        let (a, line) = match next {
             Ok(Some(x)) => x,
             Ok(None) => break,
             Err(e) => {
@@ -1089,6 +1130,10 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         timeline: Vec::new(),
         link_index: links.iter().enumerate().map(|(i, l)| (*l, i)).collect(),
         link_bytes: vec![0.0; links.len()],
+        link_marked: match &job.options.marks {
+            Some(m) if job.options.link_usage => vec![vec![0.0; links.len()]; m.at.len().saturating_sub(1)],
+            _ => Vec::new(),
+        },
         links,
         routes: HashMap::new(),
         rank_host: placement.clone(),
@@ -1103,11 +1148,15 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         reduce_flops_per_byte: job.options.reduce_flops_per_byte,
         block_seconds: job.options.block_seconds.iter().copied().collect(),
         timeline: job.options.timeline,
+        mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
     });
 
     for r in 0..n {
         let host = placement[r as usize];
-        let reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
+        let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
+        if let Some(m) = &job.options.marks {
+            reader.mark_loop(m.loop_index);
+        }
         if reader.header.rank != r || reader.header.size != n {
             bail!(
                 "{}:1: header says rank {} size {}, expected rank {r} size {n}",
@@ -1132,6 +1181,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             messages_sent: 0,
             bytes_sent: 0,
             force_buffered: false,
+            marks: Vec::new(),
         });
         let host_name = host.name();
         eng.spawn(&format!("rank-{r}"), host, move || {
@@ -1261,13 +1311,15 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         .links
         .iter()
         .zip(&w.link_bytes)
-        .map(|(l, &bytes)| {
+        .enumerate()
+        .map(|(i, (l, &bytes))| {
             let cap = l.bandwidth_bytes_per_s() * makespan;
             LinkStats {
                 name: l.name(),
                 bandwidth_bytes_per_s: l.bandwidth_bytes_per_s(),
                 bytes,
                 utilisation: if cap > 0.0 { bytes / cap } else { 0.0 },
+                marked_bytes: w.link_marked.iter().map(|m| m[i]).collect(),
             }
         })
         .collect();

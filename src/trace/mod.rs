@@ -703,6 +703,8 @@ struct Frame {
     body: Rc<Vec<Node>>,
     pos: usize,
     left: u64,
+    /// The top-level loop whose iterations are counted (`TraceReader::marks_passed`).
+    marked: bool,
 }
 
 /// Streams one rank's actions, with loops unfolded, reading the file lazily.
@@ -712,6 +714,10 @@ pub struct TraceReader {
     line_no: u64,
     stack: Vec<Frame>,
     pub header: Header,
+    /// The top-level loop (by its place among them) whose iterations are counted.
+    mark_loop: Option<usize>,
+    top_loops: usize,
+    marks_passed: u64,
 }
 
 /// Loop bodies are held in memory while they repeat; this bounds one body.
@@ -787,7 +793,21 @@ impl TraceReader {
             line_no,
             stack: Vec::new(),
             header,
+            mark_loop: None,
+            top_loops: 0,
+            marks_passed: 0,
         })
+    }
+
+    /// Counts the iterations of the top-level loop at place `index` (from 0) as they start.
+    pub fn mark_loop(&mut self, index: usize) {
+        self.mark_loop = Some(index);
+    }
+
+    /// Marks of the counted loop passed so far: j + 1 once iteration j (from 0) has started, the
+    /// loop's count + 1 once it has ended.
+    pub fn marks_passed(&self) -> u64 {
+        self.marks_passed
     }
 
     pub fn file(&self) -> &str {
@@ -875,9 +895,14 @@ impl TraceReader {
                     top.left -= 1;
                     top.pos = 0;
                     if top.left == 0 || top.body.is_empty() {
+                        let marked = top.marked;
                         self.stack.pop();
+                        self.marks_passed += u64::from(marked);
                     }
                     continue;
+                }
+                if top.pos == 0 && top.marked {
+                    self.marks_passed += 1;
                 }
                 let body = Rc::clone(&top.body);
                 top.pos += 1;
@@ -889,6 +914,7 @@ impl TraceReader {
                                 body: Rc::clone(inner),
                                 pos: 0,
                                 left: *n,
+                                marked: false,
                             });
                         }
                         continue;
@@ -904,11 +930,14 @@ impl TraceReader {
                 Some((Line::Loop(n), l)) => {
                     let mut count = (0, 0);
                     let body = self.read_body(l, &mut count, 1)?;
+                    let marked = self.mark_loop == Some(self.top_loops);
+                    self.top_loops += 1;
                     if n > 0 && !body.is_empty() {
                         self.stack.push(Frame {
                             body: Rc::new(body),
                             pos: 0,
                             left: n,
+                            marked,
                         });
                     }
                 }
@@ -1287,5 +1316,27 @@ impl TraceWriter {
             )));
         }
         self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marked_loop_counts_its_iterations_as_they_start_and_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "mpicast-trace 1 rank 0 size 1\nloop 2\n  barrier\nend\ncompute 1e-3\nloop 3\n  loop 2\n    barrier\n  end\n  compute 1e-4\nend\nbarrier\n";
+        std::fs::write(rank_file(dir.path(), 0), text).unwrap();
+        let mut r = TraceReader::open(&rank_file(dir.path(), 0)).unwrap();
+        r.mark_loop(1);
+        let mut seen = Vec::new();
+        while r.next_action().unwrap().is_some() {
+            seen.push(r.marks_passed());
+        }
+        seen.push(r.marks_passed());
+        // 2 barriers and a compute before the loop; then 3 iterations of 3 actions; the end
+        // passes once the final barrier is read.
+        assert_eq!(seen, vec![0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4]);
     }
 }
