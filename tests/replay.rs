@@ -860,3 +860,45 @@ fn asynchronous_receives_take_what_was_sent_and_never_wait() {
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     assert!(r.ranks[1].finish_s >= 1.0 + L + 1000.0 / B, "{}", r.ranks[1].finish_s);
 }
+
+/// Steady-state folding of a replay: a loop whose ranks enter it together settles from its first
+/// iteration (2 simulated); one whose first iteration waits for a late rank settles from the
+/// second (3 simulated, marked from iteration 1). Both give what simulating every iteration gives.
+#[test]
+fn a_folded_replay_settles_from_the_first_iteration_or_after_a_late_start() {
+    setup();
+    for late in [0.0, 0.5] {
+        let dir = tempfile::tempdir().unwrap();
+        for r in 0..2u32 {
+            let mut w = TraceWriter::create(dir.path(), r, 2).unwrap();
+            if r == 1 && late > 0.0 {
+                w.action(&secs(late)).unwrap();
+            }
+            w.begin_loop(5000).unwrap();
+            // Each sends (eager) then receives: every iteration takes the same from the first.
+            w.action(&secs(1e-3)).unwrap();
+            w.action(&send(1 - r, 100)).unwrap();
+            w.action(&recv(1 - r, 100)).unwrap();
+            w.end_loop().unwrap();
+            w.finish().unwrap();
+        }
+        let run = |no_fold: bool| {
+            let opts = ReplayOptions { no_fold, ..ReplayOptions::default() };
+            mpicast::sim::replay(&TraceSource::Dir(dir.path().into()), &two_hosts(), Mapping::RoundRobin, vec![], opts).unwrap()
+        };
+        let (folded, whole) = (run(false), run(true));
+        let info = folded.folded.as_ref().expect("folded");
+        assert_eq!((info.iterations, info.simulated), (5000, if late > 0.0 { 3 } else { 2 }), "late {late}");
+        assert!(whole.folded.is_none());
+        exact(folded.makespan_s, whole.makespan_s, "folded makespan");
+        for (f, w) in folded.ranks.iter().zip(&whole.ranks) {
+            exact(f.compute_s, w.compute_s, "compute");
+            exact(f.wait_s, w.wait_s, "wait");
+            assert_eq!((f.messages_sent, f.bytes_sent), (w.messages_sent, w.bytes_sent));
+        }
+        assert_eq!(folded.messages, whole.messages);
+        for (f, w) in folded.links.iter().zip(&whole.links) {
+            assert!((f.bytes - w.bytes).abs() <= 1e-6 * w.bytes.max(1.0), "{}: {} against {}", f.name, f.bytes, w.bytes);
+        }
+    }
+}

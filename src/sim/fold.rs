@@ -4,17 +4,18 @@
 //! Every rank's trace has the same top-level loops with the same counts (the static path's
 //! skeletons and the trace runtime fold each rank's actions into loops). The loop with the most
 //! iterations, N, when it has 24 or more, holds three quarters of a rank's actions or more and
-//! 10,000 actions or more over all ranks, is simulated once with 3k iterations, every rank
-//! recording its figures as it starts iterations k and 2k and as it leaves the loop
-//! (`ReplayOptions::marks`). When each rank's last k iterations took what its k before them took
-//! (within [`TOLERANCE`] of the longest span), every figure of the run grows by what it grew over
-//! that rank's last k iterations, for each k of the remaining N - 3k: each rank's finish,
-//! compute, communication and wait times, messages and bytes (and so the makespan), each host's
-//! flops and each link's bytes (those its senders sent in their last span). Otherwise k doubles
-//! (from 1), and once 3k passes N / 8 the whole trace is simulated. A short run that fails (a
-//! deadlock when ranks' iterations do not pair up) falls back to the whole trace as well. (One
-//! run with marks replaced three runs of k, 2k and 3k iterations, whose makespans were compared:
-//! jacobi2d at 1,024 ranks spent 1.9 s in those three children on 2 cores, 1.4 s in this one.)
+//! 10,000 actions or more over all ranks, is simulated in short runs, every rank recording its
+//! figures as it starts marked iterations and as it leaves the loop (`ReplayOptions::marks`):
+//! first 2 iterations marked at 0 and 1 (ranks that enter the loop together are often settled
+//! from the first), then 3k iterations marked at k and 2k, k = 1, 2, 4, ... When each rank's last
+//! span of k iterations took what its span before took (within [`TOLERANCE`] of the longest),
+//! every figure of the run grows by what it grew over that rank's last span, for each k of the
+//! remaining iterations: each rank's finish, compute, communication and wait times, messages and
+//! bytes (and so the makespan), each host's flops and each link's bytes (those its senders sent
+//! in their last span). Once a run would pass N / 8 the whole trace is simulated. A short run
+//! that fails (a deadlock when ranks' iterations do not pair up) falls back to the whole trace as
+//! well. (This replaced three runs of k, 2k and 3k iterations, whose makespans were compared:
+//! jacobi2d at 1,024 ranks spent 1.9 s in those three children on 2 cores, 0.9 s in this one.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -148,7 +149,7 @@ fn extrapolate(run: &ReplayResult, steps: f64) -> Option<(ReplayResult, f64)> {
     // Each rank's last two spans: (before, last).
     let mut spans = Vec::with_capacity(run.ranks.len());
     for r in &run.ranks {
-        let [m1, m2, m3] = r.marks[..] else { return None };
+        let [.., m1, m2, m3] = r.marks[..] else { return None };
         spans.push((m2.at_s - m1.at_s, m3.at_s - m2.at_s));
     }
     let longest = spans.iter().map(|s| s.1).fold(0.0, f64::max);
@@ -161,7 +162,7 @@ fn extrapolate(run: &ReplayResult, steps: f64) -> Option<(ReplayResult, f64)> {
     let mut host_flops: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
     let (mut messages, mut bytes) = (0u64, 0u64);
     for (o, r) in out.ranks.iter_mut().zip(&run.ranks) {
-        let (a, b) = (r.marks[1], r.marks[2]);
+        let [.., a, b] = r.marks[..] else { unreachable!("checked above") };
         o.finish_s = grow(o.finish_s, b.at_s - a.at_s);
         o.compute_s = grow(o.compute_s, b.compute_s - a.compute_s);
         o.comm_s = grow(o.comm_s, b.comm_s - a.comm_s);
@@ -201,26 +202,34 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
     let Some(plan) = plan(&job.trace_dir, job.ranks)? else {
         return Ok(None);
     };
-    let mut k = 1u64;
     let started = std::time::Instant::now();
-    while 3 * k * MAX_SHARE <= plan.count {
+    // First two iterations marked from the loop's start (ranks that enter it together are often
+    // settled from the first), then 3k marked from k, k doubling.
+    let rounds = std::iter::once((2, vec![0, 1, 2])).chain(
+        std::iter::successors(Some(1u64), |k| Some(2 * k))
+            .take_while(|k| 3 * k * MAX_SHARE <= plan.count)
+            .map(|k| (3 * k, vec![k, 2 * k, 3 * k])),
+    );
+    for (iterations, at) in rounds {
+        if iterations * MAX_SHARE > plan.count {
+            break;
+        }
+        let k = at[1] - at[0];
         let tmp = crate::trace::scratch_dir("mpicast-fold", job.ranks).context("cannot create a temporary directory")?;
-        truncated(&job.trace_dir, job.ranks, plan, 3 * k, tmp.path())?;
+        truncated(&job.trace_dir, job.ranks, plan, iterations, tmp.path())?;
         let mut short = ReplayJob { trace_dir: tmp.path().to_path_buf(), ..job.clone() };
-        short.options.marks = Some(LoopMarks { loop_index: plan.index, at: vec![k, 2 * k, 3 * k] });
+        short.options.marks = Some(LoopMarks { loop_index: plan.index, at });
         // Iterations that do not pair up across ranks: the whole trace decides.
         let Ok(result) = run(&short) else { return Ok(None) };
-        let steps = (plan.count - 3 * k) as f64 / k as f64;
-        let folded = extrapolate(&result, steps);
+        let folded = extrapolate(&result, (plan.count - iterations) as f64 / k as f64);
         if std::env::var_os("MPICAST_FOLD_DEBUG").is_some() {
-            eprintln!("fold: k={k} makespan {}, wall {} s, settled: {}", result.makespan_s, result.wall_s, folded.is_some());
+            eprintln!("fold: {iterations} iterations, makespan {}, wall {} s, settled: {}", result.makespan_s, result.wall_s, folded.is_some());
         }
         if let Some((mut out, span)) = folded {
             out.wall_s = started.elapsed().as_secs_f64();
-            out.folded = Some(FoldInfo { iterations: plan.count, simulated: 3 * k, period_s: span / k as f64 });
+            out.folded = Some(FoldInfo { iterations: plan.count, simulated: iterations, period_s: span / k as f64 });
             return Ok(Some(out));
         }
-        k *= 2;
     }
     Ok(None)
 }
