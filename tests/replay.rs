@@ -861,24 +861,34 @@ fn asynchronous_receives_take_what_was_sent_and_never_wait() {
     assert!(r.ranks[1].finish_s >= 1.0 + L + 1000.0 / B, "{}", r.ranks[1].finish_s);
 }
 
-/// Steady-state folding of a replay: a loop whose ranks enter it together settles from its first
-/// iteration (2 simulated); one whose first iteration waits for a late rank settles from the
-/// second (3 simulated, marked from iteration 1). Both give what simulating every iteration gives.
+/// Steady-state folding of a replay: an exchange whose ranks enter it together settles from its
+/// first iteration (2 simulated); a pipeline of three ranks fills in its first iterations and
+/// settles from the second (4 simulated, marked at iterations 1, 2 and 3). Both give what
+/// simulating every iteration gives.
 #[test]
-fn a_folded_replay_settles_from_the_first_iteration_or_after_a_late_start() {
+fn a_folded_replay_settles_from_the_first_iteration_or_once_a_pipeline_fills() {
     setup();
-    for late in [0.0, 0.5] {
+    for pipeline in [false, true] {
         let dir = tempfile::tempdir().unwrap();
-        for r in 0..2u32 {
-            let mut w = TraceWriter::create(dir.path(), r, 2).unwrap();
-            if r == 1 && late > 0.0 {
-                w.action(&secs(late)).unwrap();
-            }
+        let ranks = if pipeline { 3 } else { 2 };
+        for r in 0..ranks {
+            let mut w = TraceWriter::create(dir.path(), r, ranks).unwrap();
             w.begin_loop(5000).unwrap();
-            // Each sends (eager) then receives: every iteration takes the same from the first.
-            w.action(&secs(1e-3)).unwrap();
-            w.action(&send(1 - r, 100)).unwrap();
-            w.action(&recv(1 - r, 100)).unwrap();
+            if pipeline {
+                // Rank 0 feeds rank 1, which feeds rank 2, 1 MB at a time (rendezvous).
+                if r > 0 {
+                    w.action(&recv(r - 1, 1 << 20)).unwrap();
+                }
+                w.action(&secs(1e-3)).unwrap();
+                if r + 1 < ranks {
+                    w.action(&send(r + 1, 1 << 20)).unwrap();
+                }
+            } else {
+                // Each sends (eager) then receives: every iteration takes the same from the first.
+                w.action(&secs(1e-3)).unwrap();
+                w.action(&send(1 - r, 100)).unwrap();
+                w.action(&recv(1 - r, 100)).unwrap();
+            }
             w.end_loop().unwrap();
             w.finish().unwrap();
         }
@@ -888,10 +898,11 @@ fn a_folded_replay_settles_from_the_first_iteration_or_after_a_late_start() {
         };
         let (folded, whole) = (run(false), run(true));
         let info = folded.folded.as_ref().expect("folded");
-        assert_eq!((info.iterations, info.simulated), (5000, if late > 0.0 { 3 } else { 2 }), "late {late}");
+        assert_eq!((info.iterations, info.simulated), (5000, if pipeline { 4 } else { 2 }), "pipeline {pipeline}");
         assert!(whole.folded.is_none());
         exact(folded.makespan_s, whole.makespan_s, "folded makespan");
         for (f, w) in folded.ranks.iter().zip(&whole.ranks) {
+            exact(f.finish_s, w.finish_s, "finish");
             exact(f.compute_s, w.compute_s, "compute");
             exact(f.wait_s, w.wait_s, "wait");
             assert_eq!((f.messages_sent, f.bytes_sent), (w.messages_sent, w.bytes_sent));
