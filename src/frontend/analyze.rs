@@ -498,19 +498,20 @@ impl<'a> Analyzer<'a> {
                 add_op(&mut ops, OpClass::Branch, Expr::int(1));
                 seg.ops = ops;
                 self.collect_refs(cond, ctx, &mut seg.refs);
+                let arm_flow = seg.chains.arm();
                 self.flush(seg, parent, ctx);
                 let (then_ctx, else_ctx) = self.branch_ctx(cond, span.line_start, ctx);
                 let tid = self.block_id(then.span(), BlockKind::Branch);
                 self.push_block(tid.clone(), Some(parent), BlockKind::Branch, then.span(), &then_ctx, None, Ops::new());
                 self.set_last_cond(ctx, &then_ctx);
-                let mut inner = Segment::default();
+                let mut inner = Segment { chains: arm_flow.arm_copy(), ..Segment::default() };
                 self.stmt(then, &tid, &then_ctx, &mut inner);
                 self.flush(&mut inner, &tid, &then_ctx);
                 if let Some(o) = otherwise {
                     let eid = self.block_id(o.span(), BlockKind::Branch);
                     self.push_block(eid.clone(), Some(parent), BlockKind::Branch, o.span(), &else_ctx, None, Ops::new());
                     self.set_last_cond(ctx, &else_ctx);
-                    let mut inner = Segment::default();
+                    let mut inner = Segment { chains: arm_flow, ..Segment::default() };
                     self.stmt(o, &eid, &else_ctx, &mut inner);
                     self.flush(&mut inner, &eid, &else_ctx);
                 }
@@ -2277,6 +2278,13 @@ fn visit<'e>(e: &'e CExpr, f: &mut dyn FnMut(&'e CExpr)) {
     for c in children(e) {
         visit(c, f);
     }
+}
+
+/// Whether `part` is `e` or one of its subexpressions.
+fn cexpr_contains(e: &CExpr, part: &CExpr) -> bool {
+    let mut found = false;
+    visit(e, &mut |x| found |= x == part);
+    found
 }
 
 /// Calls inside an expression, outermost first.

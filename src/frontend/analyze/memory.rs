@@ -186,7 +186,7 @@ impl Analyzer<'_> {
     /// Bytes of the array a pointer points to: its single allocation (`malloc(n)`,
     /// `calloc(n, s)`, `realloc(p, n)`, or a function of the program whose name says it
     /// allocates).
-    fn array_size(&mut self, base: &CExpr) -> Option<Expr> {
+    pub(super) fn array_size(&mut self, base: &CExpr) -> Option<Expr> {
         let CExpr::Ident(n) = base else { return None };
         let assigns = self.assigned.get(n)?.clone();
         let mut sizes = assigns.iter().filter(|a| !is_null(a)).map(|a| self.alloc_bytes(a));
