@@ -11,8 +11,11 @@
 //! reduction splits them), integer multiplies and divides kept, and conversions and the maths
 //! library's functions too. A cell behind a pointer (not an array) goes through memory: its
 //! store and the next load are on the path (a load's latency), unless the function is static or
-//! inline (inlined, the caller's variable stays in a register). Outside a loop only what outlives a call can carry
-//! a chain (a cell behind a pointer, a global): the function's caller loops over it.
+//! inline (inlined, the caller's variable stays in a register). In a loop, an element behind a
+//! pointer that the loop does not move, updated from elements of other arrays of its type (which
+//! may be it, so the compiler keeps it in memory), is such a cell too (`c[i*n+j]` in gemm's loop
+//! over k). Outside a loop only what outlives a call can carry a chain (a cell behind a pointer,
+//! a global): the function's caller loops over it.
 
 use super::*;
 
@@ -28,6 +31,9 @@ pub(super) struct Flow {
     order: Vec<String>,
     /// Outside a loop: only cells behind pointers and globals carry chains.
     in_function_scope: bool,
+    /// The innermost enclosing loop's induction variable (an element whose index does not read
+    /// it, nor anything the block assigns, is the same cell at every iteration).
+    loop_var: Option<String>,
     /// Updates of a small table's element at an index the block computes (`collect_tally`).
     tallies: Vec<Chain>,
     /// In an arm of an `if`: the longest path to each value the arm starts from, as the
@@ -83,9 +89,11 @@ pub(super) fn finish(flow: Flow) -> Vec<Chain> {
         .collect()
 }
 
-/// Tables of at most this many bytes have their elements updated again from one execution to
-/// the next often enough to hold each update behind the one before (`collect_tally`).
-const TALLY_TABLE_BYTES: f64 = 1024.0;
+/// Tables of at most this many elements have their elements updated again from one execution to
+/// the next often enough to hold each update behind the one before (`collect_tally`): NAS EP's
+/// has 10. In a table of 256 bins, updates at uniform random bins meet an in-flight update of the
+/// same bin about once in 60.
+const TALLY_TABLE_ELEMENTS: f64 = 32.0;
 
 /// Rough cycles of an op class on a current core: which of two paths is the longer.
 fn weight(c: OpClass) -> u32 {
@@ -131,13 +139,19 @@ impl Analyzer<'_> {
     /// Follows an expression statement: the values it assigns, and what from.
     pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, flow: &mut Flow) {
         flow.in_function_scope = ctx.nest.is_empty();
+        flow.loop_var = ctx.nest.last().and_then(|l| l.var.as_ref()).map(|(v, _)| v.clone());
         match e {
             CExpr::Comma(a, b) => {
                 self.collect_chain(a, ctx, flow);
                 self.collect_chain(b, ctx, flow);
             }
             CExpr::Assign { op, left, right } => {
-                let Some(key) = self.cell(left) else {
+                // An element the loop does not move, updated from elements of other arrays of
+                // its type (which may be it: the compiler keeps it in memory) is a cell. Other
+                // elements are not.
+                let plain = self.cell(left);
+                let element = plain.is_none().then(|| self.cell_in(left, flow)).flatten().filter(|_| self.reads_same_type_elsewhere(right, left));
+                let Some(key) = plain.or(element.clone()) else {
                     // `t[i] op= v`, or `t[i] = t[i] op v` (the update's op, an add if another).
                     let update = match (op.as_str(), &**right) {
                         ("=", CExpr::Binary { op: o, .. }) if super::cexpr_contains(right, left) && matches!(o.as_str(), "+" | "-" | "*" | "/") => Some(o.as_str()),
@@ -161,15 +175,15 @@ impl Analyzer<'_> {
                 if let Some(c) = conversion(&rt, &to) {
                     p = extend(p, c);
                 }
-                if key.starts_with('*') && !self.func_local {
+                if key.starts_with('*') && (!self.func_local || element.is_some()) {
                     // Stored, to be loaded again (in a function that may be inlined, the
-                    // caller's cell stays in a register).
+                    // caller's cell stays in a register; an array's element does not).
                     p = extend(p, OpClass::Load);
                 }
                 flow.set(key, p);
             }
             CExpr::Update { arg, .. } => {
-                if let Some(key) = self.cell(arg) {
+                if let Some(key) = self.cell(arg).filter(|_| !matches!(**arg, CExpr::Index { .. }) || matches!(&**arg, CExpr::Index { index, .. } if **index == CExpr::Int(0))) {
                     let (_, p) = self.flow_paths(arg, flow);
                     flow.set(key, extend(p, OpClass::IntAdd));
                 } else {
@@ -182,7 +196,7 @@ impl Analyzer<'_> {
 
     /// An update of a table's element that reads it (`q[l] += 1.0`, `q[l] = q[l] + 1.0`,
     /// `h[k]++`) at an index the block computes through ops that wait for each other (NAS EP:
-    /// `l` through log, a divide and sqrt). When the table is small (TALLY_TABLE_BYTES) the
+    /// `l` through log, a divide and sqrt). When the table is small (TALLY_TABLE_ELEMENTS) the
     /// next execution mostly updates an element this one does, and the core holds it behind this
     /// update's store, whose address is known only at the end of the index's path: each
     /// execution waits for that path, the load and the update. Measured on a copy of EP's loop
@@ -201,7 +215,8 @@ impl Analyzer<'_> {
             },
             _ => None,
         };
-        if bytes.is_none_or(|b| b <= 0.0 || b > TALLY_TABLE_BYTES) {
+        let elem_bytes = type_size(&self.expr_type(target)).max(1) as f64;
+        if bytes.is_none_or(|b| b <= 0.0 || b > TALLY_TABLE_ELEMENTS * elem_bytes) {
             return;
         }
         let (_, paths) = self.flow_paths(index, flow);
@@ -234,6 +249,35 @@ impl Analyzer<'_> {
         flow.set(d.name.clone(), p);
     }
 
+    /// `cell`, or in a loop an element of an array behind a pointer whose index reads neither
+    /// the loop's variable nor anything the block assigned (`c[i*n+j]` in a loop over k):
+    /// `*c[i * n + j]`.
+    fn cell_in(&self, e: &CExpr, flow: &Flow) -> Option<String> {
+        if let Some(c) = self.cell(e) {
+            return Some(c);
+        }
+        let (CExpr::Index { array, index }, Some(v)) = (e, &flow.loop_var) else { return None };
+        let CExpr::Ident(a) = &**array else { return None };
+        let reads = super::cexpr_idents(index);
+        let pointer = self.var_type(a).indirection == 1 && !self.local_dims.contains_key(a) && !(!self.locals.contains_key(a) && self.globals.dims.contains_key(a));
+        (pointer && !reads.iter().any(|r| r == v || flow.defs.contains_key(r))).then(|| format!("*{}", cexpr_text(e)))
+    }
+
+    /// Whether `e` reads an element of another array (or of this one elsewhere) of `target`'s
+    /// type through a pointer: the compiler cannot keep `target` in a register across it.
+    fn reads_same_type_elsewhere(&self, e: &CExpr, target: &CExpr) -> bool {
+        let t = self.expr_type(target);
+        let mut found = false;
+        super::visit(e, &mut |x| {
+            if let CExpr::Index { array, .. } = x {
+                if x != target && matches!(&**array, CExpr::Ident(a) if self.var_type(a).indirection == 1) && self.expr_type(x) == t {
+                    found = true;
+                }
+            }
+        });
+        found
+    }
+
     /// The value an lvalue names, if a chain can run through it: a scalar (outside a loop, a
     /// global one), or the cell behind a pointer variable (`*p`, `p[0]`).
     fn cell(&self, e: &CExpr) -> Option<String> {
@@ -261,8 +305,8 @@ impl Analyzer<'_> {
             }
         };
         match e {
-            CExpr::Ident(_) | CExpr::Deref(_) | CExpr::Index { .. } if self.cell(e).is_some() => {
-                let key = self.cell(e).unwrap_or_default();
+            CExpr::Ident(_) | CExpr::Deref(_) | CExpr::Index { .. } if self.cell_in(e, flow).is_some() => {
+                let key = self.cell_in(e, flow).unwrap_or_default();
                 (self.expr_type(e), source(key))
             }
             CExpr::Binary { op, left, right } => {
