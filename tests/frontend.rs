@@ -654,19 +654,3 @@ fn a_tally_into_a_small_table_waits_for_its_index() {
     assert_eq!(chains(32), vec![("sx".to_string(), vec!["double_add"]), tally("q[l]"), tally("local[l]")]);
     assert!(chains(44).is_empty(), "{:?}", chains(44));
 }
-
-/// An element the innermost loop does not move, updated at every iteration from other elements of
-/// its type (tests/fixtures/memory/invariant_element.c, SimGrid's gemm: `c[i*n+j] += a[i*n+k] *
-/// b[k*n+j]` over k, float pointers that may be the same array): the compiler stores it and loads
-/// it again at every k, a chain of the add and the load (gemm at 1 rank here: 305.7 ms measured,
-/// 140.6 ms predicted without the chain, 253.4 ms with it). A double accumulator over float
-/// inputs (another type: kept in a register) and an element that moves with the loop are not.
-#[test]
-fn an_element_the_loop_does_not_move_is_a_chain_through_memory() {
-    let m = analyze(&root().join("tests/fixtures/memory/invariant_element.c"), &[]);
-    let chains = |line: u32| -> Vec<(String, Vec<&'static str>)> {
-        block_at(&m, BlockKind::Straight, line).chains.iter().map(|c| (c.var.clone(), c.ops.iter().map(|o| o.name()).collect())).collect()
-    };
-    assert_eq!(chains(14), vec![("*c[(i * n) + j]".to_string(), vec!["float_add", "load"])]);
-    assert!(chains(20).is_empty() && chains(26).is_empty(), "{:?} {:?}", chains(20), chains(26));
-}

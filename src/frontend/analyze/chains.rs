@@ -11,11 +11,8 @@
 //! reduction splits them), integer multiplies and divides kept, and conversions and the maths
 //! library's functions too. A cell behind a pointer (not an array) goes through memory: its
 //! store and the next load are on the path (a load's latency), unless the function is static or
-//! inline (inlined, the caller's variable stays in a register). In a loop, an element behind a
-//! pointer that the loop does not move, updated from elements of other arrays of its type (which
-//! may be it, so the compiler keeps it in memory), is such a cell too (`c[i*n+j]` in gemm's loop
-//! over k). Outside a loop only what outlives a call can carry a chain (a cell behind a pointer,
-//! a global): the function's caller loops over it.
+//! inline (inlined, the caller's variable stays in a register). Outside a loop only what outlives a call can carry
+//! a chain (a cell behind a pointer, a global): the function's caller loops over it.
 
 use super::*;
 
@@ -31,9 +28,6 @@ pub(super) struct Flow {
     order: Vec<String>,
     /// Outside a loop: only cells behind pointers and globals carry chains.
     in_function_scope: bool,
-    /// The innermost enclosing loop's induction variable (an element whose index does not read
-    /// it, nor anything the block assigns, is the same cell at every iteration).
-    loop_var: Option<String>,
     /// Updates of a small table's element at an index the block computes (`collect_tally`).
     tallies: Vec<Chain>,
     /// In an arm of an `if`: the longest path to each value the arm starts from, as the
@@ -139,19 +133,13 @@ impl Analyzer<'_> {
     /// Follows an expression statement: the values it assigns, and what from.
     pub(super) fn collect_chain(&mut self, e: &CExpr, ctx: &Ctx, flow: &mut Flow) {
         flow.in_function_scope = ctx.nest.is_empty();
-        flow.loop_var = ctx.nest.last().and_then(|l| l.var.as_ref()).map(|(v, _)| v.clone());
         match e {
             CExpr::Comma(a, b) => {
                 self.collect_chain(a, ctx, flow);
                 self.collect_chain(b, ctx, flow);
             }
             CExpr::Assign { op, left, right } => {
-                // An element the loop does not move, updated from elements of other arrays of
-                // its type (which may be it: the compiler keeps it in memory) is a cell. Other
-                // elements are not.
-                let plain = self.cell(left);
-                let element = plain.is_none().then(|| self.cell_in(left, flow)).flatten().filter(|_| self.reads_same_type_elsewhere(right, left));
-                let Some(key) = plain.or(element.clone()) else {
+                let Some(key) = self.cell(left) else {
                     // `t[i] op= v`, or `t[i] = t[i] op v` (the update's op, an add if another).
                     let update = match (op.as_str(), &**right) {
                         ("=", CExpr::Binary { op: o, .. }) if super::cexpr_contains(right, left) && matches!(o.as_str(), "+" | "-" | "*" | "/") => Some(o.as_str()),
@@ -175,15 +163,15 @@ impl Analyzer<'_> {
                 if let Some(c) = conversion(&rt, &to) {
                     p = extend(p, c);
                 }
-                if key.starts_with('*') && (!self.func_local || element.is_some()) {
+                if key.starts_with('*') && !self.func_local {
                     // Stored, to be loaded again (in a function that may be inlined, the
-                    // caller's cell stays in a register; an array's element does not).
+                    // caller's cell stays in a register).
                     p = extend(p, OpClass::Load);
                 }
                 flow.set(key, p);
             }
             CExpr::Update { arg, .. } => {
-                if let Some(key) = self.cell(arg).filter(|_| !matches!(**arg, CExpr::Index { .. }) || matches!(&**arg, CExpr::Index { index, .. } if **index == CExpr::Int(0))) {
+                if let Some(key) = self.cell(arg) {
                     let (_, p) = self.flow_paths(arg, flow);
                     flow.set(key, extend(p, OpClass::IntAdd));
                 } else {
@@ -249,35 +237,6 @@ impl Analyzer<'_> {
         flow.set(d.name.clone(), p);
     }
 
-    /// `cell`, or in a loop an element of an array behind a pointer whose index reads neither
-    /// the loop's variable nor anything the block assigned (`c[i*n+j]` in a loop over k):
-    /// `*c[i * n + j]`.
-    fn cell_in(&self, e: &CExpr, flow: &Flow) -> Option<String> {
-        if let Some(c) = self.cell(e) {
-            return Some(c);
-        }
-        let (CExpr::Index { array, index }, Some(v)) = (e, &flow.loop_var) else { return None };
-        let CExpr::Ident(a) = &**array else { return None };
-        let reads = super::cexpr_idents(index);
-        let pointer = self.var_type(a).indirection == 1 && !self.local_dims.contains_key(a) && !(!self.locals.contains_key(a) && self.globals.dims.contains_key(a));
-        (pointer && !reads.iter().any(|r| r == v || flow.defs.contains_key(r))).then(|| format!("*{}", cexpr_text(e)))
-    }
-
-    /// Whether `e` reads an element of another array (or of this one elsewhere) of `target`'s
-    /// type through a pointer: the compiler cannot keep `target` in a register across it.
-    fn reads_same_type_elsewhere(&self, e: &CExpr, target: &CExpr) -> bool {
-        let t = self.expr_type(target);
-        let mut found = false;
-        super::visit(e, &mut |x| {
-            if let CExpr::Index { array, .. } = x {
-                if x != target && matches!(&**array, CExpr::Ident(a) if self.var_type(a).indirection == 1) && self.expr_type(x) == t {
-                    found = true;
-                }
-            }
-        });
-        found
-    }
-
     /// The value an lvalue names, if a chain can run through it: a scalar (outside a loop, a
     /// global one), or the cell behind a pointer variable (`*p`, `p[0]`).
     fn cell(&self, e: &CExpr) -> Option<String> {
@@ -305,8 +264,8 @@ impl Analyzer<'_> {
             }
         };
         match e {
-            CExpr::Ident(_) | CExpr::Deref(_) | CExpr::Index { .. } if self.cell_in(e, flow).is_some() => {
-                let key = self.cell_in(e, flow).unwrap_or_default();
+            CExpr::Ident(_) | CExpr::Deref(_) | CExpr::Index { .. } if self.cell(e).is_some() => {
+                let key = self.cell(e).unwrap_or_default();
                 (self.expr_type(e), source(key))
             }
             CExpr::Binary { op, left, right } => {
