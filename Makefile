@@ -39,7 +39,8 @@ bench: build
 accuracy: build
 	@./scripts/accuracy.sh
 
-# Predictions from two machine tables measured back to back, side by side (target: within 3%).
+# Predictions from two machine tables measured back to back, side by side, for the examples and
+# (after make corpus) the corpus's performance set (target: within 3%).
 stability: build
 	@./scripts/stability.sh
 
