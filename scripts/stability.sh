@@ -48,6 +48,20 @@ for t in $(seq 1 "$tables"); do
   ' "$out/table$t.json" "$t"
 done
 
+# A prediction's predicted_s.
+predicted() { perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; print decode_json(<$f>)->{predicted_s}' "$1"; }
+
+# One program's row: its predictions with each table (vals), their spread; worst keeps the largest.
+row() {
+  printf '%-20s %5s' "$1" "$2"
+  for v in "${vals[@]}"; do
+    if [ "$v" = FAIL ]; then printf ' %12s' FAIL; else printf ' %12.4f' "$v"; fi
+  done
+  spread=$(printf '%s\n' "${vals[@]}" | { grep -v FAIL || true; } | sort -g | awk 'NR==1{lo=$1} {hi=$1} END{if (lo > 0) printf "%.2f", 100*(hi-lo)/lo; else print "n/a"}')
+  printf ' %7s%%\n' "$spread"
+  worst=$(awk -v a="$worst" -v b="$spread" 'BEGIN{print (b+0 > a+0) ? b : a}')
+}
+
 printf '\n%-20s %5s' program ranks
 for t in $(seq 1 "$tables"); do printf ' %12s' "table $t"; done
 printf ' %8s\n' spread
@@ -60,15 +74,9 @@ for ex in "${examples[@]}"; do
       # shellcheck disable=SC2086
       "$bin" predict "examples/$ex.c" -n "$n" --platform platforms/localhost.xml \
         --machine "$out/table$t.json" --json "$j" -- ${args[$ex]} > /dev/null 2>&1 || { vals+=(FAIL); continue; }
-      vals+=("$(perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; print decode_json(<$f>)->{predicted_s}' "$j")")
+      vals+=("$(predicted "$j")")
     done
-    printf '%-20s %5s' "$ex" "$n"
-    for v in "${vals[@]}"; do
-      if [ "$v" = FAIL ]; then printf ' %12s' FAIL; else printf ' %12.4f' "$v"; fi
-    done
-    spread=$(printf '%s\n' "${vals[@]}" | { grep -v FAIL || true; } | sort -g | awk 'NR==1{lo=$1} {hi=$1} END{if (lo > 0) printf "%.2f", 100*(hi-lo)/lo; else print "n/a"}')
-    printf ' %7s%%\n' "$spread"
-    worst=$(awk -v a="$worst" -v b="$spread" 'BEGIN{print (b+0 > a+0) ? b : a}')
+    row "$ex" "$n"
   done
 done
 
@@ -92,15 +100,9 @@ if [ "${CORPUS:-1}" = 1 ] && [ -d "$corpus/work" ]; then
       (cd "$d/run" && "$bin" predict "$d/stage" -n "$n" --static-only --estimate-bulk "${extra[@]}" \
         --platform "$OLDPWD/platforms/localhost.xml" --machine "$out/table$t.json" --json "$j" -- "${argv[@]}") \
         > /dev/null 2>&1 || { vals+=(FAIL); continue; }
-      vals+=("$(perl -MJSON::PP -e 'local $/; open my $f, "<", $ARGV[0] or die; print decode_json(<$f>)->{predicted_s}' "$j")")
+      vals+=("$(predicted "$j")")
     done
-    printf '%-20s %5s' "$name" "$n"
-    for v in "${vals[@]}"; do
-      if [ "$v" = FAIL ]; then printf ' %12s' FAIL; else printf ' %12.4f' "$v"; fi
-    done
-    spread=$(printf '%s\n' "${vals[@]}" | { grep -v FAIL || true; } | sort -g | awk 'NR==1{lo=$1} {hi=$1} END{if (lo > 0) printf "%.2f", 100*(hi-lo)/lo; else print "n/a"}')
-    printf ' %7s%%\n' "$spread"
-    worst=$(awk -v a="$worst" -v b="$spread" 'BEGIN{print (b+0 > a+0) ? b : a}')
+    row "$name" "$n"
   done < <(grep -v '^#' "$manifest")
 fi
 echo
