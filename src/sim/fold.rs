@@ -8,15 +8,16 @@
 //! figures as it starts marked iterations and as it leaves the loop (`ReplayOptions::marks`):
 //! first 2 iterations marked at 0 and 1 (ranks that enter the loop together are often settled
 //! from the first), then 3k + 1 iterations marked at k, 2k and 3k (inside the loop, where what
-//! follows it does not shift the last mark), k = 1, 2, 4, ... When the time the
-//! last rank reached each mark advanced over the last span of k iterations as over the span
-//! before (within [`TOLERANCE`]), the makespan grows by that span for each k of the remaining
+//! follows it does not shift the last mark), k = 1, 2, 4, ... When the time the last rank
+//! reached each mark advanced over the last span of k iterations as over the span before
+//! (within [`TOLERANCE`]), the makespan grows by that span for each k of the remaining
 //! iterations, and every other figure by what it grew over its rank's last span: each rank's
-//! finish, compute, communication and wait times, messages and bytes, each host's flops and each
-//! link's bytes (those its senders sent in their last span). Once a run would pass N / 8 the whole trace is simulated. A short run
-//! that fails (a deadlock when ranks' iterations do not pair up) falls back to the whole trace as
-//! well. (This replaced three runs of k, 2k and 3k iterations, whose makespans were compared:
-//! jacobi2d at 1,024 ranks spent 1.9 s in those three children on 2 cores, 0.9 s in this one.)
+//! finish, compute, communication and wait times, messages and bytes, each host's flops and
+//! each link's bytes (those its senders sent in their last span). Once a run would pass N / 8
+//! the whole trace is simulated. A short run that fails (a deadlock when ranks' iterations do
+//! not pair up) falls back to the whole trace as well. (This replaced three runs of k, 2k and
+//! 3k iterations, whose makespans were compared: jacobi2d at 1,024 ranks spent 1.9 s in those
+//! three children on 2 cores, 0.9 s in this one.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -211,11 +212,8 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
     // together are often settled from the first), then 3k + 1 marked at k, 2k and 3k, k
     // doubling: marks inside the loop, where what follows it (a last exchange, a root that
     // collects) does not shift the last one.
-    let rounds = std::iter::once((2, vec![0, 1, 2])).chain(
-        std::iter::successors(Some(1u64), |k| Some(2 * k))
-            .take_while(|k| (3 * k + 1) * MAX_SHARE <= plan.count)
-            .map(|k| (3 * k + 1, vec![k, 2 * k, 3 * k])),
-    );
+    let rounds = std::iter::once((2, vec![0, 1, 2]))
+        .chain(std::iter::successors(Some(1u64), |k| Some(2 * k)).map(|k| (3 * k + 1, vec![k, 2 * k, 3 * k])));
     for (iterations, at) in rounds {
         if iterations * MAX_SHARE > plan.count {
             break;

@@ -55,6 +55,7 @@ impl Flow {
         Flow { upstream, ..Flow::default() }
     }
 
+    /// Another arm's start from the same statements (what `arm` gave).
     pub(super) fn arm_copy(&self) -> Flow {
         Flow { upstream: self.upstream.clone(), ..Flow::default() }
     }
