@@ -334,8 +334,10 @@ impl Poly {
         let mut total = 0.0;
         for (m, c) in self.terms.iter() {
             // d is a multiple of every denominator: the numerator over d is num * (d / den).
-            let mut t = match c.num().checked_mul(d / c.den()) {
-                Some(n) => n as f64,
+            // (Integer coefficients, the common case, skip the 128-bit division.)
+            let n = if d == 1 { Some(c.num()) } else { c.num().checked_mul(d / c.den()) };
+            let mut t = match n {
+                Some(n) => i64::try_from(n).map_or(n as f64, |n| n as f64),
                 None => c.to_f64() * d as f64,
             };
             for (v, e) in m {
@@ -344,7 +346,7 @@ impl Poly {
             }
             total += t;
         }
-        Ok(total / d as f64)
+        Ok(if d == 1 { total } else { total / d as f64 })
     }
     /// True when every coefficient is an integer.
     pub fn has_integer_coefficients(&self) -> bool {
@@ -865,6 +867,93 @@ impl Expr {
     /// Evaluates with a map of bindings.
     pub fn eval_map(&self, env: &HashMap<String, f64>) -> Result<f64, EvalError> {
         self.eval(&|v| env.get(v).copied())
+    }
+}
+
+// ---- Memo keys --------------------------------------------------------------------------------
+
+/// Variables that take another value on every rank: the rank and its Cartesian coordinates.
+pub fn per_rank_var(v: &str) -> bool {
+    v == "rank" || v.starts_with("cart_coord")
+}
+
+/// A memo key for a set of formulas: two environments with equal keys give every formula of the
+/// set the same value. The key holds the values of the variables that are the same on every
+/// rank, and for the parts that read a [`per_rank_var`] only what the formula uses of them: the
+/// side of a condition (`ifpos(n % d - cart_coord0, 1, 0)`, a decomposition's remainder) or the
+/// value of the smallest term around them. Ranks of a decomposition that differ only by their
+/// coordinates then share one key where raw coordinates gave each its own (65,536 ranks of
+/// stencil3d_torus costed every block 65,536 times).
+#[derive(Debug, Clone, Default)]
+pub struct FormulaKey {
+    shared: Vec<String>,
+    probes: Vec<Probe>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Probe {
+    /// Whether the expression is positive.
+    Sign(Expr),
+    /// The expression's value.
+    Value(Expr),
+}
+
+impl FormulaKey {
+    pub fn new<'a>(exprs: impl IntoIterator<Item = &'a Expr>) -> FormulaKey {
+        let mut shared = BTreeSet::new();
+        let mut probes = Vec::new();
+        for e in exprs {
+            let vars = e.vars();
+            shared.extend(vars.iter().filter(|v| !per_rank_var(v)).cloned());
+            if vars.iter().any(|v| per_rank_var(v)) {
+                collect_probes(e, &mut probes);
+            }
+        }
+        FormulaKey { shared: shared.into_iter().collect(), probes }
+    }
+
+    /// The key of `env` (an unbound variable or a formula that fails is NaN).
+    pub fn key(&self, env: &HashMap<String, f64>) -> Vec<u64> {
+        let mut k: Vec<u64> = self.shared.iter().map(|v| env.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect();
+        k.extend(self.probes.iter().map(|p| {
+            match p {
+                Probe::Sign(e) => e.eval_map(env).map(|x| if x > 0.0 { 1.0 } else { 0.0 }),
+                Probe::Value(e) => e.eval_map(env),
+            }
+            .unwrap_or(f64::NAN)
+            .to_bits()
+        }));
+        k
+    }
+}
+
+/// The probes of an expression that reads a per-rank variable: sums and products look into
+/// their terms, a condition keeps its side and looks into both branches, anything else keeps
+/// its value.
+fn collect_probes(e: &Expr, out: &mut Vec<Probe>) {
+    let mut push = |p: Probe| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    let per_rank = |e: &Expr| e.vars().iter().any(|v| per_rank_var(v));
+    match e {
+        Expr::Add(v) | Expr::Mul(v) => {
+            for c in v.iter().filter(|c| per_rank(c)) {
+                collect_probes(c, out);
+            }
+        }
+        Expr::IfPos { cond, then, otherwise } => {
+            if per_rank(cond) {
+                push(Probe::Sign((**cond).clone()));
+            }
+            for c in [then, otherwise] {
+                if per_rank(c) {
+                    collect_probes(c, out);
+                }
+            }
+        }
+        other => push(Probe::Value(other.clone())),
     }
 }
 
@@ -1498,6 +1587,40 @@ mod tests {
         }
         assert!(Expr::parse("n/size").is_err());
         assert!(Expr::parse("floor(").is_err());
+    }
+
+    #[test]
+    fn a_formula_key_keeps_what_a_formula_uses_of_the_rank() {
+        let f = |t: &str| Expr::parse(t).unwrap();
+        // A block decomposition's local size times an inner trip count, a branch for rank 0 and
+        // an offset that reads the rank itself.
+        let size = f("(floor(n/cart_dims0) + ifpos(mod(n, cart_dims0) - cart_coord0, 1, 0))*m");
+        let root = f("ifpos(1 - rank, 5, 1)");
+        let offset = f("rank*floor(n/size)");
+        let env = |n: f64, rank: f64, coord: f64| -> HashMap<String, f64> {
+            [("n", n), ("m", 7.0), ("size", 8.0), ("cart_dims0", 4.0), ("cart_coord0", coord), ("rank", rank)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect()
+        };
+        let key = FormulaKey::new([&size, &root]);
+        // 256 over 4: every coordinate gets 64; ranks past 0 share one key, rank 0 has its own.
+        assert_eq!(key.key(&env(256.0, 1.0, 1.0)), key.key(&env(256.0, 6.0, 3.0)));
+        assert_ne!(key.key(&env(256.0, 0.0, 0.0)), key.key(&env(256.0, 4.0, 0.0)));
+        // 258 over 4: coordinates 0 and 1 get 65, 2 and 3 get 64.
+        assert_ne!(key.key(&env(258.0, 1.0, 1.0)), key.key(&env(258.0, 2.0, 2.0)));
+        assert_eq!(key.key(&env(258.0, 2.0, 2.0)), key.key(&env(258.0, 3.0, 3.0)));
+        // A shared variable is in the key, and equal keys mean equal values.
+        assert_ne!(key.key(&env(256.0, 1.0, 1.0)), key.key(&env(260.0, 1.0, 1.0)));
+        for (a, b) in [(env(258.0, 2.0, 2.0), env(258.0, 3.0, 3.0)), (env(256.0, 1.0, 1.0), env(256.0, 7.0, 2.0))] {
+            assert_eq!(key.key(&a), key.key(&b));
+            for e in [&size, &root] {
+                assert_eq!(e.eval_map(&a), e.eval_map(&b), "{e}");
+            }
+        }
+        // The rank itself in a term: every rank has its own key.
+        let k2 = FormulaKey::new([&offset]);
+        assert_ne!(k2.key(&env(256.0, 1.0, 1.0)), k2.key(&env(256.0, 2.0, 1.0)));
     }
 
     #[test]

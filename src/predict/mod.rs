@@ -19,6 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::model::analysis::ProgramModel;
+use crate::model::expr::{Expr, FormulaKey};
 use crate::model::machine::{MachineTable, Variant};
 use crate::model::ops::OpClass;
 use crate::model::prediction::{BlockCost, ChainShare, FunctionCost, MachineRef, MemoryShare, Prediction};
@@ -392,37 +393,32 @@ fn block_seconds(
         .collect()
 }
 
-/// `block_seconds` remembered by the values of the variables the blocks' formulas read (op
-/// counts, array references, allocations), per table: ranks whose formulas see the same values
-/// (all but the edges of a decomposition) are costed once. jacobi2d at 1,024 ranks costed every
-/// block three times per rank and pass.
+/// `block_seconds` remembered by what the blocks' formulas read (op counts, array references,
+/// allocations: [`FormulaKey`]), per table: ranks whose formulas see the same values (all but
+/// the edges of a decomposition) are costed once. jacobi2d at 1,024 ranks costed every block
+/// three times per rank and pass.
 struct SecondsMemo {
-    vars: Vec<String>,
+    key: FormulaKey,
     seen: std::cell::RefCell<HashMap<(usize, Vec<u64>), std::rc::Rc<Vec<f64>>>>,
 }
 
 impl SecondsMemo {
     fn new(model: &ProgramModel) -> SecondsMemo {
-        let mut vars = std::collections::BTreeSet::new();
+        let mut exprs: Vec<&Expr> = Vec::new();
         for b in &model.blocks {
-            for (_, e) in b.ops.iter() {
-                vars.extend(e.vars());
-            }
+            exprs.extend(b.ops.iter().map(|(_, e)| e));
             for m in &b.mem {
-                vars.extend(m.count.vars());
-                for e in m.stride.iter().chain(&m.reuse_bytes) {
-                    vars.extend(e.vars());
-                }
+                exprs.push(&m.count);
+                exprs.extend(m.stride.iter().chain(&m.reuse_bytes));
             }
-            for a in &b.allocs {
-                vars.extend(a.vars());
-            }
+            exprs.extend(&b.allocs);
         }
-        SecondsMemo { vars: vars.into_iter().collect(), seen: Default::default() }
+        SecondsMemo { key: FormulaKey::new(exprs), seen: Default::default() }
     }
 
-    fn get(&self, model: &ProgramModel, table: &BTreeMap<OpClass, f64>, bounds: &Bounds, env: &HashMap<String, f64>) -> std::rc::Rc<Vec<f64>> {
-        let key = (table as *const _ as usize, self.vars.iter().map(|v| env.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect());
+    /// The costs of `env`, whose key is `key` (one key serves the three tables).
+    fn get_keyed(&self, key: Vec<u64>, model: &ProgramModel, table: &BTreeMap<OpClass, f64>, bounds: &Bounds, env: &HashMap<String, f64>) -> std::rc::Rc<Vec<f64>> {
+        let key = (table as *const _ as usize, key);
         if let Some(s) = self.seen.borrow().get(&key) {
             return s.clone();
         }
@@ -465,7 +461,7 @@ struct Recost<'w> {
 impl Recost<'_> {
     fn secs(&self) -> Vec<f64> {
         match self.memo {
-            Some(m) => m.get(self.model, self.table, self.bounds, &self.env).to_vec(),
+            Some(m) => m.get_keyed(m.key.key(&self.env), self.model, self.table, self.bounds, &self.env).to_vec(),
             None => block_seconds(self.model, self.table, self.bounds, &self.env),
         }
     }
@@ -850,8 +846,9 @@ fn evaluate(
             // Without such branches the executions do not change: cost them at the table's
             // extremes.
             if !data_branches {
+                let key = memo.key.key(&env);
                 for (k, (table, bounds)) in [(&costs.low, &costs.bounds_low), (&costs.high, &costs.bounds_high)].into_iter().enumerate() {
-                    let s = memo.get(model, table, bounds, &env);
+                    let s = memo.get_keyed(key.clone(), model, table, bounds, &env);
                     row[k + 1] = scratch.iter().zip(s.iter()).map(|(n, t)| n * t).sum::<f64>() * factor;
                 }
             } else {
@@ -1206,6 +1203,7 @@ fn predict_set_from(
         analysis_dir: dir,
         execs: vec![0.0; model.blocks.len()],
         compute: vec![[0.0; 3]; out_ranks as usize],
+        memo: SecondsMemo::new(&model),
     };
     let mut scaling = None;
     match scale {
@@ -1332,6 +1330,7 @@ struct Costing<'a> {
     execs: Vec<f64>,
     /// Per rank: compute seconds at the nominal, low and high costs.
     compute: Vec<[f64; 3]>,
+    memo: SecondsMemo,
 }
 
 impl Costing<'_> {
@@ -1346,8 +1345,9 @@ impl Costing<'_> {
             grid_env(&mut env, &dims, &coords);
         }
         let c = self.costs;
+        let key = self.memo.key.key(&env);
         let secs = [(&c.nominal, &c.bounds), (&c.low, &c.bounds_low), (&c.high, &c.bounds_high)]
-            .map(|(t, b)| block_seconds(model, t, b, &env));
+            .map(|(t, b)| self.memo.get_keyed(key.clone(), model, t, b, &env));
         let nb = model.blocks.len();
         let mut w = crate::trace::fold::FoldingWriter::new(
             TraceWriter::create(self.out, r, ranks).with_context(|| format!("{}: cannot write", self.out.display()))?,

@@ -4,10 +4,10 @@
 //! no formula resolves.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use crate::model::analysis::{BlockKind, ProgramModel};
-use crate::model::expr::Expr;
+use crate::model::expr::{Expr, FormulaKey};
 use crate::model::trace::{Compute, TraceAction};
 
 /// How compute and message sizes change with the number of ranks.
@@ -72,7 +72,10 @@ pub struct Scaler<'m> {
     calls_of: HashMap<String, Vec<usize>>,
     params: HashMap<String, Vec<String>>,
     block_of_id: HashMap<String, usize>,
-    vars: Vec<BTreeSet<String>>,
+    /// Per block: the memo key of the formulas its ratio reads.
+    keys: Vec<FormulaKey>,
+    /// The keys of the rank last asked for: (rank, size, variables), per block.
+    rank_keys: RefCell<(Option<(u64, u64, usize)>, Vec<Option<Vec<u64>>>)>,
     /// Per block, rank and the values its ratio reads: the ratio and whether formulas gave it,
     /// or None where it comes from the static path's executions of the rank at each size.
     memo: RefCell<HashMap<(usize, u32, Vec<u64>), Option<(f64, bool)>>>,
@@ -124,49 +127,61 @@ impl<'m> Scaler<'m> {
             unique_call,
             params,
             block_of_id,
-            vars: Vec::new(),
+            keys: Vec::new(),
+            rank_keys: RefCell::new((None, Vec::new())),
             memo: RefCell::new(HashMap::new()),
             stats: RefCell::new(Stats::default()),
             evaluated: Default::default(),
             approximated: std::cell::Cell::new(false),
             uncalled: std::cell::Cell::new(false),
         };
-        s.vars = (0..model.blocks.len()).map(|b| s.block_vars(b, 0)).collect();
+        s.keys = (0..model.blocks.len())
+            .map(|b| {
+                let mut exprs = Vec::new();
+                s.block_exprs(b, 0, &mut exprs);
+                FormulaKey::new(exprs)
+            })
+            .collect();
         s
     }
 
-    /// Every variable a block's ratio may read (its count, the chain of loop trips and branch
-    /// conditions above it, and the arguments of the call that reaches its function).
-    fn block_vars(&self, b: usize, depth: u32) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        if depth > 8 {
-            return out;
+    /// Block `b`'s key in the environment of a rank at the new size, computed once per rank
+    /// (every burst of the rank asks again).
+    fn rank_key(&self, b: usize, new: &HashMap<String, f64>) -> Vec<u64> {
+        let bits = |v: &str| new.get(v).copied().unwrap_or(f64::NAN).to_bits();
+        let id = (bits("rank"), bits("size"), new.len());
+        let mut c = self.rank_keys.borrow_mut();
+        if c.0 != Some(id) {
+            *c = (Some(id), vec![None; self.keys.len()]);
         }
+        c.1[b].get_or_insert_with(|| self.keys[b].key(new)).clone()
+    }
+
+    /// Every formula a block's ratio may read (its count, the chain of loop trips and branch
+    /// conditions above it, and the arguments of the call that reaches its function).
+    fn block_exprs(&self, b: usize, depth: u32, out: &mut Vec<&'m Expr>) {
+        if depth > 8 {
+            return;
+        }
+        let model: &'m ProgramModel = self.model;
         let mut i = Some(b);
-        let f = self.model.blocks[b].function.clone();
+        let f = &model.blocks[b].function;
         while let Some(x) = i {
-            let blk = &self.model.blocks[x];
-            if blk.function != f {
+            let blk = &model.blocks[x];
+            if &blk.function != f {
                 break;
             }
-            if let Some(e) = blk.count.expr.as_ref() {
-                out.extend(e.vars());
-            }
-            if let Some(e) = local_factor(self.model, x) {
-                out.extend(e.vars());
-            }
+            out.extend(blk.count.expr.as_ref());
+            out.extend(local_factor(model, x));
             i = self.parent[x];
         }
-        for c in self.calls_of.get(&f).cloned().unwrap_or_default() {
-            let call = &self.model.calls[c];
-            for a in call.args.iter().flatten() {
-                out.extend(a.vars());
-            }
+        for &c in self.calls_of.get(f).map(Vec::as_slice).unwrap_or_default() {
+            let call = &model.calls[c];
+            out.extend(call.args.iter().flatten());
             if let Some(cb) = self.block_of_id.get(&call.block) {
-                out.extend(self.block_vars(*cb, depth + 1));
+                self.block_exprs(*cb, depth + 1, out);
             }
         }
-        out
     }
 
     /// Executions of block `b` at the new size over those at the old, and whether formulas gave it.
@@ -176,7 +191,10 @@ impl<'m> Scaler<'m> {
             Mode::Strong => return (f64::NAN, false),
             Mode::Program => {}
         }
-        let key: Vec<u64> = self.vars[b].iter().map(|v| new.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect();
+        // Whether the static path evaluated the block at the new size for this rank decides
+        // between its figure and the formulas' below: part of the key.
+        let mut key = self.rank_key(b, new);
+        key.push(u64::from(self.evaluated(b, origin, new).is_some()));
         let memo = self.memo.borrow().get(&(b, origin, key.clone())).copied();
         let r = match memo {
             Some(r) => r,

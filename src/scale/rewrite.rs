@@ -894,6 +894,8 @@ impl<'c, 'a> Grid<'c, 'a> {
         let uniform = self.ctx.k as f64 / n as f64;
         let k = self.ctx.k;
         let origin_of = move |j: u32| -> u32 { j % k.max(1) };
+        // The traced ranks' environments, built once for every rank that reads them.
+        let mut envs: HashMap<u32, HashMap<String, f64>> = HashMap::new();
         for r in 0..n {
             let c = cart_coords(r as i64, &nd);
             let s: Vec<Class> = (0..nd.len()).map(|e| class_of(c[e], self.new_dims[e], self.periodic[e])).collect();
@@ -922,7 +924,6 @@ impl<'c, 'a> Grid<'c, 'a> {
                 None => self.template_for(&s, phase)?,
             };
             let new_env = self.ctx.env(r, n, Some(&self.new_dims));
-            let mut envs: HashMap<u32, HashMap<String, f64>> = HashMap::new();
             let mut dropped: HashSet<u64> = HashSet::new();
             let items = self.instantiate(&t, r, &c, &new_env, &mut envs, &mut dropped, uniform, &origin_of)?;
             emit(r, items)?;
@@ -976,7 +977,7 @@ impl<'c, 'a> Grid<'c, 'a> {
                     }
                 }
                 Tok::A { a, to, from, origin } => {
-                    let old_env = envs.entry(*origin).or_insert_with(|| self.ctx.env(*origin, self.ctx.k, Some(&self.dims))).clone();
+                    let old_env = &*envs.entry(*origin).or_insert_with(|| self.ctx.env(*origin, self.ctx.k, Some(&self.dims)));
                     let to_p = to.as_ref().map(|d| self.target(c, d));
                     let from_p = from.as_ref().map(|d| self.target(c, d));
                     let dir = to.as_ref().or(from.as_ref());
@@ -1044,14 +1045,14 @@ impl<'c, 'a> Grid<'c, 'a> {
                             }
                         }
                         _ => {
-                            if let Some(b) = common(self.ctx, a, *origin, &old_env, new_env, uniform, origin_of)? {
+                            if let Some(b) = common(self.ctx, a, *origin, old_env, new_env, uniform, origin_of)? {
                                 out.push(Item::Action(b));
                             }
                             continue;
                         }
                     };
                     if let Some(b) = b {
-                        let b = if is_message(&b) { resize(self.ctx, &b, &old_env, new_env, (old_peer, new_peer), ff) } else { b };
+                        let b = if is_message(&b) { resize(self.ctx, &b, old_env, new_env, (old_peer, new_peer), ff) } else { b };
                         out.push(Item::Action(b));
                     }
                 }
