@@ -575,7 +575,37 @@ static void ln_comm(line_t *l, MPI_Comm c)
 }
 
 /* After a communicator constructor over `parent`: agree on an id, declare the new one. */
-static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created)
+static int comm_size(MPI_Comm c);
+
+/* The first line of a call comes after its burst (`event`); the call's further lines follow it. */
+static void event_of_call(double t_in, line_t *l, int *first)
+{
+    if (*first) {
+        event(t_in, l);
+        *first = 0;
+    } else {
+        push_line(l, 0, 0.0);
+        n_events++;
+    }
+}
+
+/* A constructor's own collectives over its parent, as OpenMPI 4.1 runs them (the members
+ * synchronise there): a split's allgather of colour and key (`gathers`), then the context id's
+ * two allreduces and the activation's one (frontend/mpi.rs, constructor_collectives, says the
+ * same for the static path). */
+static void constructor_events(double t_in, MPI_Comm parent, int gathers, int *first)
+{
+    if (!rt_on || comm_size(parent) < 2)
+        return;
+    for (int k = gathers ? -1 : 0; k < 3; k++) {
+        line_t l = {0};
+        ln_str(&l, k < 0 ? "allgather 8" : "allreduce 4");
+        ln_comm(&l, parent);
+        event_of_call(t_in, &l, first);
+    }
+}
+
+static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created, int gathers)
 {
     if (!rt_env)
         return;
@@ -583,6 +613,8 @@ static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created)
     PMPI_Comm_test_inter(parent, &inter);
     if (inter)
         return;
+    int first = 1;
+    constructor_events(t_in, parent, gathers, &first);
     unsigned mine = next_comm_id, agreed = mine;
     PMPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, parent);
     next_comm_id = agreed + 1;
@@ -591,7 +623,7 @@ static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created)
     comm_add(created, agreed);
     line_t l = {0};
     comm_line(&l, agreed, created);
-    event(t_in, &l);
+    event_of_call(t_in, &l, &first);
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
@@ -1504,7 +1536,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     double t = enter();
     int rc = PMPI_Comm_split(comm, color, key, newcomm);
-    comm_created(t, comm, *newcomm);
+    comm_created(t, comm, *newcomm, 1);
     return rc;
 }
 
@@ -1512,7 +1544,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Com
 {
     double t = enter();
     int rc = PMPI_Comm_split_type(comm, type, key, info, newcomm);
-    comm_created(t, comm, *newcomm);
+    comm_created(t, comm, *newcomm, 1);
     return rc;
 }
 
@@ -1520,7 +1552,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     double t = enter();
     int rc = PMPI_Comm_dup(comm, newcomm);
-    comm_created(t, comm, *newcomm);
+    comm_created(t, comm, *newcomm, 0);
     return rc;
 }
 
@@ -1528,7 +1560,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
     double t = enter();
     int rc = PMPI_Comm_create(comm, group, newcomm);
-    comm_created(t, comm, *newcomm);
+    comm_created(t, comm, *newcomm, 0);
     return rc;
 }
 
@@ -1537,7 +1569,7 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int period
 {
     double t = enter();
     int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
-    comm_created(t, comm, *newcomm);
+    comm_created(t, comm, *newcomm, 0);
     return rc;
 }
 
@@ -1545,7 +1577,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *newcomm)
 {
     double t = enter();
     int rc = PMPI_Cart_sub(comm, remain, newcomm);
-    comm_created(t, comm, *newcomm);
+    comm_created(t, comm, *newcomm, 1);
     return rc;
 }
 

@@ -1689,7 +1689,7 @@ fn a_program_that_times_itself_is_named_as_such() {
 /// fixture table giving comm_create 2 us): the static path and a traced run's counts both
 /// charge each rank (n + 1) x 2 us, the split's comm block n of them.
 #[test]
-fn communicator_constructors_cost_their_process() {
+fn communicator_constructors_cost_their_process_and_synchronise_their_parent() {
     let machine = "tests/fixtures/machine/fixed_mpi.json";
     let want = 1001.0 * 2e-6;
     for extra in [&[][..], &["--trace-ranks", "2"][..]] {
@@ -1703,7 +1703,14 @@ fn communicator_constructors_cost_their_process() {
             let c = r["compute_s"].as_f64().unwrap();
             assert!(close(c, want, 2e-3), "{extra:?}: rank compute {c} s, want {want}");
         }
-        let split = block_on_line(&p, 14);
+        let split = block_on_line(&p, 15);
         assert!(close(split["op_seconds"]["comm_create"].as_f64().unwrap(), 2.0 * 1000.0 * 2e-6, 1e-6), "{extra:?}: {split}");
+        // The constructors' own collectives over the world: each split's allgather and three
+        // allreduces, the duplicate's three allreduces (2 messages each at 2 ranks), and the
+        // barrier's 2; the ranks spend time in them.
+        assert_eq!(p["messages"].as_u64(), Some(1000 * 8 + 6 + 2), "{extra:?}");
+        for r in p["ranks_detail"].as_array().unwrap() {
+            assert!(r["comm_s"].as_f64().unwrap() > 1000.0 * 4.0 * 1e-8, "{extra:?}: {r}");
+        }
     }
 }

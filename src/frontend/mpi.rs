@@ -153,6 +153,22 @@ pub fn is_mpi_bookkeeping(name: &str) -> bool {
     name.starts_with("MPI_") || name.starts_with("PMPI_")
 }
 
+/// The collectives a communicator constructor runs over its parent in OpenMPI 4.1 (ompi/
+/// communicator): splits first gather every member's colour and key (an allgather of two ints:
+/// MPI_Comm_split, MPI_Comm_split_type, MPI_Cart_sub); every constructor then agrees on a context
+/// id (a nonblocking allreduce of one int, MAX, then one of a flag, MIN) and activates the
+/// communicator (one more, MIN). The members synchronise there, so the simulation replays them
+/// (allgather bytes per rank, allreduces of 4 bytes), beside the comm_create op the process's
+/// own work costs. The constructors the trace runtime wraps; None for the others (an
+/// intercommunicator's, MPI_Comm_create_group's over the group alone, graph topologies).
+pub fn constructor_collectives(name: &str) -> Option<(Option<u64>, u32)> {
+    match name {
+        "MPI_Comm_split" | "MPI_Comm_split_type" | "MPI_Cart_sub" => Some((Some(8), 3)),
+        "MPI_Comm_dup" | "MPI_Comm_create" | "MPI_Cart_create" => Some((None, 3)),
+        _ => None,
+    }
+}
+
 /// MPI routines that make a communicator: collective over the parent (every member's call
 /// counts in its sequence), and each costs its process the `comm_create` op (the messages over
 /// the parent are not simulated).

@@ -5328,6 +5328,19 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.flush(sink)?;
             sink.action(TraceAction::CommDef { id: COMM_SELF, ranks: vec![self.rank] })?;
         }
+        // A constructor's own collectives over its parent (as the trace runtime records them).
+        if let Some((gather, reduces)) = crate::frontend::mpi::constructor_collectives(name) {
+            let parent = self.comm_id(v.first(), call).ok();
+            if let Some(parent) = parent.filter(|p| self.comms[p].len() > 1) {
+                self.flush(sink)?;
+                if let Some(bytes) = gather {
+                    sink.action(TraceAction::Allgather { bytes, comm: parent })?;
+                }
+                for _ in 0..reduces {
+                    sink.action(TraceAction::Allreduce { bytes: 4, comm: parent })?;
+                }
+            }
+        }
         match name {
             "MPI_Init"
             | "MPI_Init_thread"
