@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what mpicast needs on Debian 12: SimGrid (headers + pkg-config), libclang for bindgen,
+# g++ (build.rs compiles src/sim/blocking.cpp against SimGrid's C++ API; mpicxx uses it too),
 # llvm (llvm-mca: compiled costing schedules machine loops on the host's CPU model),
 # OpenMPI (mpicc, mpirun), iproute2 (ip netns, tc: emulated networks) and chromium (the HTML
 # report test renders pages headless). Does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(pkg-config libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium llvm)
+pkgs=(pkg-config g++ libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium llvm)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

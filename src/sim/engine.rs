@@ -376,6 +376,19 @@ impl Mailbox {
         }
     }
 
+    /// Receives a bare send, blocking until it is over: one simcall where starting a receive
+    /// and waiting for it take two.
+    pub fn get_bare(&self) {
+        // SAFETY: called from an actor; the payload of a bare send is a static byte, not owned.
+        unsafe { ffi::mpicast_mailbox_recv(self.0) };
+    }
+
+    /// Sends `bytes` of replay traffic, blocking until the receiver has them (one simcall).
+    pub fn put_bare(&self, bytes: u64) {
+        // SAFETY: called from an actor; the payload is a static byte nobody frees.
+        unsafe { ffi::mpicast_mailbox_send(self.0, bare_payload(), bytes) };
+    }
+
     /// Starts a receive of a bare send (see [`Mailbox::put_bare_async`]).
     pub fn get_bare_async(&self) -> Comm {
         let mut slot: Box<*mut c_void> = Box::new(ptr::null_mut());

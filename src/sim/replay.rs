@@ -215,6 +215,14 @@ fn issued(world: &RefCell<World>, link: &Link2) {
     }
 }
 
+/// An operation matched in the shared state whose SimGrid side `Rank::complete_with` issues
+/// blocking: a receive, or a rendezvous send of `send_wire` bytes.
+struct Blocking {
+    link: Rc<Link2>,
+    pending: Pending,
+    send_wire: Option<u64>,
+}
+
 /// An outstanding point-to-point operation of one rank.
 pub(crate) struct Req {
     /// None once locally complete (eager sends).
@@ -226,6 +234,9 @@ pub(crate) struct Req {
 struct Opts {
     eager_threshold: u64,
     reduce_flops_per_byte: f64,
+    /// SimGrid's timing precision (`precision/timing`, 1e-9 s unless `--cfg` sets it): the
+    /// shortest compute done by sleeping.
+    min_sleep_s: f64,
     block_seconds: HashMap<u32, f64>,
     timeline: bool,
     /// The marked iterations of `ReplayOptions::marks` (empty: none).
@@ -257,6 +268,8 @@ struct Rank {
     world: Rc<RefCell<World>>,
     opts: Rc<Opts>,
     speed: f64,
+    /// Alone on a core of a host of constant speed: computes by sleeping (`run_replay`).
+    sleeps: bool,
     reqs: HashMap<u64, Req>,
     tested_done: HashSet<u64>,
     /// Eager sends in flight: the sender holds the SimGrid handle until the receiver is done.
@@ -282,6 +295,12 @@ impl Rank {
 
     /// Posts a send of `bytes` to world rank `to`.
     pub(crate) fn post_send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) -> Req {
+        self.post_send_or_defer(to, bytes, tag, ctx, false).0
+    }
+
+    /// `post_send`; with `defer`, a rendezvous send is matched but not issued: its wire size
+    /// comes back for the caller to send blocking (`complete_with`).
+    fn post_send_or_defer(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx, defer: bool) -> (Req, Option<u64>) {
         let me = self.me;
         self.messages_sent += 1;
         self.bytes_sent += bytes;
@@ -330,6 +349,7 @@ impl Rank {
         let buffered = self.force_buffered
             || bytes < self.opts.eager_threshold
             || self.world.borrow().async_pairs.contains(&(to, self.me));
+        let deferred = !buffered && defer;
         let comm = if buffered {
             let c = link.mbox.put_bare_async(wire);
             self.eager.push((Rc::clone(&link), c));
@@ -337,12 +357,16 @@ impl Rank {
                 self.sweep_eager();
             }
             None
+        } else if deferred {
+            None
         } else {
             Some(link.mbox.put_bare_async(wire))
         };
-        issued(&self.world, &link);
+        if !deferred {
+            issued(&self.world, &link);
+        }
         self.count_link_bytes(to, bytes);
-        Req {
+        let req = Req {
             comm,
             link,
             pending: Pending {
@@ -352,7 +376,8 @@ impl Rank {
                 ctx,
                 bytes,
             },
-        }
+        };
+        (req, deferred.then_some(wire))
     }
 
     /// Releases the handles of eager sends whose receiver has the message.
@@ -426,6 +451,26 @@ impl Rank {
 
     /// Posts a receive from world rank `from` (None: any source).
     pub(crate) fn post_recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Req {
+        let (link, bytes) = self.match_recv(from, tag, ctx);
+        let comm = link.mbox.get_bare_async();
+        issued(&self.world, &link);
+        Req {
+            comm: Some(comm),
+            link,
+            pending: Pending {
+                recv: true,
+                peer: from,
+                tag,
+                ctx,
+                bytes,
+            },
+        }
+    }
+
+    /// A receive matched in the shared state (the earliest unexpected message that fits, else
+    /// a posted receive): the mailbox both sides use and the message's size (0 when posted).
+    /// Its SimGrid operation is the caller's to issue.
+    fn match_recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> (Rc<Link2>, u64) {
         let me = self.me as usize;
         spare_mailbox(&self.world);
         let (link, bytes) = {
@@ -454,27 +499,23 @@ impl Rank {
                 }
             }
         };
-        let comm = link.mbox.get_bare_async();
-        issued(&self.world, &link);
-        Req {
-            comm: Some(comm),
-            link,
-            pending: Pending {
-                recv: true,
-                peer: from,
-                tag,
-                ctx,
-                bytes,
-            },
-        }
+        (link, bytes)
     }
 
     /// Blocks until every request completes; splits the time into waiting (before the last
     /// partner arrived) and communication.
     pub(crate) fn complete(&mut self, reqs: &mut [Req]) {
-        if reqs
-            .iter()
-            .all(|r| r.comm.as_ref().is_none_or(|c| c.is_done()))
+        self.complete_with(reqs, None);
+    }
+
+    /// `complete`, with an operation matched but not issued yet (a receive from `match_recv`,
+    /// a rendezvous send from `post_send_or_defer`) done first, blocking: one simcall for the
+    /// operation and its wait.
+    fn complete_with(&mut self, reqs: &mut [Req], blocking: Option<Blocking>) {
+        if blocking.is_none()
+            && reqs
+                .iter()
+                .all(|r| r.comm.as_ref().is_none_or(|c| c.is_done()))
         {
             for r in reqs.iter().filter(|r| r.pending.recv) {
                 r.link.received.set(true);
@@ -485,6 +526,7 @@ impl Rank {
             let mut w = self.world.borrow_mut();
             let st = &mut w.status[self.me as usize];
             st.blocked.clear();
+            st.blocked.extend(blocking.iter().map(|b| b.pending.clone()));
             st.blocked.extend(
                 reqs.iter()
                     .filter(|r| r.comm.is_some())
@@ -492,6 +534,16 @@ impl Rank {
             );
         }
         let t0 = engine::now();
+        if let Some(b) = &blocking {
+            match b.send_wire {
+                Some(wire) => b.link.mbox.put_bare(wire),
+                None => b.link.mbox.get_bare(),
+            }
+            issued(&self.world, &b.link);
+            if b.pending.recv {
+                b.link.received.set(true);
+            }
+        }
         for r in reqs.iter_mut() {
             if let Some(c) = r.comm.as_mut() {
                 c.wait();
@@ -504,6 +556,7 @@ impl Rank {
         let matched = reqs
             .iter()
             .map(|r| r.link.matched_at.get())
+            .chain(blocking.iter().map(|b| b.link.matched_at.get()))
             .filter(|m| !m.is_nan())
             .fold(t0, f64::max);
         let wait = (matched.min(t1) - t0).max(0.0);
@@ -515,13 +568,20 @@ impl Rank {
     }
 
     fn send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) {
-        let mut r = [self.post_send(to, bytes, tag, ctx)];
-        self.complete(&mut r);
+        let (req, deferred) = self.post_send_or_defer(to, bytes, tag, ctx, true);
+        match deferred {
+            Some(wire) => {
+                let Req { link, pending, .. } = req;
+                self.complete_with(&mut [], Some(Blocking { link, pending, send_wire: Some(wire) }));
+            }
+            None => self.complete(&mut [req]),
+        }
     }
 
     fn recv(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) {
-        let mut r = [self.post_recv(from, tag, ctx)];
-        self.complete(&mut r);
+        let (link, bytes) = self.match_recv(from, tag, ctx);
+        let pending = Pending { recv: true, peer: from, tag, ctx, bytes };
+        self.complete_with(&mut [], Some(Blocking { link, pending, send_wire: None }));
     }
 
     /// An asynchronous receive: every message from `from` already sent is received (waiting for
@@ -551,11 +611,13 @@ impl Rank {
         }
     }
 
+    /// The receive is matched first, as a receive posted before the send; it is issued
+    /// after the send, blocking (the same instant of simulated time).
     fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32, ctx: Ctx) {
-        let rr = self.post_recv(Some(from), Some(tag), ctx);
+        let (link, got) = self.match_recv(Some(from), Some(tag), ctx);
         let sr = self.post_send(to, bytes, tag, ctx);
-        let mut r = [rr, sr];
-        self.complete(&mut r);
+        let pending = Pending { recv: true, peer: Some(from), tag: Some(tag), ctx, bytes: got };
+        self.complete_with(&mut [sr], Some(Blocking { link, pending, send_wire: None }));
     }
 
     /// Reduction arithmetic on `bytes`, charged as compute.
@@ -566,7 +628,13 @@ impl Rank {
     fn flops(&mut self, flops: f64) {
         if flops > 0.0 {
             let t0 = engine::now();
-            engine::execute(flops);
+            let d = flops / self.speed;
+            // SimGrid lengthens a sleep shorter than its timing precision to that precision.
+            if self.sleeps && d >= self.opts.min_sleep_s {
+                engine::sleep(d);
+            } else {
+                engine::execute(flops);
+            }
             self.compute_s += engine::now() - t0;
             self.world.borrow_mut().rank_flops[self.me as usize] += flops;
         }
@@ -1146,13 +1214,33 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     let opts = Rc::new(Opts {
         eager_threshold: job.options.eager_threshold_bytes,
         reduce_flops_per_byte: job.options.reduce_flops_per_byte,
+        min_sleep_s: job
+            .cfg
+            .iter()
+            .rev()
+            .find_map(|c| c.strip_prefix("precision/timing:").or_else(|| c.strip_prefix("surf/precision:")))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(1e-9),
         block_seconds: job.options.block_seconds.iter().copied().collect(),
         timeline: job.options.timeline,
         mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
     });
 
+    // Ranks alone on their cores compute by sleeping: the time is the same (an execution on a
+    // host with a free core runs at one core's speed) and one simcall replaces SimGrid's five for
+    // an execution (pi_dartboard at 4,096 ranks: 840,000 simcalls, 450,000 of them for its
+    // 90,000 executions). Not where a host runs more ranks than cores (they share them), nor on
+    // platforms whose hosts' speed or state changes over time.
+    let varying = std::fs::read_to_string(&job.platform)
+        .map(|t| ["speed_file", "availability_file", "state_file", "<trace", "<profile"].iter().any(|k| t.contains(k)))
+        .unwrap_or(true);
+    let mut on_host: HashMap<Host, usize> = HashMap::new();
+    for h in &placement {
+        *on_host.entry(*h).or_insert(0) += 1;
+    }
     for r in 0..n {
         let host = placement[r as usize];
+        let sleeps = !varying && on_host[&host] <= host.core_count();
         let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
         if let Some(m) = &job.options.marks {
             reader.mark_loop(m.loop_index);
@@ -1170,6 +1258,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             world: Rc::clone(&world),
             opts: Rc::clone(&opts),
             speed: host.speed_flops(),
+            sleeps,
             reqs: HashMap::new(),
             tested_done: HashSet::new(),
             eager: Vec::new(),
