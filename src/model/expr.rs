@@ -915,15 +915,79 @@ impl FormulaKey {
     /// The key of `env` (an unbound variable or a formula that fails is NaN).
     pub fn key(&self, env: &HashMap<String, f64>) -> Vec<u64> {
         let mut k: Vec<u64> = self.shared.iter().map(|v| env.get(v).copied().unwrap_or(f64::NAN).to_bits()).collect();
-        k.extend(self.probes.iter().map(|p| {
-            match p {
-                Probe::Sign(e) => e.eval_map(env).map(|x| if x > 0.0 { 1.0 } else { 0.0 }),
-                Probe::Value(e) => e.eval_map(env),
-            }
-            .unwrap_or(f64::NAN)
-            .to_bits()
-        }));
+        k.extend(self.probes.iter().map(|p| p.value(env)));
         k
+    }
+}
+
+/// Many [`FormulaKey`]s over one environment at a time (a key per block), their terms shared:
+/// each variable and probe that several keys hold is looked up or evaluated once per
+/// environment (`KeyTerms`).
+#[derive(Debug, Clone, Default)]
+pub struct FormulaKeys {
+    vars: Vec<String>,
+    probes: Vec<Probe>,
+    /// Per key: indices into `vars`, then into `probes`.
+    keys: Vec<(Vec<usize>, Vec<usize>)>,
+}
+
+/// The terms of [`FormulaKeys`] already computed in one environment.
+#[derive(Debug, Clone, Default)]
+pub struct KeyTerms {
+    vars: Vec<Option<u64>>,
+    probes: Vec<Option<u64>>,
+}
+
+impl FormulaKeys {
+    pub fn new(keys: Vec<FormulaKey>) -> FormulaKeys {
+        let mut out = FormulaKeys::default();
+        for k in keys {
+            let v = k.shared.into_iter().map(|x| index_of(&mut out.vars, x)).collect();
+            let p = k.probes.into_iter().map(|x| index_of(&mut out.probes, x)).collect();
+            out.keys.push((v, p));
+        }
+        out
+    }
+
+    /// Empty terms for a new environment.
+    pub fn terms(&self) -> KeyTerms {
+        KeyTerms { vars: vec![None; self.vars.len()], probes: vec![None; self.probes.len()] }
+    }
+
+    /// Key `i` in `env`, whose terms computed so far are in `terms` (the same as
+    /// `FormulaKey::key` of the key given at `i`).
+    pub fn key(&self, i: usize, env: &HashMap<String, f64>, terms: &mut KeyTerms) -> Vec<u64> {
+        let (vs, ps) = &self.keys[i];
+        let mut k = Vec::with_capacity(vs.len() + ps.len());
+        for &v in vs {
+            k.push(*terms.vars[v].get_or_insert_with(|| env.get(&self.vars[v]).copied().unwrap_or(f64::NAN).to_bits()));
+        }
+        for &p in ps {
+            k.push(*terms.probes[p].get_or_insert_with(|| self.probes[p].value(env)));
+        }
+        k
+    }
+}
+
+fn index_of<T: PartialEq>(v: &mut Vec<T>, x: T) -> usize {
+    match v.iter().position(|y| *y == x) {
+        Some(i) => i,
+        None => {
+            v.push(x);
+            v.len() - 1
+        }
+    }
+}
+
+impl Probe {
+    /// The probe's part of a key in `env` (a formula that fails is NaN).
+    fn value(&self, env: &HashMap<String, f64>) -> u64 {
+        match self {
+            Probe::Sign(e) => e.eval_map(env).map(|x| if x > 0.0 { 1.0 } else { 0.0 }),
+            Probe::Value(e) => e.eval_map(env),
+        }
+        .unwrap_or(f64::NAN)
+        .to_bits()
     }
 }
 
@@ -1621,6 +1685,14 @@ mod tests {
         // The rank itself in a term: every rank has its own key.
         let k2 = FormulaKey::new([&offset]);
         assert_ne!(k2.key(&env(256.0, 1.0, 1.0)), k2.key(&env(256.0, 2.0, 1.0)));
+        // Keys that share terms give what each gives alone.
+        let keys = FormulaKeys::new(vec![key.clone(), k2.clone(), FormulaKey::new([&size, &offset])]);
+        for e in [env(258.0, 2.0, 2.0), env(256.0, 0.0, 0.0)] {
+            let mut t = keys.terms();
+            assert_eq!(keys.key(0, &e, &mut t), key.key(&e));
+            assert_eq!(keys.key(1, &e, &mut t), k2.key(&e));
+            assert_eq!(keys.key(2, &e, &mut t), FormulaKey::new([&size, &offset]).key(&e));
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::model::analysis::{BlockKind, ProgramModel};
-use crate::model::expr::{Expr, FormulaKey};
+use crate::model::expr::{Expr, FormulaKey, FormulaKeys, KeyTerms};
 use crate::model::trace::{Compute, TraceAction};
 
 /// How compute and message sizes change with the number of ranks.
@@ -73,9 +73,10 @@ pub struct Scaler<'m> {
     params: HashMap<String, Vec<String>>,
     block_of_id: HashMap<String, usize>,
     /// Per block: the memo key of the formulas its ratio reads.
-    keys: Vec<FormulaKey>,
-    /// The keys of the rank last asked for: (rank, size, variables), per block.
-    rank_keys: RefCell<(Option<(u64, u64, usize)>, Vec<Option<Vec<u64>>>)>,
+    keys: FormulaKeys,
+    /// The rank last asked for ((rank, size, variables)), the terms of its keys computed so
+    /// far and its key per block.
+    rank_keys: RefCell<(Option<(u64, u64, usize)>, KeyTerms, Vec<Option<Vec<u64>>>)>,
     /// Per block, rank and the values its ratio reads: the ratio and whether formulas gave it,
     /// or None where it comes from the static path's executions of the rank at each size.
     memo: RefCell<HashMap<(usize, u32, Vec<u64>), Option<(f64, bool)>>>,
@@ -127,21 +128,23 @@ impl<'m> Scaler<'m> {
             unique_call,
             params,
             block_of_id,
-            keys: Vec::new(),
-            rank_keys: RefCell::new((None, Vec::new())),
+            keys: FormulaKeys::default(),
+            rank_keys: RefCell::new((None, KeyTerms::default(), Vec::new())),
             memo: RefCell::new(HashMap::new()),
             stats: RefCell::new(Stats::default()),
             evaluated: Default::default(),
             approximated: std::cell::Cell::new(false),
             uncalled: std::cell::Cell::new(false),
         };
-        s.keys = (0..model.blocks.len())
-            .map(|b| {
-                let mut exprs = Vec::new();
-                s.block_exprs(b, 0, &mut exprs);
-                FormulaKey::new(exprs)
-            })
-            .collect();
+        s.keys = FormulaKeys::new(
+            (0..model.blocks.len())
+                .map(|b| {
+                    let mut exprs = Vec::new();
+                    s.block_exprs(b, 0, &mut exprs);
+                    FormulaKey::new(exprs)
+                })
+                .collect(),
+        );
         s
     }
 
@@ -152,9 +155,10 @@ impl<'m> Scaler<'m> {
         let id = (bits("rank"), bits("size"), new.len());
         let mut c = self.rank_keys.borrow_mut();
         if c.0 != Some(id) {
-            *c = (Some(id), vec![None; self.keys.len()]);
+            *c = (Some(id), self.keys.terms(), vec![None; self.model.blocks.len()]);
         }
-        c.1[b].get_or_insert_with(|| self.keys[b].key(new)).clone()
+        let (_, terms, keys) = &mut *c;
+        keys[b].get_or_insert_with(|| self.keys.key(b, new, terms)).clone()
     }
 
     /// Every formula a block's ratio may read (its count, the chain of loop trips and branch
