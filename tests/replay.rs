@@ -913,28 +913,3 @@ fn a_folded_replay_settles_from_the_first_iteration_or_once_a_pipeline_fills() {
         }
     }
 }
-
-#[test]
-fn computes_shorter_than_the_coalescing_threshold_keep_their_sum_and_shift_ranks_by_less_than_it() {
-    // Rank 0 computes 4 ns before each of 1,000 eager sends and once more at its end; rank 1
-    // receives them and computes 3 ns last. Coalesced (10 ns), the computes run as fewer,
-    // longer ones: the same seconds in all, and each rank done within 10 ns of the exact run.
-    let mut sender: Vec<A> = (0..1000).flat_map(|_| [secs(4e-9), send(1, 8)]).collect();
-    sender.push(secs(4e-9));
-    let mut receiver: Vec<A> = (0..1000).map(|_| recv(0, 8)).collect();
-    receiver.push(secs(3e-9));
-    let run = |coalesce_s| {
-        let opts = ReplayOptions { coalesce_s, ..ReplayOptions::default() };
-        try_replay(vec![sender.clone(), receiver.clone()], &two_hosts(), &UNIT, opts).expect("replay runs")
-    };
-    let (exact_run, coalesced) = (run(0.0), run(1e-8));
-    for (r, want) in [(0, 1001.0 * 4e-9), (1, 3e-9)] {
-        for (what, got) in [("exact", &exact_run), ("coalesced", &coalesced)] {
-            let c = got.ranks[r].compute_s;
-            assert!((c - want).abs() < 1e-15, "rank {r} {what}: computed {c} s, expected {want} s");
-        }
-        let (a, b) = (exact_run.ranks[r].finish_s, coalesced.ranks[r].finish_s);
-        assert!((a - b).abs() < 1e-8, "rank {r}: finished at {b} s coalesced, {a} s exact");
-    }
-    assert_eq!(coalesced.messages, 1000);
-}

@@ -110,10 +110,6 @@ pub struct Args {
     /// and the remaining ones are added.
     #[arg(long)]
     no_fold: bool,
-    /// Computes shorter than this many seconds are added to the rank's next compute instead of
-    /// being simulated one by one (0: every one is simulated).
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::model::trace::DEFAULT_COALESCE_S)]
-    coalesce: f64,
     /// Also write the HTML report (source view, timeline, tables) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
@@ -163,7 +159,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         save_traces: args.save_traces.clone(),
         timeline: args.timeline || args.html.is_some() || args.chrome_trace.is_some(),
         no_fold: args.no_fold,
-        coalesce_s: args.coalesce,
     };
     let prediction = session::predict(&req)?;
     if let Some(f) = &args.html {

@@ -50,10 +50,6 @@ pub struct Args {
     /// Simulate every iteration of the main loop (no steady-state folding).
     #[arg(long)]
     no_fold: bool,
-    /// Computes shorter than this many seconds are added to the rank's next compute instead of
-    /// being simulated one by one (0: every one is simulated).
-    #[arg(long, value_name = "SECONDS", default_value_t = crate::model::trace::DEFAULT_COALESCE_S)]
-    coalesce: f64,
     /// Also write the traces in SimGrid's time-independent format into this directory (for
     /// `smpirun -replay`).
     #[arg(long, hide = true)]
@@ -81,7 +77,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         reduce_flops_per_byte: args.reduce_flops_per_byte,
         timeline: args.timeline,
         no_fold: args.no_fold,
-        coalesce_s: args.coalesce,
         export_smpi: args.export_smpi.clone(),
     })?;
     print!("{}", crate::report::replay_text(&result));

@@ -232,20 +232,6 @@ pub struct ReplayOptions {
     /// steady-state folding reads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marks: Option<LoopMarks>,
-    /// A rank's computes shorter than this many seconds are not simulated one by one: each is
-    /// added to the rank's next compute (or to the last one before it finishes), so that no
-    /// rank's work runs more than this much later than its trace puts it. 0 simulates every
-    /// compute.
-    #[serde(default = "default_coalesce_s")]
-    pub coalesce_s: f64,
-}
-
-/// The default of [`ReplayOptions::coalesce_s`]: 10 ns, a few dozen instructions, below what
-/// one MPI call costs the caller.
-pub const DEFAULT_COALESCE_S: f64 = 1e-8;
-
-fn default_coalesce_s() -> f64 {
-    DEFAULT_COALESCE_S
 }
 
 /// Iterations of one top-level loop, common to every rank's trace, at whose start each rank's
@@ -272,7 +258,6 @@ impl Default for ReplayOptions {
             link_usage: true,
             no_fold: false,
             marks: None,
-            coalesce_s: DEFAULT_COALESCE_S,
         }
     }
 }

@@ -262,8 +262,6 @@ pub struct Options {
     pub timeline: bool,
     /// Simulate every iteration of the main loop (no steady-state folding).
     pub no_fold: bool,
-    /// See [`ReplayOptions::coalesce_s`].
-    pub coalesce_s: f64,
     pub top: usize,
     pub assumptions: Vec<String>,
     /// Keep the skeleton's per-rank traces (compute in seconds) in this directory.
@@ -1501,7 +1499,6 @@ fn finish(
         eager_threshold_bytes: eager,
         timeline: opts.timeline,
         no_fold: opts.no_fold,
-        coalesce_s: opts.coalesce_s,
         ..Default::default()
     };
     let result = crate::sim::replay(

@@ -84,8 +84,6 @@ pub struct Request {
     pub save_traces: Option<PathBuf>,
     pub timeline: bool,
     pub no_fold: bool,
-    /// See [`crate::model::trace::ReplayOptions::coalesce_s`].
-    pub coalesce_s: f64,
 }
 
 impl WhatIf {
@@ -208,7 +206,6 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         what_if: req.what_if.clone(),
         timeline: req.timeline,
         no_fold: req.no_fold,
-        coalesce_s: req.coalesce_s,
         top: req.top,
         assumptions: notes,
         save_traces: req.save_traces.clone(),
@@ -702,7 +699,6 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         },
         timeline: false,
         no_fold: false,
-        coalesce_s: crate::model::trace::DEFAULT_COALESCE_S,
         top: 10,
         assumptions: notes,
         save_traces: None,

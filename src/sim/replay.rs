@@ -237,8 +237,6 @@ struct Opts {
     /// SimGrid's timing precision (`precision/timing`, 1e-9 s unless `--cfg` sets it): the
     /// shortest compute done by sleeping.
     min_sleep_s: f64,
-    /// Computes shorter than this are added to the rank's next one (`ReplayOptions::coalesce_s`).
-    coalesce_s: f64,
     block_seconds: HashMap<u32, f64>,
     timeline: bool,
     /// The marked iterations of `ReplayOptions::marks` (empty: none).
@@ -287,8 +285,6 @@ struct Rank {
     force_buffered: bool,
     /// Figures at the loop marks passed so far.
     marks: Vec<RankMark>,
-    /// Computes shorter than `Opts::coalesce_s` not yet simulated (flops).
-    carry_flops: f64,
 }
 
 /// Why an actor stopped early (the message goes to the shared error list).
@@ -631,27 +627,17 @@ impl Rank {
 
     fn flops(&mut self, flops: f64) {
         if flops > 0.0 {
-            let flops = flops + std::mem::take(&mut self.carry_flops);
-            if flops / self.speed < self.opts.coalesce_s {
-                self.carry_flops = flops;
-                return;
+            let t0 = engine::now();
+            let d = flops / self.speed;
+            // SimGrid lengthens a sleep shorter than its timing precision to that precision.
+            if self.sleeps && d >= self.opts.min_sleep_s {
+                engine::sleep(d);
+            } else {
+                engine::execute(flops);
             }
-            self.compute_now(flops);
+            self.compute_s += engine::now() - t0;
+            self.world.borrow_mut().rank_flops[self.me as usize] += flops;
         }
-    }
-
-    /// Simulates `flops` of compute now.
-    fn compute_now(&mut self, flops: f64) {
-        let t0 = engine::now();
-        let d = flops / self.speed;
-        // SimGrid lengthens a sleep shorter than its timing precision to that precision.
-        if self.sleeps && d >= self.opts.min_sleep_s {
-            engine::sleep(d);
-        } else {
-            engine::execute(flops);
-        }
-        self.compute_s += engine::now() - t0;
-        self.world.borrow_mut().rank_flops[self.me as usize] += flops;
     }
 
     // ---- actions ------------------------------------------------------------------------------
@@ -924,10 +910,6 @@ impl Rank {
     }
 
     fn finish(&mut self, host: &str) {
-        if self.carry_flops > 0.0 {
-            let f = std::mem::take(&mut self.carry_flops);
-            self.compute_now(f);
-        }
         // Requests never waited for: complete them (MPI_Finalize would) and say so.
         if !self.reqs.is_empty() {
             let mut ids: Vec<u64> = self.reqs.keys().copied().collect();
@@ -1239,7 +1221,6 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             .find_map(|c| c.strip_prefix("precision/timing:").or_else(|| c.strip_prefix("surf/precision:")))
             .and_then(|v| v.trim().parse::<f64>().ok())
             .unwrap_or(1e-9),
-        coalesce_s: job.options.coalesce_s,
         block_seconds: job.options.block_seconds.iter().copied().collect(),
         timeline: job.options.timeline,
         mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
@@ -1290,7 +1271,6 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             bytes_sent: 0,
             force_buffered: false,
             marks: Vec::new(),
-            carry_flops: 0.0,
         });
         let host_name = host.name();
         eng.spawn(&format!("rank-{r}"), host, move || {

@@ -29,8 +29,6 @@ pub struct ReplayRequest {
     pub reduce_flops_per_byte: f64,
     pub timeline: bool,
     pub no_fold: bool,
-    /// See [`ReplayOptions::coalesce_s`].
-    pub coalesce_s: f64,
     /// Also write the traces in SimGrid's time-independent format into this directory.
     pub export_smpi: Option<PathBuf>,
 }
@@ -64,7 +62,6 @@ pub fn replay_dir(req: &ReplayRequest) -> Result<ReplayResult> {
         reduce_flops_per_byte: req.reduce_flops_per_byte,
         timeline: req.timeline,
         no_fold: req.no_fold,
-        coalesce_s: req.coalesce_s,
         ..ReplayOptions::default()
     };
     super::replay(
