@@ -1,5 +1,5 @@
 //! Finds SimGrid with pkg-config, generates the FFI bindings that src/sim wraps and compiles
-//! src/sim/blocking.cpp (two s4u calls the C API lacks).
+//! src/sim/blocking.cpp (s4u calls the C API lacks).
 //!
 //! Override: set MPICAST_SIMGRID_PREFIX to a SimGrid install prefix (it must hold include/ and lib/)
 //! to bypass pkg-config.
@@ -32,7 +32,8 @@ fn main() {
         },
     };
 
-    // Blocking receives and sends in one simcall (src/sim/blocking.cpp): s4u only.
+    // Blocking receives and sends in one simcall, executions in two (src/sim/blocking.cpp): s4u
+    // only.
     println!("cargo:rerun-if-changed=src/sim/blocking.cpp");
     let mut shim = cc::Build::new();
     shim.cpp(true).std("c++17").file("src/sim/blocking.cpp").warnings(false);

@@ -299,7 +299,7 @@ pub fn now() -> f64 {
 pub fn execute(flops: f64) {
     if flops > 0.0 {
         // SAFETY: called from an actor.
-        unsafe { ffi::sg_actor_execute(flops) }
+        unsafe { ffi::mpicast_execute(flops) }
     }
 }
 
