@@ -492,7 +492,8 @@ pub fn master_worker(ctx: &Ctx, root: u32, traces: &[Vec<Item>], emit: &mut dyn 
         if r == root {
             root
         } else {
-            let idx = new_workers.iter().position(|w| *w == r).unwrap_or(0) as u32;
+            // Its place among the workers (every rank but the master's, in order).
+            let idx = if r < root { r } else { r - 1 };
             old_workers[proportional(idx, new_workers.len() as u32, old_workers.len() as u32) as usize]
         }
     };
