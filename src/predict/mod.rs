@@ -1502,7 +1502,7 @@ fn finish(
         ..Default::default()
     };
     let result = crate::sim::replay(
-        &crate::sim::TraceSource::Dir(sk.dir.path().to_path_buf()),
+        &crate::sim::TraceSource::Written(sk.dir.path().to_path_buf()),
         platform.path(),
         opts.mapping.clone(),
         opts.cfg.clone(),
