@@ -19,7 +19,7 @@
 //! 3k iterations, whose makespans were compared: jacobi2d at 1,024 ranks spent 1.9 s in those
 //! three children on 2 cores, 0.9 s in this one.)
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -54,13 +54,21 @@ pub struct Plan {
 
 /// Counts of the top-level loops of a trace file, in order, the actions one iteration of each
 /// runs (nested loops unrolled), and the actions of the whole file.
+#[cfg(test)]
 fn top_level_loops(path: &Path) -> Result<(Vec<u64>, Vec<f64>, f64)> {
-    let f = std::fs::File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    Ok(loops_of(&read(path)?))
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))
+}
+
+/// [`top_level_loops`] of a trace's text.
+fn loops_of(text: &str) -> (Vec<u64>, Vec<f64>, f64) {
     // Open loops: (count, actions so far in one iteration).
     let mut open: Vec<(u64, f64)> = Vec::new();
     let (mut counts, mut sizes, mut total) = (Vec::new(), Vec::new(), 0.0);
-    for line in BufReader::new(f).lines().skip(1) {
-        let line = line.with_context(|| format!("{}: cannot read", path.display()))?;
+    for line in text.lines().skip(1) {
         let t = line.trim();
         if let Some(n) = t.strip_prefix("loop ") {
             let n = n.trim().parse::<u64>().unwrap_or(0);
@@ -91,56 +99,74 @@ fn top_level_loops(path: &Path) -> Result<(Vec<u64>, Vec<f64>, f64)> {
             total += n as f64 * size;
         }
     }
-    Ok((counts, sizes, total))
+    (counts, sizes, total)
 }
 
 /// The loop every rank has at the same place with the same count, the longest one, when it has
 /// at least MIN_ITERATIONS iterations.
 pub fn plan(dir: &Path, ranks: u32) -> Result<Option<Plan>> {
-    let (first, sizes, total) = top_level_loops(&crate::trace::rank_file(dir, 0))?;
-    for r in 1..ranks {
-        if top_level_loops(&crate::trace::rank_file(dir, r))?.0 != first {
-            return Ok(None);
-        }
-    }
-    let best = first.iter().enumerate().max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i)));
-    Ok(best
+    plan_writing(dir, ranks, None)
+}
+
+/// [`plan`], reading each trace once: with `first`, (k, out), each rank's copy with the planned
+/// loop run k times is written into `out` as it is read (what the first short run simulates;
+/// rank 0 alone decides whether a plan can exist). Reading every trace a second time for that
+/// copy cost pi_dartboard scaled to 65,536 ranks about half a second.
+fn plan_writing(dir: &Path, ranks: u32, first: Option<(u64, &Path)>) -> Result<Option<Plan>> {
+    let text0 = read(&crate::trace::rank_file(dir, 0))?;
+    let (counts, sizes, total) = loops_of(&text0);
+    let best = counts.iter().enumerate().max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i)));
+    let Some(plan) = best
         .filter(|(i, c)| {
             let actions = **c as f64 * sizes.get(*i).copied().unwrap_or(0.0);
             **c >= MIN_ITERATIONS && actions * ranks as f64 >= MIN_ACTIONS && actions >= MIN_LOOP_SHARE * total
         })
-        .map(|(index, count)| Plan { index, count: *count }))
+        .map(|(index, count)| Plan { index, count: *count })
+    else {
+        return Ok(None);
+    };
+    for r in 0..ranks {
+        let text = if r == 0 { text0.clone() } else { read(&crate::trace::rank_file(dir, r))? };
+        if r > 0 && loops_of(&text).0 != counts {
+            return Ok(None);
+        }
+        if let Some((k, out)) = first {
+            write_truncated(&text, plan, k, &crate::trace::rank_file(out, r))?;
+        }
+    }
+    Ok(Some(plan))
 }
 
 /// Copies the traces into `out` with the planned loop run `k` times.
 fn truncated(dir: &Path, ranks: u32, plan: Plan, k: u64, out: &Path) -> Result<()> {
     for r in 0..ranks {
-        let from = crate::trace::rank_file(dir, r);
-        let to = crate::trace::rank_file(out, r);
-        let f = std::fs::File::open(&from).with_context(|| format!("{}: cannot read", from.display()))?;
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&to).with_context(|| format!("{}: cannot write", to.display()))?);
-        let (mut depth, mut seen) = (0usize, 0usize);
-        for line in BufReader::new(f).lines() {
-            let line = line.with_context(|| format!("{}: cannot read", from.display()))?;
-            let t = line.trim();
-            if t.starts_with("loop ") {
-                if depth == 0 {
-                    seen += 1;
-                    if seen == plan.index + 1 {
-                        writeln!(w, "loop {k}")?;
-                        depth += 1;
-                        continue;
-                    }
-                }
-                depth += 1;
-            } else if t == "end" {
-                depth = depth.saturating_sub(1);
-            }
-            writeln!(w, "{line}")?;
-        }
-        w.flush().with_context(|| format!("{}: cannot write", to.display()))?;
+        write_truncated(&read(&crate::trace::rank_file(dir, r))?, plan, k, &crate::trace::rank_file(out, r))?;
     }
     Ok(())
+}
+
+/// Writes a trace's text to `to` with the planned loop run `k` times.
+fn write_truncated(text: &str, plan: Plan, k: u64, to: &Path) -> Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(to).with_context(|| format!("{}: cannot write", to.display()))?);
+    let (mut depth, mut seen) = (0usize, 0usize);
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("loop ") {
+            if depth == 0 {
+                seen += 1;
+                if seen == plan.index + 1 {
+                    writeln!(w, "loop {k}")?;
+                    depth += 1;
+                    continue;
+                }
+            }
+            depth += 1;
+        } else if t == "end" {
+            depth = depth.saturating_sub(1);
+        }
+        writeln!(w, "{line}")?;
+    }
+    w.flush().with_context(|| format!("{}: cannot write", to.display()))
 }
 
 /// The whole run from a short one whose ranks marked three iterations k apart (the last may be
@@ -204,10 +230,13 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
     if job.options.timeline {
         return Ok(None);
     }
-    let Some(plan) = plan(&job.trace_dir, job.ranks)? else {
+    let started = std::time::Instant::now();
+    // The first round's copy is written while the plan is made.
+    let first = crate::trace::scratch_dir("mpicast-fold", job.ranks).context("cannot create a temporary directory")?;
+    let Some(plan) = plan_writing(&job.trace_dir, job.ranks, Some((2, first.path())))? else {
         return Ok(None);
     };
-    let started = std::time::Instant::now();
+    let mut first = Some(first);
     // First two iterations marked from the loop's start to its end (ranks that enter it
     // together are often settled from the first), then 3k + 1 marked at k, 2k and 3k, k
     // doubling: marks inside the loop, where what follows it (a last exchange, a root that
@@ -219,8 +248,14 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
             break;
         }
         let k = at[1] - at[0];
-        let tmp = crate::trace::scratch_dir("mpicast-fold", job.ranks).context("cannot create a temporary directory")?;
-        truncated(&job.trace_dir, job.ranks, plan, iterations, tmp.path())?;
+        let tmp = match first.take() {
+            Some(t) => t,
+            None => {
+                let tmp = crate::trace::scratch_dir("mpicast-fold", job.ranks).context("cannot create a temporary directory")?;
+                truncated(&job.trace_dir, job.ranks, plan, iterations, tmp.path())?;
+                tmp
+            }
+        };
         let mut short = ReplayJob { trace_dir: tmp.path().to_path_buf(), ..job.clone() };
         short.options.marks = Some(LoopMarks { loop_index: plan.index, at });
         // Iterations that do not pair up across ranks: the whole trace decides.
