@@ -90,6 +90,16 @@ pub struct Scaler<'m> {
     approximated: std::cell::Cell<bool>,
     /// Set when `total` reached a function no call site names (called through a pointer).
     uncalled: std::cell::Cell<bool>,
+    /// Per communication site of the model: its family, whether its peer is a constant, and
+    /// the variable its peer is when it is a single one (`bytes_formula`, once per action).
+    site_peers: Vec<SitePeer>,
+}
+
+/// What `bytes_formula` reads of a communication site's peer.
+struct SitePeer {
+    family: Option<&'static str>,
+    constant: bool,
+    var: Option<String>,
 }
 
 fn local_factor(model: &ProgramModel, b: usize) -> Option<&Expr> {
@@ -135,6 +145,21 @@ impl<'m> Scaler<'m> {
             evaluated: Default::default(),
             approximated: std::cell::Cell::new(false),
             uncalled: std::cell::Cell::new(false),
+            site_peers: model
+                .comm
+                .iter()
+                .map(|site| {
+                    let vars = site.peer_expr.as_ref().map(|p| p.vars()).unwrap_or_default();
+                    SitePeer {
+                        family: site_family(&site.call),
+                        constant: site.peer_expr.is_some() && vars.is_empty(),
+                        var: site.peer_expr.as_ref().and_then(|p| {
+                            let name = vars.iter().next()?.clone();
+                            (vars.len() == 1 && p.to_string() == name).then_some(name)
+                        }),
+                    }
+                })
+                .collect(),
         };
         s.keys = FormulaKeys::new(
             (0..model.blocks.len())
@@ -425,17 +450,13 @@ impl<'m> Scaler<'m> {
         for exact_peer in [true, false] {
             let mut found: Option<f64> = None;
             let mut conflict = false;
-            for site in &self.model.comm {
+            for (site, sp) in self.model.comm.iter().zip(&self.site_peers) {
                 let Some(e) = site.bytes.as_ref() else { continue };
-                if site_family(&site.call) != Some(family) {
+                if sp.family != Some(family) {
                     continue;
                 }
-                let constant_peer = site.peer_expr.as_ref().filter(|p| p.vars().is_empty()).and_then(|p| p.eval_map(old).ok());
-                let var = site.peer_expr.as_ref().and_then(|p| {
-                    let v = p.vars();
-                    let name = v.iter().next()?.clone();
-                    (v.len() == 1 && p.to_string() == name && !old.contains_key(&name)).then_some(name)
-                });
+                let constant_peer = site.peer_expr.as_ref().filter(|_| sp.constant).and_then(|p| p.eval_map(old).ok());
+                let var = sp.var.as_deref().filter(|name| !old.contains_key(*name));
                 if exact_peer != constant_peer.is_some() {
                     continue;
                 }
@@ -444,13 +465,11 @@ impl<'m> Scaler<'m> {
                         continue;
                     }
                 }
-                let (o, n) = match (&var, peers) {
+                let (o, n) = match (var, peers) {
                     (Some(v), (Some(po), Some(pn))) => {
-                        let mut eo = old.clone();
-                        eo.insert(v.clone(), po as f64);
-                        let mut en = new.clone();
-                        en.insert(v.clone(), pn as f64);
-                        (e.eval_map(&eo).ok(), e.eval_map(&en).ok())
+                        // The environments with the peer's variable bound to each peer.
+                        let with = |env: &HashMap<String, f64>, p: u32| e.eval(&|x: &str| if x == v { Some(p as f64) } else { env.get(x).copied() }).ok();
+                        (with(old, po), with(new, pn))
                     }
                     (Some(_), _) => (None, None),
                     (None, _) => (e.eval_map(old).ok(), e.eval_map(new).ok()),
