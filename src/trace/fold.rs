@@ -49,7 +49,9 @@ impl std::fmt::Write for HashWriter<'_> {
 /// Equal for actions whose trace lines are equal (a compute's seconds to 9 digits). Actions
 /// other than computes hold integers only, and their lines show every field (they read back
 /// as the same action): their Debug form is hashed, which formats no string (formatting each
-/// action's line was 6% of jacobi2d's static evaluation at 1,024 ranks).
+/// action's line was 6% of jacobi2d's static evaluation at 1,024 ranks). A communicator's
+/// members are hashed as their runs of consecutive ranks, as its line shows them: one of
+/// 65,536 ranks is one run, where its Debug form is 65,536 numbers.
 fn action_hash(a: &TraceAction) -> u64 {
     use std::fmt::Write;
     let mut h = DefaultHasher::new();
@@ -59,6 +61,22 @@ fn action_hash(a: &TraceAction) -> u64 {
             let _ = write!(HashWriter(&mut h), "{s:.8e}");
         }
         TraceAction::Compute { .. } => format_action(a).hash(&mut h),
+        TraceAction::CommDef { id, ranks } => {
+            ("comm", *id).hash(&mut h);
+            if let Some(run) = crate::trace::one_run(ranks) {
+                run.hash(&mut h);
+                return h.finish();
+            }
+            let mut i = 0;
+            while i < ranks.len() {
+                let mut j = i;
+                while j + 1 < ranks.len() && ranks[j].checked_add(1) == Some(ranks[j + 1]) {
+                    j += 1;
+                }
+                (ranks[i], ranks[j]).hash(&mut h);
+                i = j + 1;
+            }
+        }
         _ => {
             let _ = write!(HashWriter(&mut h), "{a:?}");
         }

@@ -422,6 +422,15 @@ fn parse_header(text: &str) -> Result<Header, String> {
 }
 
 /// Formats an action as one trace line (the inverse of [`parse_line`]).
+/// The first and last of `ranks` when they are one run of consecutive ranks (a communicator of
+/// every rank), found without a branch per element: a world of 65,536 ranks is checked in every
+/// rank's trace.
+pub(crate) fn one_run(ranks: &[u32]) -> Option<(u32, u32)> {
+    let (&first, &last) = (ranks.first()?, ranks.last()?);
+    let consecutive = ranks.iter().zip(&ranks[1..]).fold(true, |ok, (a, b)| ok & (*b == a.wrapping_add(1)));
+    (consecutive && last >= first).then_some((first, last))
+}
+
 pub fn format_action(a: &TraceAction) -> String {
     fn comm(c: u32) -> String {
         if c == COMM_WORLD {
@@ -497,6 +506,10 @@ pub fn format_action(a: &TraceAction) -> String {
             }
             s.push_str(&format!(" time={seconds:e}"));
             s
+        }
+        TraceAction::CommDef { id, ranks } if ranks.len() > 1 && one_run(ranks).is_some() => {
+            let (a, b) = one_run(ranks).expect("checked");
+            format!("comm {id} {a}-{b}")
         }
         TraceAction::CommDef { id, ranks } => {
             // Runs of consecutive ranks as `a-b`: a communicator of every rank is one word.
