@@ -59,11 +59,16 @@ const MAX_CALL_DEPTH: usize = 200;
 /// Lines of program output kept per rank.
 const MAX_OUTPUT_LINES: usize = 1000;
 /// A sample run (the program's own data, to measure how often data-dependent branches are
-/// taken) stops after this many statements, or after SAMPLE_S seconds.
-const SAMPLE_STEPS: u64 = 4_000_000;
-const SAMPLE_S: f64 = 2.0;
-/// Seconds all the sample runs of one prediction may take together.
-const SAMPLE_TOTAL_S: f64 = 6.0;
+/// taken) stops after this many statements, and all of a prediction's sample runs together
+/// after SAMPLE_TOTAL_STEPS: counted in statements, so that a prediction does not depend on
+/// how busy the machine was (cut at 2 s of wall time, MPICH's dtpack sampled 421,841 statements
+/// in one run and other counts in others, its prediction moving in the sixth digit). About
+/// 2.5 s on the development VM for a loop over real arrays (5 us a statement).
+const SAMPLE_STEPS: u64 = 500_000;
+const SAMPLE_TOTAL_STEPS: u64 = 1_500_000;
+/// Wall-time backstops for statements far slower than that (the step counts decide first).
+const SAMPLE_S: f64 = 20.0;
+const SAMPLE_TOTAL_S: f64 = 60.0;
 /// Elements an array may grow to in a sample run (its bulk data are real there).
 const SAMPLE_ARRAY: i64 = 1 << 22;
 /// Evaluations of a branch a sample must see before its rate replaces the assumption.
@@ -305,8 +310,9 @@ pub struct Shared<'p, 'a> {
     rates: std::cell::RefCell<HashMap<usize, SampledRate>>,
     /// Loops a sample run started from (each is sampled once, by the first rank to reach it).
     sampled: std::cell::RefCell<HashSet<usize>>,
-    /// Seconds spent in sample runs so far.
+    /// Seconds spent in sample runs so far, and statements.
     sample_spent: std::cell::Cell<f64>,
+    sample_steps: std::cell::Cell<u64>,
     /// Loops (by block) to run on a prefix of their iterations instead of leaving what they
     /// store unknown: chosen after an evaluation that needed such values failed.
     pub prefix_loops: std::collections::BTreeSet<usize>,
@@ -574,6 +580,7 @@ impl<'p, 'a> Shared<'p, 'a> {
             rates: Default::default(),
             sampled: Default::default(),
             sample_spent: Default::default(),
+            sample_steps: Default::default(),
             prefix_loops: Default::default(),
             prefix_wanted: Default::default(),
             prefix_failed: Default::default(),
@@ -689,6 +696,7 @@ impl<'p, 'a> Shared<'p, 'a> {
         self.rates.borrow_mut().clear();
         self.sampled.borrow_mut().clear();
         self.sample_spent.set(0.0);
+        self.sample_steps.set(0);
     }
 
     /// Whether statement `s` makes a communicator, itself or through the program's functions:
@@ -1920,9 +1928,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// prediction; it is the static counterpart of a traced run's iteration sampling.
     fn sample_branches(&mut self, s: &'p Stmt, lb: usize) {
         let left = SAMPLE_TOTAL_S - self.sh.sample_spent.get();
+        let left_steps = SAMPLE_TOTAL_STEPS.saturating_sub(self.sh.sample_steps.get());
         if self.exact()
             || self.weight != 1.0
             || left <= 0.0
+            || left_steps == 0
             || self.sh.sampled.borrow().contains(&lb)
         {
             return;
@@ -1937,7 +1947,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         let until =
             (now + std::time::Duration::from_secs_f64(SAMPLE_S.min(left))).min(self.sh.deadline);
         copy.sample = Some(Box::new(Sample {
-            until_step: self.steps + SAMPLE_STEPS,
+            until_step: self.steps + SAMPLE_STEPS.min(left_steps),
             until,
             seen: CellMap::default(),
             arms: arms.clone(),
@@ -1952,6 +1962,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         self.sh
             .sample_spent
             .set(self.sh.sample_spent.get() + now.elapsed().as_secs_f64());
+        self.sh.sample_steps.set(self.sh.sample_steps.get() + copy.steps.saturating_sub(self.steps));
         let Some(sm) = copy.sample.take() else { return };
         let from = format!("{}:{} (rank {})", self.file, s.span().line_start, self.rank);
         let mut rates = self.sh.rates.borrow_mut();
