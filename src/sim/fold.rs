@@ -126,12 +126,18 @@ fn plan_writing(dir: &Path, ranks: u32, first: Option<(u64, &Path)>) -> Result<O
         return Ok(None);
     };
     for r in 0..ranks {
-        let text = if r == 0 { text0.clone() } else { read(&crate::trace::rank_file(dir, r))? };
-        if r > 0 && loops_of(&text).0 != counts {
+        let other;
+        let text = if r == 0 {
+            &text0
+        } else {
+            other = read(&crate::trace::rank_file(dir, r))?;
+            &other
+        };
+        if r > 0 && loops_of(text).0 != counts {
             return Ok(None);
         }
         if let Some((k, out)) = first {
-            write_truncated(&text, plan, k, &crate::trace::rank_file(out, r))?;
+            write_truncated(text, plan, k, &crate::trace::rank_file(out, r))?;
         }
     }
     Ok(Some(plan))

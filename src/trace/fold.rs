@@ -62,20 +62,7 @@ fn action_hash(a: &TraceAction) -> u64 {
         }
         TraceAction::Compute { .. } => format_action(a).hash(&mut h),
         TraceAction::CommDef { id, ranks } => {
-            ("comm", *id).hash(&mut h);
-            if let Some(run) = crate::trace::one_run(ranks) {
-                run.hash(&mut h);
-                return h.finish();
-            }
-            let mut i = 0;
-            while i < ranks.len() {
-                let mut j = i;
-                while j + 1 < ranks.len() && ranks[j].checked_add(1) == Some(ranks[j + 1]) {
-                    j += 1;
-                }
-                (ranks[i], ranks[j]).hash(&mut h);
-                i = j + 1;
-            }
+            ("comm", *id, crate::trace::runs(ranks)).hash(&mut h);
         }
         _ => {
             let _ = write!(HashWriter(&mut h), "{a:?}");

@@ -422,13 +422,27 @@ fn parse_header(text: &str) -> Result<Header, String> {
 }
 
 /// Formats an action as one trace line (the inverse of [`parse_line`]).
-/// The first and last of `ranks` when they are one run of consecutive ranks (a communicator of
-/// every rank), found without a branch per element: a world of 65,536 ranks is checked in every
-/// rank's trace.
-pub(crate) fn one_run(ranks: &[u32]) -> Option<(u32, u32)> {
-    let (&first, &last) = (ranks.first()?, ranks.last()?);
-    let consecutive = ranks.iter().zip(&ranks[1..]).fold(true, |ok, (a, b)| ok & (*b == a.wrapping_add(1)));
-    (consecutive && last >= first).then_some((first, last))
+/// A communicator's members as runs of consecutive ranks (first, last), as its `comm` line
+/// shows them. One run (a communicator of every rank) is found without a branch per element: a
+/// world of 65,536 ranks is checked in every rank's trace.
+pub(crate) fn runs(ranks: &[u32]) -> Vec<(u32, u32)> {
+    if let (Some(&first), Some(&last)) = (ranks.first(), ranks.last()) {
+        let consecutive = ranks.iter().zip(&ranks[1..]).fold(true, |ok, (a, b)| ok & (*b == a.wrapping_add(1)));
+        if consecutive && last >= first {
+            return vec![(first, last)];
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j].checked_add(1) == Some(ranks[j + 1]) {
+            j += 1;
+        }
+        out.push((ranks[i], ranks[j]));
+        i = j + 1;
+    }
+    out
 }
 
 pub fn format_action(a: &TraceAction) -> String {
@@ -507,22 +521,12 @@ pub fn format_action(a: &TraceAction) -> String {
             s.push_str(&format!(" time={seconds:e}"));
             s
         }
-        TraceAction::CommDef { id, ranks } if ranks.len() > 1 && one_run(ranks).is_some() => {
-            let (a, b) = one_run(ranks).expect("checked");
-            format!("comm {id} {a}-{b}")
-        }
         TraceAction::CommDef { id, ranks } => {
             // Runs of consecutive ranks as `a-b`: a communicator of every rank is one word.
-            let mut parts: Vec<String> = Vec::new();
-            let mut i = 0;
-            while i < ranks.len() {
-                let mut j = i;
-                while j + 1 < ranks.len() && ranks[j].checked_add(1) == Some(ranks[j + 1]) {
-                    j += 1;
-                }
-                parts.push(if j > i { format!("{}-{}", ranks[i], ranks[j]) } else { ranks[i].to_string() });
-                i = j + 1;
-            }
+            let parts: Vec<String> = runs(ranks)
+                .into_iter()
+                .map(|(a, b)| if b > a { format!("{a}-{b}") } else { a.to_string() })
+                .collect();
             format!("comm {id} {}", parts.join(","))
         }
         TraceAction::Send {
