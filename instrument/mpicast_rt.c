@@ -771,6 +771,17 @@ static void write_stats(int complete)
         return;
     if (n > 0 && write(fd, text, (size_t)n) < 0)
         n_write_errors++;
+    /* The address probes that saw an access: the bytes from the lowest address to the highest,
+     * the accesses seen, and those that found their line among the 64 the probe touched last. */
+    for (unsigned k = 0; k < __mpicast_nprobes; k++) {
+        if (__mpicast_seen[k] == 0)
+            continue;
+        unsigned long long lo = ~__mpicast_nlo[k], hi = __mpicast_hi[k];
+        n = snprintf(text, sizeof text, "probe.%u=%llu %u %u\n", k, hi >= lo ? hi - lo : 0ULL, __mpicast_seen[k],
+                     __mpicast_reused[k]);
+        if (n > 0 && write(fd, text, (size_t)n) < 0)
+            n_write_errors++;
+    }
     close(fd);
 }
 

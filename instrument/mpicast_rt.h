@@ -9,6 +9,15 @@
  *     const unsigned int __mpicast_ids[] = { ids of the counted blocks };
  *     const unsigned int __mpicast_nids = number of counted blocks;
  *
+ * Irregular references (`h[key[i]]`) are wrapped as `__MPICAST_AT(K, &(h[key[i]]))`
+ * (the reference itself; the macro is in the instrumenter's prologue): the first 2^20 accesses
+ * of probe K keep its highest address in __mpicast_hi[K] and the complement of its lowest in
+ * __mpicast_nlo[K], counted in __mpicast_seen[K], and in __mpicast_reused[K] those whose cache
+ * line was among the 64 it touched last (__mpicast_lines[64K..64K+63], direct-mapped: line
+ * number plus one); the generated file defines the arrays and __mpicast_nprobes, and the
+ * runtime writes `probe.K=BYTES SEEN REUSED` (BYTES: highest minus lowest address) into the
+ * rank's statistics.
+ *
  * The runtime interposes MPI through PMPI: at every MPI call that the replay understands it
  * writes the counters that changed since the previous call as one `compute blocks` line, then
  * the call itself (traces/FORMAT.md). Environment:
@@ -27,6 +36,9 @@ extern "C" {
 extern unsigned long long __mpicast_bc[];
 extern const unsigned int __mpicast_ids[];
 extern const unsigned int __mpicast_nids;
+extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[];
+extern unsigned int __mpicast_seen[], __mpicast_reused[];
+extern const unsigned int __mpicast_nprobes;
 
 #ifdef __cplusplus
 }

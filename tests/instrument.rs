@@ -26,11 +26,16 @@ fn is_cpp(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "cpp")
 }
 
-/// The counter table the trace runtime would define, for a copy built without it.
-fn counter_table(n: usize) -> String {
+/// The counter table and the address probes' arrays the trace runtime would define, for a
+/// copy built without it.
+fn counter_table(n: usize, probes: usize) -> String {
     format!(
-        "\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\nunsigned long long __mpicast_bc[{}];\n#ifdef __cplusplus\n}}\n#endif\n",
-        n.max(1)
+        "\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\nunsigned long long __mpicast_bc[{}];\n\
+         unsigned long long __mpicast_hi[{p}], __mpicast_nlo[{p}], __mpicast_lines[64 * {p}];\n\
+         unsigned int __mpicast_seen[{p}], __mpicast_reused[{p}];\n\
+         #ifdef __cplusplus\n}}\n#endif\n",
+        n.max(1),
+        p = probes.max(1)
     )
 }
 
@@ -43,9 +48,9 @@ fn instrument(src: &Path, dir: &Path) -> (PathBuf, usize, Vec<(u32, String)>) {
     let name = src.display().to_string();
     let text = std::fs::read(src).unwrap();
     let texts: HashMap<String, Vec<u8>> = [(name.clone(), text.clone())].into_iter().collect();
-    let plan = rewrite::plan(&model, &texts, &blocks_to_count(&model, true), None);
+    let plan = rewrite::plan(&model, &texts, &blocks_to_count(&model, true), None, true);
     let mut out = rewrite::apply(&plan, &name, &text).unwrap_or(text);
-    out.extend_from_slice(counter_table(model.blocks.len()).as_bytes());
+    out.extend_from_slice(counter_table(model.blocks.len(), plan.probes.len()).as_bytes());
     let copy = dir.join(src.file_name().unwrap());
     std::fs::write(&copy, &out).unwrap();
     if let Ok(d) = std::env::var("MPICAST_TEST_KEEP") {

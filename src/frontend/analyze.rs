@@ -1073,7 +1073,7 @@ impl<'a> Analyzer<'a> {
                 lt
             }
             CExpr::Call { func, args, .. } => self.call_ops(func, args, ops),
-            CExpr::Index { array, index } => {
+            CExpr::Index { array, index, .. } => {
                 let at = self.expr_ops(array, ops, false);
                 self.expr_ops(index, ops, false);
                 if !lvalue {
@@ -1815,7 +1815,7 @@ fn to_expr(e: &CExpr, lookup: &dyn Fn(&str) -> Option<Expr>, call: &dyn Fn(&CExp
             Some(Expr::ifpos(c, r(then)?, r(otherwise)?))
         }
         CExpr::Call { .. } => call(e),
-        CExpr::Index { array, index } => match (&**array, &**index) {
+        CExpr::Index { array, index, .. } => match (&**array, &**index) {
             (CExpr::Ident(a), CExpr::Int(k)) => lookup(&format!("{a}[{k}]")),
             _ => None,
         },
@@ -1827,7 +1827,7 @@ fn to_expr(e: &CExpr, lookup: &dyn Fn(&str) -> Option<Expr>, call: &dyn Fn(&CExp
 fn cexpr_const_indexes(e: &CExpr) -> Vec<(String, i128)> {
     let mut out = Vec::new();
     visit(e, &mut |x| {
-        if let CExpr::Index { array, index } = x {
+        if let CExpr::Index { array, index, .. } = x {
             if let (CExpr::Ident(a), CExpr::Int(k)) = (&**array, &**index) {
                 out.push((a.clone(), *k));
             }
@@ -1926,7 +1926,7 @@ fn argv_read(e: &CExpr) -> Option<(u32, Option<CExpr>)> {
     }
     let CExpr::Call { func, args, .. } = strip_casts(e) else { return None };
     let argv_index = |a: &CExpr| match a {
-        CExpr::Index { array, index } => match (&**array, &**index) {
+        CExpr::Index { array, index, .. } => match (&**array, &**index) {
             (CExpr::Ident(n), CExpr::Int(k)) if n == "argv" => Some(*k as u32),
             _ => None,
         },
@@ -2035,9 +2035,9 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
                                     CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line }
                                 }
                                 ("sscanf", _) if matches!(args.first(), Some(CExpr::Index { .. })) => match &args[0] {
-                                    CExpr::Index { array, index } => CExpr::Call {
+                                    CExpr::Index { array, index, .. } => CExpr::Call {
                                         func: "atoi".into(),
-                                        args: vec![CExpr::Index { array: array.clone(), index: index.clone() }],
+                                        args: vec![CExpr::Index { array: array.clone(), index: index.clone(), at: At::NONE }],
                                         line: *line,
                                     },
                                     _ => CExpr::Unknown(String::new()),
@@ -2056,7 +2056,7 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
             }
             CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => expr(arg, out),
             CExpr::Cast { value, .. } => expr(value, out),
-            CExpr::Index { array, index } => {
+            CExpr::Index { array, index, .. } => {
                 expr(array, out);
                 expr(index, out);
             }
@@ -2265,7 +2265,7 @@ fn children(e: &CExpr) -> Vec<&CExpr> {
         CExpr::Unary { arg, .. } | CExpr::Update { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) => vec![arg],
         CExpr::Cast { value, .. } => vec![value],
         CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().collect(),
-        CExpr::Index { array, index } => vec![array, index],
+        CExpr::Index { array, index, .. } => vec![array, index],
         CExpr::Field { base, .. } => vec![base],
         CExpr::Cond { cond, then, otherwise } => vec![cond, then, otherwise],
         _ => Vec::new(),
@@ -2310,7 +2310,7 @@ pub fn cexpr_text(e: &CExpr) -> String {
         CExpr::Update { op, arg, .. } => format!("{}{op}", cexpr_text(arg)),
         CExpr::Assign { op, left, right } => format!("{} {op} {}", cexpr_text(left), cexpr_text(right)),
         CExpr::Call { func, args, .. } => format!("{func}({})", args.iter().map(cexpr_text).collect::<Vec<_>>().join(", ")),
-        CExpr::Index { array, index } => format!("{}[{}]", cexpr_text(array), cexpr_text(index)),
+        CExpr::Index { array, index, .. } => format!("{}[{}]", cexpr_text(array), cexpr_text(index)),
         CExpr::Field { base, field, arrow } => format!("{}{}{field}", cexpr_text(base), if *arrow { "->" } else { "." }),
         CExpr::Deref(a) => format!("*{}", paren(a)),
         CExpr::AddrOf(a) => format!("&{}", paren(a)),

@@ -104,6 +104,22 @@ impl CType {
     }
 }
 
+/// Where an array reference is written in its file (byte offsets, end exclusive), or nowhere
+/// the user wrote it (inside a macro's expansion). Not part of the expression's value: any
+/// two compare equal, so expressions compare as before.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct At(pub Option<(u32, u32)>);
+
+impl At {
+    pub const NONE: At = At(None);
+}
+
+impl PartialEq for At {
+    fn eq(&self, _: &At) -> bool {
+        true
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum CExpr {
     Ident(String),
@@ -118,7 +134,8 @@ pub enum CExpr {
     Update { op: String, arg: Box<CExpr>, prefix: bool },
     Assign { op: String, left: Box<CExpr>, right: Box<CExpr> },
     Call { func: String, args: Vec<CExpr>, line: u32 },
-    Index { array: Box<CExpr>, index: Box<CExpr> },
+    /// `at`: where the reference is in its file, for the trace's address probes.
+    Index { array: Box<CExpr>, index: Box<CExpr>, at: At },
     Field { base: Box<CExpr>, field: String, arrow: bool },
     Deref(Box<CExpr>),
     AddrOf(Box<CExpr>),

@@ -5,7 +5,7 @@ use tree_sitter::{Node, Parser};
 
 use super::ir::*;
 use super::kinds as k;
-use super::macros::{FnMacros, MAX_EXPANSION_DEPTH};
+use super::macros::{Expanded, FnMacros, MAX_EXPANSION_DEPTH};
 
 /// Which grammar to parse with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +47,9 @@ struct Lower<'a> {
     /// inside expansions.
     macros: &'a FnMacros,
     expansion_depth: usize,
+    /// The file's statement macros expanded (`src` is then the expansion): array references
+    /// are placed in the user's text through it.
+    expanded: Option<&'a Expanded>,
 }
 
 fn parser_for(lang: Lang) -> Option<Parser> {
@@ -122,16 +125,16 @@ fn lower_file_here(file: &str, text: &str, lang: Lang, macros: &FnMacros, drain:
                 }
                 drain(fs)
             };
-            let mut unit = lower_text(file, &x.text, lang, macros, &mut mapped);
+            let mut unit = lower_text(file, &x.text, lang, macros, Some(&x), &mut mapped);
             unit.globals.iter_mut().for_each(|g| g.span.map_offsets(&f));
             unit.lines = text.lines().count() as u32;
             unit
         }
-        None => lower_text(file, text, lang, macros, drain),
+        None => lower_text(file, text, lang, macros, None, drain),
     }
 }
 
-fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros, drain: &mut (dyn FnMut(Vec<Function>) + Send)) -> Unit {
+fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros, expanded: Option<&Expanded>, drain: &mut (dyn FnMut(Vec<Function>) + Send)) -> Unit {
     let mut unit = Unit {
         file: file.to_string(),
         lines: text.lines().count() as u32,
@@ -193,6 +196,7 @@ fn lower_text(file: &str, text: &str, lang: Lang, macros: &FnMacros, drain: &mut
             call_depth: 0,
             macros,
             expansion_depth: 0,
+            expanded,
         };
         let root = tree.root_node();
         l.top_items(root, 0);
@@ -363,6 +367,7 @@ fn parse_expansion(text: &str, macros: &FnMacros, depth: usize) -> Option<CExpr>
         call_depth: 0,
         macros,
         expansion_depth: depth,
+        expanded: None,
     };
     l.top_items(tree.root_node(), 0);
     l.unit.globals.into_iter().next().and_then(|g| g.init)
@@ -614,6 +619,21 @@ fn blank(src: &[u8], masks: &[Mask]) -> Vec<u8> {
 impl<'a> Lower<'a> {
     fn text(&self, n: Node) -> String {
         String::from_utf8_lossy(&self.src[n.byte_range()]).into_owned()
+    }
+
+    /// Where `n` is written in the user's file: nowhere inside a macro's expansion.
+    fn written_at(&self, n: Node) -> At {
+        if self.expansion_depth > 0 {
+            return At::NONE;
+        }
+        let (s, e) = (n.start_byte() as u32, n.end_byte() as u32);
+        match self.expanded {
+            None => At(Some((s, e))),
+            Some(x) => {
+                let ((a, inside_a), (b, inside_b)) = (x.original(s), x.original(e));
+                At((!inside_a && !inside_b && a < b).then_some((a, b)))
+            }
+        }
     }
 
     /// A call of a function-like macro whose replacement is an expression, as its expansion.
@@ -1509,6 +1529,7 @@ impl<'a> Lower<'a> {
                 CExpr::Index {
                     array,
                     index: Box::new(index),
+                    at: self.written_at(n),
                 }
             }
             k::FIELD_EXPRESSION => CExpr::Field {

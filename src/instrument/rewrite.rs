@@ -7,16 +7,35 @@
 //! `#line N`, and a closing brace after an `#endif` goes on a line of its own, so that the
 //! compiler's line numbers stay the user's.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::model::analysis::{Block, ProgramModel};
 
-/// Declares the counters at the top of an instrumented file (mpicast_rt.h says the same);
-/// `#line 1` keeps the compiler's line numbers those of the user's file.
-pub const PROLOGUE: &str = "#ifdef __cplusplus\nextern \"C\" {\n#endif\nextern unsigned long long __mpicast_bc[];\n#ifdef __cplusplus\n}\n#endif\n#line 1\n";
+/// Declares the counters and the address probes at the top of an instrumented file
+/// (mpicast_rt.h says the same); `#line 1` keeps the compiler's line numbers those of the
+/// user's file. `__MPICAST_AT(K, &(ref))` is the reference itself (an lvalue: its address
+/// taken once, dereferenced); of its first PROBE_ACCESSES accesses it keeps the largest
+/// address, the complement of the smallest (both start at zero), and how many found their
+/// cache line among the 64 it touched last (a direct-mapped table of line numbers plus one:
+/// a few streams through a large array find it, accesses at random over it do not).
+pub const PROLOGUE: &str = "#ifdef __cplusplus\nextern \"C\" {\n#endif\nextern unsigned long long __mpicast_bc[];\n\
+extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[];\nextern unsigned int __mpicast_seen[], __mpicast_reused[];\n\
+#ifdef __cplusplus\n}\n#define __MPICAST_AUTO auto\n#else\n#define __MPICAST_AUTO __auto_type\n#endif\n\
+#define __MPICAST_AT(k, p) (*__extension__({ __MPICAST_AUTO __mpicast_p = (p); \\\n\
+  if (__mpicast_seen[k] < 1048576u) { unsigned long long __mpicast_a = (unsigned long long)__mpicast_p; __mpicast_seen[k]++; \\\n\
+    if (__mpicast_a > __mpicast_hi[k]) __mpicast_hi[k] = __mpicast_a; \\\n\
+    if (~__mpicast_a > __mpicast_nlo[k]) __mpicast_nlo[k] = ~__mpicast_a; \\\n\
+    unsigned long long *__mpicast_l = &__mpicast_lines[64ULL * (k) + ((__mpicast_a >> 6) & 63)]; \\\n\
+    if (*__mpicast_l == (__mpicast_a >> 6) + 1) __mpicast_reused[k]++; else *__mpicast_l = (__mpicast_a >> 6) + 1; } \\\n\
+  __mpicast_p; }))\n#line 1\n";
 
-/// One insertion. At equal offsets: closing braces, then opening braces (outermost first),
-/// then the sampling check, then counters (by block index).
+/// Accesses of a probe that are measured (the PROLOGUE's limit): the range of a table
+/// indexed at random shows in its first accesses, and the rest cost one compare.
+pub const PROBE_ACCESSES: u64 = 1 << 20;
+
+/// One insertion. At equal offsets: the ends of address probes (innermost first), closing
+/// braces, then opening braces (outermost first), the sampling check, counters (by block
+/// index), and the starts of address probes (outermost first).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Edit {
     offset: usize,
@@ -30,10 +49,12 @@ struct Edit {
     text: String,
 }
 
-const CLOSE: u8 = 0;
-const OPEN: u8 = 1;
-const SAMPLE: u8 = 2;
-const COUNTER: u8 = 3;
+const PROBE_CLOSE: u8 = 0;
+const CLOSE: u8 = 1;
+const OPEN: u8 = 2;
+const SAMPLE: u8 = 3;
+const COUNTER: u8 = 4;
+const PROBE_OPEN: u8 = 5;
 
 /// A bracket, `;` or single `:` outside comments, strings and preprocessor lines.
 #[derive(Debug, Clone, Copy)]
@@ -262,10 +283,27 @@ pub struct Plan {
     pub counted: Vec<u32>,
     /// Blocks that should have had one: (index, reason).
     pub skipped: Vec<(u32, String)>,
+    /// Address probes, by id: the irregular references (`h[key[i]]`) whose range of
+    /// addresses the run measures.
+    pub probes: Vec<Probe>,
+}
+
+/// One probed reference as written (one probe serves every reference of the analysis at the
+/// same place: the load and the store of `h[k]++`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub file: String,
+    pub start: usize,
+    pub end: usize,
+    /// (block index, index in its `mem`) of the references it measures.
+    pub refs: Vec<(u32, u32)>,
+    /// Bytes of the element (the range's last access adds them).
+    pub elem_bytes: u32,
 }
 
 /// Places a counter in each block of `want` (indices into `model.blocks`) and, with `sample`
-/// = (loop index, K), a check that leaves that loop after K iterations. `texts` holds each
+/// = (loop index, K), a check that leaves that loop after K iterations; with `probes`, an
+/// address probe on each irregular reference of a counted block. `texts` holds each
 /// analysed file's bytes by the name the analysis uses. The offsets come from the analysis'
 /// sites (the syntax tree); the lexer only confirms each one is inside a function body.
 pub fn plan(
@@ -273,6 +311,7 @@ pub fn plan(
     texts: &HashMap<String, Vec<u8>>,
     want: &[u32],
     sample: Option<(u32, u64)>,
+    probes: bool,
 ) -> Plan {
     let mut plan = Plan::default();
     let mut lexed: HashMap<&str, Lexed> = HashMap::new();
@@ -343,6 +382,9 @@ pub fn plan(
             },
         ));
     }
+    if probes {
+        plan_probes(&mut plan, model, texts, &mut lexed);
+    }
     for (file, e) in code {
         plan.edits.entry(file).or_default().push(e);
     }
@@ -371,6 +413,51 @@ pub fn plan(
     }
     plan.counted.sort_unstable();
     plan
+}
+
+/// The address probes of the irregular references (of every block: a block counted
+/// statically has them too): one per place, none on a
+/// place that is not a whole reference inside a function body, and none that overlaps
+/// another without nesting in it.
+fn plan_probes<'m>(plan: &mut Plan, model: &'m ProgramModel, texts: &HashMap<String, Vec<u8>>, lexed: &mut HashMap<&'m str, Lexed>) {
+    let mut by_place: BTreeMap<(String, usize, usize), Probe> = BTreeMap::new();
+    for (b, block) in model.blocks.iter().enumerate() {
+        let b = b as u32;
+        if block.mem.iter().all(|m| m.at.is_empty()) {
+            continue;
+        }
+        let Some(text) = texts.get(&block.file) else { continue };
+        let lx = lexed.entry(block.file.as_str()).or_insert_with(|| Lexed::new(text));
+        for (j, m) in block.mem.iter().enumerate() {
+            for &(s, e) in &m.at {
+                let (s, e) = (s as usize, e as usize);
+                let whole = s < e && e <= text.len() && text[e - 1] == b']' && lx.context(s).is_some() && !lx.inside_token(s) && !lx.inside_token(e - 1);
+                if !whole {
+                    continue;
+                }
+                let p = by_place.entry((block.file.clone(), s, e)).or_insert_with(|| Probe { file: block.file.clone(), start: s, end: e, refs: Vec::new(), elem_bytes: m.elem_bytes });
+                if !p.refs.contains(&(b, j as u32)) {
+                    p.refs.push((b, j as u32));
+                }
+            }
+        }
+    }
+    // Outermost first at each start: a probe that crosses one kept before it is left out.
+    let mut kept: Vec<Probe> = Vec::new();
+    let mut sorted: Vec<Probe> = by_place.into_values().collect();
+    sorted.sort_by(|a, b| (&a.file, a.start, std::cmp::Reverse(a.end)).cmp(&(&b.file, b.start, std::cmp::Reverse(b.end))));
+    for p in sorted {
+        let crosses = kept.iter().any(|k| k.file == p.file && k.start < p.start && p.start < k.end && k.end < p.end);
+        if !crosses {
+            kept.push(p);
+        }
+    }
+    for (id, p) in kept.iter().enumerate() {
+        let e = plan.edits.entry(p.file.clone()).or_default();
+        e.push(Edit { offset: p.start, rank: PROBE_OPEN, key: -(p.end as i64), line: None, text: format!("__MPICAST_AT({id}, &(") });
+        e.push(Edit { offset: p.end, rank: PROBE_CLOSE, key: -(p.start as i64), line: None, text: "))".into() });
+    }
+    plan.probes = kept;
 }
 
 /// Where a block's statement goes: the offset, the line to restore after it when the offset

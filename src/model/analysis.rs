@@ -163,6 +163,19 @@ pub struct Block {
 pub struct Chain {
     pub var: String,
     pub ops: Vec<OpClass>,
+    /// The share of executions that wait for the chain: 1 for a scalar; for updates of a
+    /// table of E elements at indices the data chooses (`h[k]++`), 1/E (the other updates go
+    /// to other elements and overlap).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub share: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 /// Whether a reference reads or writes memory.
@@ -203,6 +216,12 @@ pub struct MemRef {
     /// smallest cache that holds them serves the reference. Absent when unknown.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reuse_bytes: Option<Expr>,
+    /// Where an irregular reference is written in the block's file (byte ranges, end
+    /// exclusive; several where references were merged): the trace runtime measures the
+    /// range of addresses it touches there (`TraceMeta::footprints`). Empty for strided
+    /// references, and for those inside a macro's expansion.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub at: Vec<(u32, u32)>,
 }
 
 /// Where a statement that runs once per execution of a block can be inserted into its file,

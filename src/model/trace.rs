@@ -415,6 +415,10 @@ pub struct TraceMeta {
     /// holds `sampled_iterations` of `trip_count` iterations and is meant to be extrapolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Sampling>,
+    /// The measured ranges of irregular references (the run's address probes): what a
+    /// prediction from this trace takes as their reuse distance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub footprints: Vec<Footprint>,
     /// Every rank reached MPI_Finalize.
     pub complete: bool,
     pub rank_traces: Vec<RankTrace>,
@@ -454,6 +458,23 @@ pub struct Sampling {
     pub trip_count: u64,
     /// Iterations that ran.
     pub sampled_iterations: u64,
+}
+
+/// What an irregular reference touched in the traced run (its first 2^20 accesses on each
+/// rank, the ranks together).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Footprint {
+    /// The block (its index in the analysis) and the reference (its index in the block's `mem`).
+    pub block: u32,
+    pub mem: u32,
+    /// From its lowest address to its highest, plus an element: the largest over the ranks.
+    pub bytes: u64,
+    /// Accesses measured, all ranks.
+    pub accesses: u64,
+    /// The share of them whose cache line was among the 64 the reference had touched last:
+    /// near 1 for a few streams through the range (`out[fill[b]++] = x`), near 0 for accesses
+    /// at random over it.
+    pub line_reuse: f64,
 }
 
 /// One rank's trace file.

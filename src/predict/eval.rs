@@ -2531,7 +2531,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             match e {
                 CExpr::Ident(_) | CExpr::Int(_) => true,
                 CExpr::Field { base, .. } => pure(base),
-                CExpr::Index { array, index } => pure(array) && pure(index),
+                CExpr::Index { array, index, .. } => pure(array) && pure(index),
                 CExpr::Cast { value, .. } | CExpr::Deref(value) => pure(value),
                 CExpr::Binary { left, right, .. } => pure(left) && pure(right),
                 _ => false,
@@ -3645,7 +3645,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     Some(c)
                 }
             },
-            CExpr::Index { array, index } => {
+            CExpr::Index { array, index, .. } => {
                 let i = self.eval_sink(index, sink)?.int();
                 let base = self.array_base(array, sink)?;
                 match (base, i) {
@@ -3907,7 +3907,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.line = *line;
                 self.call(func, args, sink)?
             }
-            CExpr::Index { array, index } => {
+            CExpr::Index { array, index, .. } => {
                 let i = self.eval_sink(index, sink)?;
                 let base = self.eval_sink(array, sink)?;
                 match (base, i.int()) {
@@ -3952,7 +3952,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             CExpr::AddrOf(inner) => match self.place(inner, sink)? {
                 Some(c) => Val::P(c, 0),
                 None => match &**inner {
-                    CExpr::Index { array, index } => {
+                    CExpr::Index { array, index, .. } => {
                         let i = self.eval_sink(index, sink)?.int();
                         match (self.eval_sink(array, sink)?, i) {
                             (Val::P(c, o), Some(i)) => Val::P(c, o + i),
@@ -7749,7 +7749,7 @@ fn written_idents(s: &Stmt) -> HashSet<String> {
                 ex(arg, out)
             }
             CExpr::Call { args, .. } => args.iter().for_each(|a| ex(a, out)),
-            CExpr::Index { array, index } => {
+            CExpr::Index { array, index, .. } => {
                 ex(array, out);
                 ex(index, out);
             }
@@ -7796,6 +7796,7 @@ fn expr_visit<'e>(e: &'e CExpr, f: &mut dyn FnMut(&'e CExpr)) {
         | CExpr::Index {
             array: left,
             index: right,
+            ..
         } => {
             expr_visit(left, f);
             expr_visit(right, f);
@@ -7842,6 +7843,7 @@ fn expr_any(e: &CExpr, f: &dyn Fn(&CExpr) -> bool) -> bool {
         | CExpr::Index {
             array: left,
             index: right,
+            ..
         } => expr_any(left, f) || expr_any(right, f),
         CExpr::Update { arg, .. }
         | CExpr::Unary { arg, .. }
@@ -8167,7 +8169,7 @@ fn var_uses<'e>(s: &'e Stmt, v: &str) -> Option<Vec<VarUse<'e>>> {
         match e {
             CExpr::Ident(n) => n != v,
             CExpr::Assign { left, right, .. } | CExpr::Binary { left, right, .. } | CExpr::Comma(left, right) => ex(left, v, out) && ex(right, v, out),
-            CExpr::Index { array, index } => ex(array, v, out) && ex(index, v, out),
+            CExpr::Index { array, index, .. } => ex(array, v, out) && ex(index, v, out),
             CExpr::Update { arg, .. } | CExpr::Unary { arg, .. } | CExpr::Deref(arg) | CExpr::AddrOf(arg) | CExpr::Cast { value: arg, .. } => ex(arg, v, out),
             CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().all(|a| ex(a, v, out)),
             CExpr::Field { base, .. } => ex(base, v, out),
@@ -8217,7 +8219,7 @@ fn mentions(s: &Stmt, v: &str) -> bool {
             | CExpr::AddrOf(arg)
             | CExpr::Cast { value: arg, .. } => ex(arg, v),
             CExpr::Call { args, .. } | CExpr::InitList(args) => args.iter().any(|a| ex(a, v)),
-            CExpr::Index { array, index } => ex(array, v) || ex(index, v),
+            CExpr::Index { array, index, .. } => ex(array, v) || ex(index, v),
             CExpr::Field { base, .. } => ex(base, v),
             CExpr::Cond {
                 cond,

@@ -235,6 +235,7 @@ mod tests {
             elem_bytes: 8,
             stride: stride.map(|s| Expr::int(s as i128)),
             reuse_bytes: Some(Expr::int(reuse as i128)),
+            at: Vec::new(),
         }
     }
 

@@ -104,7 +104,7 @@ impl Bounds {
         b.chains
             .iter()
             .filter(|c| !scheduled || c.var.starts_with('*'))
-            .map(|c| (c.var.as_str(), c.ops.iter().map(|o| self.latency.get(o).copied().unwrap_or(0.0)).sum::<f64>()))
+            .map(|c| (c.var.as_str(), c.share * c.ops.iter().map(|o| self.latency.get(o).copied().unwrap_or(0.0)).sum::<f64>()))
             .max_by(|x, y| x.1.total_cmp(&y.1))
     }
 }

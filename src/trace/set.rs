@@ -31,12 +31,15 @@ pub struct TraceSet {
 impl TraceSet {
     /// Reads analysis.json and meta.json and counts the rank files (none of them read yet).
     pub fn open(dir: &Path) -> Result<TraceSet> {
-        let model: ProgramModel = crate::model::read_artifact(&dir.join("analysis.json"))
+        let mut model: ProgramModel = crate::model::read_artifact(&dir.join("analysis.json"))
             .with_context(|| format!("{}: not a trace directory from mpicast trace", dir.display()))?;
         let meta: Option<TraceMeta> = match dir.join("meta.json") {
             p if p.is_file() => Some(crate::model::read_artifact(&p)?),
             _ => None,
         };
+        if let Some(m) = &meta {
+            measured_footprints(&mut model, m);
+        }
         let ranks = super::discover(dir)?;
         Ok(TraceSet { dir: dir.to_path_buf(), model, meta, ranks, traces: OnceCell::new() })
     }
@@ -50,3 +53,43 @@ impl TraceSet {
             .map_err(Clone::clone)
     }
 }
+
+/// The irregular references as the traced run measured them: the range of addresses each
+/// touched is its reuse distance, in place of the size the analysis found (an array's
+/// declaration or allocation) or left unknown (a table indexed at random is served by the
+/// cache that holds the part of it the run touched), and only the accesses that did not find
+/// their line just touched count as accesses at random (a few streams through a large array,
+/// `out[fill[b]++] = x`, fetch a line per 64 bytes, not per access).
+///
+/// An element updated where it is read (`h[k]++`, `h[k] += x`) at an index the data chooses
+/// is a chain through memory when the range holds few elements: each update's load waits for
+/// the store of the update before it to the same element (store-to-load forwarding), one
+/// update in E for a range of E elements (`send_counts[owner(key)]++` at one rank: every one).
+fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
+    use crate::model::analysis::{Chain, MemAccess};
+    use crate::model::expr::{Expr, Rat};
+    use crate::model::ops::OpClass;
+    for f in &meta.footprints {
+        let Some(b) = model.blocks.get_mut(f.block as usize) else { continue };
+        let Some(r) = b.mem.get(f.mem as usize) else { continue };
+        if r.stride.is_some() {
+            continue;
+        }
+        let elements = (f.bytes / u64::from(r.elem_bytes.max(1))).max(1);
+        let updated = r.access == MemAccess::Store && b.mem.iter().any(|o| o.access == MemAccess::Load && o.array == r.array && o.at == r.at);
+        if updated && elements <= UPDATE_CHAIN_ELEMENTS {
+            let var = format!("*{}[]", r.array);
+            if !b.chains.iter().any(|c| c.var == var) {
+                b.chains.push(Chain { var, ops: vec![OpClass::Load, OpClass::IntAdd], share: 1.0 / elements as f64 });
+            }
+        }
+        let r = &mut b.mem[f.mem as usize];
+        r.reuse_bytes = Some(Expr::int(i128::from(f.bytes)));
+        let missed = ((1.0 - f.line_reuse.clamp(0.0, 1.0)) * 1e4).round() as i128;
+        r.count = r.count.clone().mul(Expr::rat(Rat::new(missed, 10_000)));
+    }
+}
+
+/// Tables of more elements than this hold no update behind another often enough to matter
+/// (the chain's share, 1/E, is then below 2%).
+const UPDATE_CHAIN_ELEMENTS: u64 = 64;

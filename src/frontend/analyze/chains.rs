@@ -78,7 +78,7 @@ pub(super) fn finish(flow: Flow) -> Vec<Chain> {
             let paths = defs.remove(&var)?;
             let (_, ops) = paths.into_iter().find(|(src, _)| *src == var)?;
             let ops: Vec<OpClass> = ops.into_iter().filter(|c| on_chain(*c)).collect();
-            (!ops.is_empty()).then_some(Chain { var, ops })
+            (!ops.is_empty()).then_some(Chain { var, ops, share: 1.0 })
         })
         .chain(tallies)
         .collect()
@@ -193,7 +193,7 @@ impl Analyzer<'_> {
     /// index; the latencies on the path sum to about 23 ns. A table of elements seldom updated
     /// twice in a row (a large histogram) overlaps its updates and is left out.
     fn collect_tally(&mut self, target: &CExpr, op: &str, flow: &mut Flow) {
-        let CExpr::Index { array, index } = target else { return };
+        let CExpr::Index { array, index, .. } = target else { return };
         let bytes = match &**array {
             CExpr::Ident(a) => match self.local_dims.get(a).or_else(|| (!self.locals.contains_key(a)).then(|| self.globals.dims.get(a)).flatten()) {
                 Some(dims) => dims.iter().try_fold(type_size(&self.var_type(a).deref()) as f64, |n, d| match d {
@@ -219,7 +219,7 @@ impl Analyzer<'_> {
         let elem = self.expr_type(target);
         ops.push(OpClass::Load);
         ops.push(arith_class(op, &arith(&elem, &elem)));
-        flow.tallies.push(Chain { var: cexpr_text(target), ops });
+        flow.tallies.push(Chain { var: cexpr_text(target), ops, share: 1.0 });
     }
 
     /// A declaration with a value: the variable starts from that value's sources.
@@ -244,7 +244,7 @@ impl Analyzer<'_> {
         let pointer = match e {
             CExpr::Ident(v) => return (self.var_type(v).indirection == 0).then(|| v.clone()),
             CExpr::Deref(p) => p,
-            CExpr::Index { array, index } if **index == CExpr::Int(0) => array,
+            CExpr::Index { array, index, .. } if **index == CExpr::Int(0) => array,
             _ => return None,
         };
         // A pointer, not an array (a local array's elements stay in registers).

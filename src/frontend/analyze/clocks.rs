@@ -188,7 +188,7 @@ impl<'a> Taint<'a> {
                             let mut cur = x;
                             loop {
                                 match cur {
-                                    CExpr::Index { array, index } => {
+                                    CExpr::Index { array, index, .. } => {
                                         if let Some(h) = self.reads_which(index) {
                                             hit = Some(h);
                                             break;
@@ -268,7 +268,7 @@ fn visit_reads(e: &CExpr, f: &mut dyn FnMut(&CExpr) -> bool) {
                 visit_reads(a, f);
             }
         }
-        CExpr::Index { array, index } => {
+        CExpr::Index { array, index, .. } => {
             visit_reads(array, f);
             visit_reads(index, f);
         }

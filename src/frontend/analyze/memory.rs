@@ -38,6 +38,8 @@ pub(super) struct PendingRef {
     idx: Option<Expr>,
     /// Bytes of the array, from its declaration or allocation.
     size: Option<Expr>,
+    /// Where the reference is written (byte offsets in the block's file).
+    at: Option<(u32, u32)>,
 }
 
 /// Bytes in a cache line: a reference whose stride is at least this reads a line per access.
@@ -121,6 +123,10 @@ impl Analyzer<'_> {
     /// i*M + j), or for pointers to pointers a row pointer and an element of its row.
     fn push_ref(&mut self, e: &CExpr, access: MemAccess, ctx: &Ctx, w: &Expr, out: &mut Vec<PendingRef>) {
         let (base, subs) = index_chain(e);
+        let at = match e {
+            CExpr::Index { at, .. } => at.0,
+            _ => None,
+        };
         let name = cexpr_text(base);
         let elem = type_size(&self.static_type(e)).clamp(1, 1 << 20) as u32;
         let dims = match base {
@@ -139,7 +145,7 @@ impl Analyzer<'_> {
                 }
                 let size = self.value_expr(&size);
                 let idx = self.index_value(&lin, ctx);
-                out.push(PendingRef { array: name, access, weight: w.clone(), elem, idx, size });
+                out.push(PendingRef { array: name, access, weight: w.clone(), elem, idx, size, at });
             }
             // An array decays to a pointer (a row passed on): no access.
             Some(_) => {}
@@ -159,7 +165,7 @@ impl Analyzer<'_> {
                         _ => true,
                     };
                     let (access, elem) = if last { (access, elem) } else { (MemAccess::Load, 8) };
-                    out.push(PendingRef { array: level, access, weight: w.clone(), elem, idx, size });
+                    out.push(PendingRef { array: level, access, weight: w.clone(), elem, idx, size, at: if last { at } else { None } });
                 }
             }
         }
@@ -286,13 +292,19 @@ impl Analyzer<'_> {
             };
             let stride = stride.and_then(|s| outer_bounds(s, nest));
             let reuse_bytes = reuse.and_then(|e| outer_bounds(e, nest));
-            let m = MemRef { array: p.array.clone(), access: p.access, count: p.weight.clone(), elem_bytes: p.elem, stride, reuse_bytes };
+            // Where an irregular reference is written: the trace measures the addresses it
+            // touches there (the range its accesses spread over).
+            let at = if stride.is_none() { p.at.into_iter().collect() } else { Vec::new() };
+            let m = MemRef { array: p.array.clone(), access: p.access, count: p.weight.clone(), elem_bytes: p.elem, stride, reuse_bytes, at };
             // References to one array that move together (`a[i-1]`, `a[i]`, `a[i+1]`, or one
             // element read three times) are one stream of lines: the most frequent counts.
             // Irregular ones are separate accesses.
             match out.iter_mut().find(|o| o.array == m.array && o.access == m.access && o.stride == m.stride && o.reuse_bytes == m.reuse_bytes && o.elem_bytes == m.elem_bytes) {
                 Some(o) if m.stride.is_some() => o.count = Expr::max(o.count.clone(), m.count),
-                Some(o) => o.count = o.count.clone().add(m.count),
+                Some(o) => {
+                    o.count = o.count.clone().add(m.count);
+                    o.at.extend(m.at);
+                }
                 None => out.push(m),
             }
         }
@@ -330,7 +342,7 @@ fn outer_bounds(mut e: Expr, nest: &[NestLoop]) -> Option<Expr> {
 fn index_chain(e: &CExpr) -> (&CExpr, Vec<&CExpr>) {
     let mut subs = Vec::new();
     let mut cur = e;
-    while let CExpr::Index { array, index } = cur {
+    while let CExpr::Index { array, index, .. } = cur {
         subs.push(&**index);
         cur = array;
     }
