@@ -275,9 +275,17 @@ run_program() {
   argv=(); [ "$args" = - ] || read -ra argv <<<"$(subst "$args" "$k")"
   prepare_run "$k"
   mpicast_flags trace
+  # Two traced runs: the counts (with the address probes that measure what irregular
+  # references touch), and with --time-blocks for block benchmarking (no probes: their own
+  # time would be in the bursts).
   (cd "$dir/run" && stage "$st" trace "$STAGE_TIMEOUT" "$dir/trace.log" \
-    "$MPICAST" trace "$dir/stage" -n "$k" -o "$dir/trace" --all-blocks --time-blocks "${FLAGS_OUT[@]}" \
+    "$MPICAST" trace "$dir/stage" -n "$k" -o "$dir/trace" --all-blocks "${FLAGS_OUT[@]}" \
       --mpirun-args "--mca mpi_yield_when_idle 1" --timeout "$RUN_TIMEOUT" -- "${argv[@]}")
+  if [ -d "$dir/trace" ]; then
+    (cd "$dir/run" && stage "$st" trace_timed "$STAGE_TIMEOUT" "$dir/trace_timed.log" \
+      "$MPICAST" trace "$dir/stage" -n "$k" -o "$dir/trace_timed" --all-blocks --time-blocks "${FLAGS_OUT[@]}" \
+        --mpirun-args "--mca mpi_yield_when_idle 1" --timeout "$RUN_TIMEOUT" -- "${argv[@]}")
+  fi
 
   mpicast_flags predict
   local mode extra
@@ -285,9 +293,11 @@ run_program() {
     case $mode in
       static) extra=(--static-only --estimate-bulk) ;;
       trace) extra=(--trace "$dir/trace/") ;;
-      measured) extra=(--trace "$dir/trace/" --measured) ;;
+      measured) extra=(--trace "$dir/trace_timed/" --measured) ;;
     esac
-    if [ "$mode" != static ] && [ ! -d "$dir/trace" ]; then
+    local needs=
+    case $mode in trace) needs=$dir/trace ;; measured) needs=$dir/trace_timed ;; esac
+    if [ -n "$needs" ] && [ ! -d "$needs" ]; then
       kv "$st" "predict_$mode.rc" skip
       kv "$st" "predict_$mode.reason" "no trace (mpicast trace failed)"
       continue

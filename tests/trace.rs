@@ -1136,4 +1136,7 @@ fn address_probes_measure_what_irregular_references_touch() {
         .filter_map(|m| m.reuse_bytes.as_ref().and_then(|e| e.value()).map(|v| v as i128))
         .collect();
     assert!(sized.contains(&(65536 * 4)) && sized.contains(&(32768 * 4)), "{sized:?}");
+    // With --time-blocks the bursts must not hold the probes' time: none.
+    let timed = trace_ok(&s, &fixture("hidden_table.c"), 1, &["--time-blocks"], &["1000", "64"]);
+    assert!(timed.meta().footprints.is_empty(), "{:?}", timed.meta().footprints);
 }

@@ -522,7 +522,10 @@ fn trace_in(
         }
         texts.insert(f.display().to_string(), bytes);
     }
-    let mut plan = rewrite::plan(&model, &texts, want, sample.map(|(b, _, k)| (b, k)), true);
+    // Address probes measure what irregular references touch, for costing block counts; with
+    // --time-blocks their own time would be in the bursts (the first 2^20 accesses of each
+    // reference pay a few ns), and block benchmarking does not use them.
+    let mut plan = rewrite::plan(&model, &texts, want, sample.map(|(b, _, k)| (b, k)), !opts.time_blocks);
     if let Some((b, _, _)) = sample {
         if let Some((_, why)) = plan.skipped.iter().find(|(i, _)| *i == b) {
             bail!(

@@ -407,6 +407,11 @@ fn static_checked(
     if k == opts.ranks || k > STATIC_CHECK_MAX || opts.ranks > STATIC_CHECK_MAX {
         return None;
     }
+    // The check at K costs the irregular references as the trace measured them (as the
+    // trace's own prediction does); at N the static path keeps the sizes the analysis gives:
+    // what a reference touches at K (a rank's share of a distributed table, or a table every
+    // rank holds whole) says nothing sure about N.
+    let measured = with_footprints(model, set);
     let at = |ranks: u32| Options { ranks, estimate_bulk: true, ..opts.clone() };
     // The check is worth a fraction of the evaluation's budget at K (`budget_s`); it compares
     // every block, not the report's hottest.
@@ -432,7 +437,7 @@ fn static_checked(
         match cached {
             Some(f) => f,
             None => {
-                let f = check_at_k(model, set, &small, allow_incomplete);
+                let f = check_at_k(&measured, set, &small, allow_incomplete);
                 if let Ok(mut m) = CHECKS.lock() {
                     m.insert(key, f.clone());
                 }
@@ -465,6 +470,28 @@ fn static_checked(
         ),
     );
     Some(p)
+}
+
+/// `model` (an analysis of the traced program, as the static path uses it) with the trace's
+/// measured footprints (`trace::set::measured_footprints`), matched by block (ids with their
+/// files canonical: the trace may name the sources another way) and by the reference's array
+/// and access: a static prediction that stands in for the trace costs the irregular
+/// references as the trace does.
+fn with_footprints(model: &ProgramModel, set: &crate::trace::set::TraceSet) -> ProgramModel {
+    let mut out = model.clone();
+    let Some(meta) = &set.meta else { return out };
+    let mut canon = crate::objcode::CanonicalIds::default();
+    let index: HashMap<String, usize> = model.blocks.iter().enumerate().map(|(i, b)| (canon.id(&b.id), i)).collect();
+    let mut moved = meta.clone();
+    moved.footprints.retain_mut(|f| {
+        let Some(traced) = set.model.blocks.get(f.block as usize) else { return false };
+        let Some(&i) = index.get(&canon.id(&traced.id)) else { return false };
+        let same = traced.mem.get(f.mem as usize).zip(model.blocks[i].mem.get(f.mem as usize)).is_some_and(|(a, b)| a.array == b.array && a.access == b.access);
+        f.block = i as u32;
+        same
+    });
+    crate::trace::set::measured_footprints(&mut out, &moved);
+    out
 }
 
 /// What the static path at the trace's K ranks shows against the trace (`static_checked`).

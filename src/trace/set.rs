@@ -65,7 +65,7 @@ impl TraceSet {
 /// is a chain through memory when the range holds few elements: each update's load waits for
 /// the store of the update before it to the same element (store-to-load forwarding), one
 /// update in E for a range of E elements (`send_counts[owner(key)]++` at one rank: every one).
-fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
+pub fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
     use crate::model::analysis::{Chain, MemAccess};
     use crate::model::expr::{Expr, Rat};
     use crate::model::ops::OpClass;
