@@ -648,10 +648,7 @@ fn trace_in(
         // The probes are GNU C (a statement expression, __auto_type): a compiler that refuses
         // them, or a reference whose address cannot be taken, costs the probes, not the trace.
         Err(_) if !plan.probes.is_empty() => {
-            plan.probes.clear();
-            let counted = plan.counted.clone();
             plan = rewrite::plan(&model, &texts, want, sample.map(|(b, _, k)| (b, k)), false);
-            debug_assert_eq!(plan.counted, counted);
             write_copies(&plan)?;
             warnings.push(format!("{program}: the build failed with address probes; traced without them (irregular references keep the sizes the analysis gives)"));
             run_build(&build, &root, opts.build.command.as_ref().map(|_| bin.as_path()), program, work)?
@@ -775,7 +772,7 @@ fn trace_in(
 
     // Collect.
     let mut rank_traces = Vec::new();
-    let mut probe_bytes: Vec<Option<(u64, u64, u64)>> = vec![None; plan.probes.len()];
+    let mut probe_seen: Vec<Option<(u64, u64, u64)>> = vec![None; plan.probes.len()];
     for rank in 0..opts.ranks {
         let done = staging.join(format!("rank-{rank}.trace"));
         let part = staging.join(format!("rank-{rank}.trace.part"));
@@ -824,7 +821,7 @@ fn trace_in(
             let f: Vec<u64> = v.split_whitespace().filter_map(|x| x.parse().ok()).collect();
             let [range, seen, reused] = f[..] else { continue };
             let bytes = range.saturating_add(u64::from(p.elem_bytes));
-            let slot = &mut probe_bytes[id];
+            let slot = &mut probe_seen[id];
             *slot = Some(match *slot {
                 None => (bytes, seen, reused),
                 Some((b, s, r)) => (b.max(bytes), s + seen, r + reused),
@@ -850,7 +847,7 @@ fn trace_in(
     }
     let complete = rank_traces.iter().all(|t| t.complete);
     let mut footprints: Vec<Footprint> = Vec::new();
-    for (p, seen) in plan.probes.iter().zip(&probe_bytes) {
+    for (p, seen) in plan.probes.iter().zip(&probe_seen) {
         let Some((bytes, accesses, reused)) = *seen else { continue };
         if accesses == 0 {
             continue;

@@ -14,7 +14,8 @@ use crate::model::analysis::{Block, ProgramModel};
 /// Declares the counters and the address probes at the top of an instrumented file
 /// (mpicast_rt.h says the same); `#line 1` keeps the compiler's line numbers those of the
 /// user's file. `__MPICAST_AT(K, &(ref))` is the reference itself (an lvalue: its address
-/// taken once, dereferenced); of its first PROBE_ACCESSES accesses it keeps the largest
+/// taken once, dereferenced); of its first 2^20 accesses (the range of a table indexed at
+/// random shows in them, and the rest cost one compare) it keeps the largest
 /// address, the complement of the smallest (both start at zero), and how many found their
 /// cache line among the 64 it touched last (a direct-mapped table of line numbers plus one:
 /// a few streams through a large array find it, accesses at random over it do not).
@@ -28,10 +29,6 @@ extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[];\ne
     unsigned long long *__mpicast_l = &__mpicast_lines[64ULL * (k) + ((__mpicast_a >> 6) & 63)]; \\\n\
     if (*__mpicast_l == (__mpicast_a >> 6) + 1) __mpicast_reused[k]++; else *__mpicast_l = (__mpicast_a >> 6) + 1; } \\\n\
   __mpicast_p; }))\n#line 1\n";
-
-/// Accesses of a probe that are measured (the PROLOGUE's limit): the range of a table
-/// indexed at random shows in its first accesses, and the rest cost one compare.
-pub const PROBE_ACCESSES: u64 = 1 << 20;
 
 /// One insertion. At equal offsets: the ends of address probes (innermost first), closing
 /// braces, then opening braces (outermost first), the sampling check, counters (by block
@@ -446,9 +443,14 @@ fn plan_probes<'m>(plan: &mut Plan, model: &'m ProgramModel, texts: &HashMap<Str
     let mut kept: Vec<Probe> = Vec::new();
     let mut sorted: Vec<Probe> = by_place.into_values().collect();
     sorted.sort_by(|a, b| (&a.file, a.start, std::cmp::Reverse(a.end)).cmp(&(&b.file, b.start, std::cmp::Reverse(b.end))));
+    // The kept probes that enclose the current start, innermost last.
+    let mut open: Vec<(String, usize)> = Vec::new();
     for p in sorted {
-        let crosses = kept.iter().any(|k| k.file == p.file && k.start < p.start && p.start < k.end && k.end < p.end);
-        if !crosses {
+        while open.last().is_some_and(|(f, end)| *f != p.file || *end <= p.start) {
+            open.pop();
+        }
+        if open.last().is_none_or(|(_, end)| p.end <= *end) {
+            open.push((p.file.clone(), p.end));
             kept.push(p);
         }
     }
