@@ -18,6 +18,14 @@
  * runtime writes `probe.K=BYTES SEEN REUSED` (BYTES: highest minus lowest address) into the
  * rank's statistics.
  *
+ * Calls into code the analysis does not see (a library's) are wrapped as
+ * `__MPICAST_CB(J) cblas_dgemm(...) __MPICAST_CE`: __mpicast_call_begin(J) counts the call in
+ * __mpicast_cn[J] and returns the clock (CLOCK_MONOTONIC, ns) for the first 1,024 calls and one
+ * in 16 after (0 for the others); __mpicast_call_end adds the time since to __mpicast_cns[J]
+ * and counts the timed call in __mpicast_ctn[J]. The runtime writes `call.J=NS TIMED CALLS` and
+ * `call_clock_ns=` (what one timing costs itself: the median of 1,001 timings of nothing on the
+ * arrays' last slot, __mpicast_ncalls, one more than the calls).
+ *
  * The runtime interposes MPI through PMPI: at every MPI call that the replay understands it
  * writes the counters that changed since the previous call as one `compute blocks` line, then
  * the call itself (traces/FORMAT.md). Environment:
@@ -39,6 +47,14 @@ extern const unsigned int __mpicast_nids;
 extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[];
 extern unsigned int __mpicast_seen[], __mpicast_reused[];
 extern const unsigned int __mpicast_nprobes;
+extern unsigned long long __mpicast_cn[], __mpicast_ctn[], __mpicast_cns[];
+extern const unsigned int __mpicast_ncalls;
+struct __mpicast_ct {
+    unsigned int k;
+    unsigned long long t0;
+};
+unsigned long long __mpicast_call_begin(unsigned int k);
+void __mpicast_call_end(struct __mpicast_ct *t);
 
 #ifdef __cplusplus
 }

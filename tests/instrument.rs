@@ -26,13 +26,15 @@ fn is_cpp(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "cpp")
 }
 
-/// The counter table and the address probes' arrays the trace runtime would define, for a
-/// copy built without it.
+/// The counter table, the address probes' arrays and the timed calls' functions the trace
+/// runtime would define, for a copy built without it.
 fn counter_table(n: usize, probes: usize) -> String {
     format!(
         "\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\nunsigned long long __mpicast_bc[{}];\n\
          unsigned long long __mpicast_hi[{p}], __mpicast_nlo[{p}], __mpicast_lines[64 * {p}];\n\
          unsigned int __mpicast_seen[{p}], __mpicast_reused[{p}];\n\
+         #ifdef __MPICAST_CALLS\nunsigned long long __mpicast_call_begin(unsigned int k) {{ return k + 1; }}\n\
+         void __mpicast_call_end(struct __mpicast_ct *t) {{ (void)t; }}\n#endif\n\
          #ifdef __cplusplus\n}}\n#endif\n",
         n.max(1),
         p = probes.max(1)

@@ -14,7 +14,7 @@ use mpicast::model::read_artifact;
 use mpicast::model::trace::{Compute, Peer, Tag, TraceAction, TraceMeta};
 use mpicast::trace::TraceReader;
 
-use crate::util::{example, exe, root, Scratch};
+use crate::util::{example, exe, fixed_machine, platform, root, Scratch};
 
 fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/trace").join(name)
@@ -1139,4 +1139,46 @@ fn address_probes_measure_what_irregular_references_touch() {
     // With --time-blocks the bursts must not hold the probes' time: none.
     let timed = trace_ok(&s, &fixture("hidden_table.c"), 1, &["--time-blocks"], &["1000", "64"]);
     assert!(timed.meta().footprints.is_empty(), "{:?}", timed.meta().footprints);
+}
+
+/// Calls into code the analysis does not see are timed in the traced run, and a prediction
+/// from the trace charges them: 20 naps of 2 ms per rank through nanosleep (costed as one
+/// `call` op, a few nanoseconds, without the timing). Calls that run the program's own code
+/// (qsort's comparator) or do not run every time their block does are not timed.
+#[test]
+fn calls_into_libraries_are_timed_and_charged() {
+    let s = Scratch::new("mpicast-trace-test");
+    let t = trace_ok(&s, &fixture("library_calls.c"), 2, &["--all-blocks"], &["20"]);
+    let model = t.analysis();
+    let mut opaque: Vec<&str> = model.blocks.iter().flat_map(|b| b.opaque.iter().map(|c| c.func.as_str())).collect();
+    opaque.sort_unstable();
+    assert_eq!(opaque, ["nanosleep", "strlen"]);
+    let meta = t.meta();
+    let call = |f: &str| meta.calls.iter().find(|c| c.func == f).unwrap_or_else(|| panic!("{f} not timed: {:?}\n{}", meta.calls, t.context()));
+    let nap = call("nanosleep");
+    assert_eq!((nap.calls, nap.timed), (40, 40));
+    assert!((2.0e6..5.0e7).contains(&nap.ns), "a 2 ms nap measured {} ns", nap.ns);
+    let len = call("strlen");
+    assert_eq!(len.calls, 40);
+    assert!(len.ns < 1e4, "strlen measured {} ns", len.ns);
+    // The prediction charges the naps: at least 20 x 2 ms on each rank.
+    let out = Command::new(exe())
+        .args(["predict", "-n", "2", "--machine"])
+        .arg(fixed_machine())
+        .arg("--platform")
+        .arg(platform("localhost"))
+        .arg("--trace")
+        .arg(&t.dir)
+        .args(["--json", "-"])
+        .arg(fixture("library_calls.c"))
+        .args(["--", "20"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let predicted = p["predicted_s"].as_f64().unwrap();
+    assert!(predicted >= 0.04 && predicted < 0.05 + 1.5 * 20.0 * nap.ns * 1e-9, "predicted {predicted} s with naps of {} ns", nap.ns);
+    // With --time-blocks the bursts hold the calls' time: nothing is timed apart.
+    let timed = trace_ok(&s, &fixture("library_calls.c"), 1, &["--time-blocks"], &["2"]);
+    assert!(timed.meta().calls.is_empty(), "{:?}", timed.meta().calls);
 }

@@ -344,6 +344,7 @@ impl<'a> Analyzer<'a> {
             mem: Vec::new(),
             chains: Vec::new(),
             allocs: Vec::new(),
+            opaque: Vec::new(),
             site: match kind {
                 _ if inherited.is_some() => inherited,
                 BlockKind::Branch => Some(body_site(&sp)),
@@ -1297,16 +1298,86 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    /// Records calls to the program's own functions made from the current segment.
+    /// Records calls to the program's own functions made from the current segment, and the
+    /// calls into code the analysis does not see that a traced run can time.
     fn note_calls(&mut self, e: &CExpr, seg: &mut Segment) {
+        self.opaque_calls(e, false, &mut seg.opaque);
         for c in cexpr_calls(e) {
-            if let CExpr::Call { func, line, args } = c {
+            if let CExpr::Call { func, line, args, .. } = c {
                 if self.globals.functions.contains_key(&func) {
                     let vals = args.iter().map(|a| self.value_expr(a)).collect();
                     seg.calls.push((func, line, vals));
                 }
             }
         }
+    }
+
+    /// The calls in `e` into code the analysis does not see, where written as a plain name
+    /// (not inside a macro's expansion), that run every time `e` does (not an operand of `?:`,
+    /// `&&` or `||`), and whose time is their own: none of their arguments is or calls a
+    /// function of the program (a callback, `qsort(..., cmp)`, runs counted code). The calls
+    /// the op classes cost (libm, rand, malloc, printf, memcpy, fwrite), MPI's, clocks, and
+    /// those that need not return (exit, longjmp) or do not stay apart from their caller
+    /// (setjmp, alloca, va_start) are not among them; nor are calls through a variable (a
+    /// function pointer: `upfun = algo->upfun; upfun(...)` may run the program's code) and
+    /// names in capitals (macros by convention; the lowering leaves known function-like
+    /// macros without a place). The arguments of a call that is not timed are searched in its place.
+    fn opaque_calls(&self, e: &CExpr, conditional: bool, out: &mut Vec<OpaqueCall>) {
+        match e {
+            CExpr::Call { func, args, at: At(Some((s, t))), .. } if !conditional && self.timeable(func, args) => {
+                out.push(OpaqueCall { func: func.clone(), at: [*s, *t], ns: None });
+            }
+            CExpr::Cond { cond, then, otherwise } => {
+                self.opaque_calls(cond, conditional, out);
+                self.opaque_calls(then, true, out);
+                self.opaque_calls(otherwise, true, out);
+            }
+            CExpr::Binary { op, left, right } if op == "&&" || op == "||" => {
+                self.opaque_calls(left, conditional, out);
+                self.opaque_calls(right, true, out);
+            }
+            other => {
+                for c in children(other) {
+                    self.opaque_calls(c, conditional, out);
+                }
+            }
+        }
+    }
+
+    fn timeable(&self, func: &str, args: &[CExpr]) -> bool {
+        const NOT_TIMED: &[&str] = &[
+            "abs", "labs", "rand", "random", "rand_r", "malloc", "calloc", "realloc", "free", "aligned_alloc",
+            "posix_memalign", "printf", "fprintf", "sprintf", "snprintf", "dprintf", "puts", "fputs", "fwrite",
+            "write", "memcpy", "memmove", "memset", "exit", "_exit", "_Exit", "abort", "quick_exit", "longjmp",
+            "siglongjmp", "_longjmp", "setjmp", "sigsetjmp", "_setjmp", "fork", "vfork", "pthread_exit", "alloca",
+            "va_start", "va_end", "va_arg", "va_copy", "assert", "clock", "time", "gettimeofday", "clock_gettime",
+            "omp_get_wtime", "MPICAST_PROBA",
+        ];
+        let name_ok = func.bytes().next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+            && func.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+            && func.bytes().any(|c| c.is_ascii_lowercase());
+        if !name_ok
+            || self.globals.functions.contains_key(func)
+            || self.locals.contains_key(func)
+            || self.globals.types.contains_key(func)
+            || NOT_TIMED.contains(&func)
+            || func.starts_with("__builtin")
+            || func.starts_with("exec")
+            || func.starts_with("P2P")
+            || mpi::is_mpi_bookkeeping(func)
+            || libm_class(func).is_some()
+        {
+            return false;
+        }
+        let mut runs_program = false;
+        for a in args {
+            visit(a, &mut |x| match x {
+                CExpr::Ident(n) | CExpr::Call { func: n, .. } => runs_program |= self.globals.functions.contains_key(n),
+                CExpr::Unknown(t) => runs_program |= t.trim_start().starts_with('['),
+                _ => {}
+            });
+        }
+        !runs_program
     }
 
     // ---- Blocks ---------------------------------------------------------------------------
@@ -1321,6 +1392,7 @@ impl<'a> Analyzer<'a> {
             b.mem = refs;
             b.chains = chains::finish(std::mem::take(&mut seg.chains));
             b.allocs = std::mem::take(&mut seg.allocs);
+            b.opaque = std::mem::take(&mut seg.opaque);
         }
         for (callee, line, args) in seg.calls.drain(..) {
             self.model.calls.push(CallSite { block: id.clone(), caller: self.func.clone(), callee, file: self.file.clone(), line, args });
@@ -1611,6 +1683,7 @@ struct Segment {
     chains: Flow,
     allocs: Vec<Expr>,
     calls: Vec<(String, u32, Vec<Option<Expr>>)>,
+    opaque: Vec<OpaqueCall>,
 }
 
 impl Segment {
@@ -1961,7 +2034,7 @@ fn comm_call(e: &CExpr) -> Option<(String, Vec<CExpr>, u32)> {
         other => other,
     };
     match strip_casts(call) {
-        CExpr::Call { func, args, line } if mpi::comm_signature(func).is_some() && is_communication(func) => {
+        CExpr::Call { func, args, line, .. } if mpi::comm_signature(func).is_some() && is_communication(func) => {
             Some((func.clone(), args.clone(), *line))
         }
         _ => None,
@@ -2017,7 +2090,7 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
                 }
                 expr(arg, out);
             }
-            CExpr::Call { func, args, line } => {
+            CExpr::Call { func, args, line, .. } => {
                 for (i, a) in args.iter().enumerate() {
                     // Committing or freeing a datatype does not change what it describes; MPI_Init leaves
                     // argc as the program got it.
@@ -2028,17 +2101,18 @@ fn collect_assignments(s: &Stmt, out: &mut HashMap<String, Vec<CExpr>>, locals: 
                         if let CExpr::Ident(n) = &**inner {
                             let v = match (func.as_str(), i) {
                                 ("MPI_Comm_rank", 1) | ("MPI_Comm_size", 1) => {
-                                    CExpr::Call { func: format!("{func}(out)"), args: args.first().cloned().into_iter().collect(), line: *line }
+                                    CExpr::Call { func: format!("{func}(out)"), args: args.first().cloned().into_iter().collect(), line: *line, at: At::NONE }
                                 }
-                                ("MPI_Bcast", 0) => CExpr::Call { func: BCAST_OUT.into(), args: vec![], line: *line },
+                                ("MPI_Bcast", 0) => CExpr::Call { func: BCAST_OUT.into(), args: vec![], line: *line, at: At::NONE },
                                 ("MPI_Type_contiguous", 2) | ("MPI_Type_vector", 4) => {
-                                    CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line }
+                                    CExpr::Call { func: format!("{func}(out)"), args: args.clone(), line: *line, at: At::NONE }
                                 }
                                 ("sscanf", _) if matches!(args.first(), Some(CExpr::Index { .. })) => match &args[0] {
                                     CExpr::Index { array, index, .. } => CExpr::Call {
                                         func: "atoi".into(),
                                         args: vec![CExpr::Index { array: array.clone(), index: index.clone(), at: At::NONE }],
                                         line: *line,
+                                        at: At::NONE,
                                     },
                                     _ => CExpr::Unknown(String::new()),
                                 },

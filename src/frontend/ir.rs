@@ -133,7 +133,9 @@ pub enum CExpr {
     /// ++ / --, prefix (`++i`) or postfix (`i++`).
     Update { op: String, arg: Box<CExpr>, prefix: bool },
     Assign { op: String, left: Box<CExpr>, right: Box<CExpr> },
-    Call { func: String, args: Vec<CExpr>, line: u32 },
+    /// `at`: where the call is written (the callee's name to the closing parenthesis), as for
+    /// `Index`.
+    Call { func: String, args: Vec<CExpr>, line: u32, at: At },
     /// `at`: where the reference is in its file, for the trace's address probes.
     Index { array: Box<CExpr>, index: Box<CExpr>, at: At },
     Field { base: Box<CExpr>, field: String, arrow: bool },

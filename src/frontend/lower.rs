@@ -1573,14 +1573,13 @@ impl<'a> Lower<'a> {
                 }
                 if let Some(method) = fnode.filter(|f| f.kind() == k::FIELD_EXPRESSION) {
                     if let Some(c) = self.cxx_comm_call(method, &mut args, d) {
-                        return CExpr::Call { func: c.into(), args, line: line(n) };
+                        return CExpr::Call { func: c.into(), args, line: line(n), at: self.written_at(n) };
                     }
                 }
-                CExpr::Call {
-                    func,
-                    args,
-                    line: line(n),
-                }
+                // A function-like macro's use is no call to time (`c_assgn(d, s)` may be two
+                // statements).
+                let at = if self.macros.is_function_like(&func) { At::NONE } else { self.written_at(n) };
+                CExpr::Call { func, args, line: line(n), at }
             }
             k::CAST_EXPRESSION => {
                 let ty = n

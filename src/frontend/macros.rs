@@ -60,6 +60,11 @@ impl FnMacros {
         self.defs.is_empty()
     }
 
+    /// Whether `name` is a function-like macro (whatever its replacement).
+    pub fn is_function_like(&self, name: &str) -> bool {
+        self.defs.contains_key(name)
+    }
+
     /// Whether `name` is a function-like macro whose replacement is a statement (or a statement's
     /// head) rather than an expression: it begins with `for`, `while`, `if`, `switch`, `do` or
     /// `{`, its brackets balance, and it neither stringifies nor pastes.

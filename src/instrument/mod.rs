@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::frontend;
 use crate::model::analysis::{BlockKind, CountStatus, ProgramModel};
-use crate::model::trace::{Footprint, RankTrace, Sampling, TraceMeta, UncountedBlock};
+use crate::model::trace::{Footprint, RankTrace, Sampling, TimedCall, TraceMeta, UncountedBlock};
 use crate::model::write_artifact;
 use crate::mpi::build::{self, ext_of, show, BuildFailure, BuildSpec, UNITS};
 use crate::mpi::launch::LaunchSpec;
@@ -279,7 +279,7 @@ fn copy_tree(src: &Path, dst: &Path, skip: Option<&Path>, depth: usize) -> Resul
 }
 
 /// The generated definition of the counters and the list of counted blocks.
-fn blocks_c(nblocks: usize, counted: &[u32], probes: usize) -> String {
+fn blocks_c(nblocks: usize, counted: &[u32], probes: usize, calls: usize) -> String {
     let ids = if counted.is_empty() {
         "0".to_string()
     } else {
@@ -296,10 +296,14 @@ fn blocks_c(nblocks: usize, counted: &[u32], probes: usize) -> String {
          const unsigned int __mpicast_nids = {};\n\
          unsigned long long __mpicast_hi[{probes_len}], __mpicast_nlo[{probes_len}], __mpicast_lines[64 * {probes_len}];\n\
          unsigned int __mpicast_seen[{probes_len}], __mpicast_reused[{probes_len}];\n\
-         const unsigned int __mpicast_nprobes = {probes};\n",
+         const unsigned int __mpicast_nprobes = {probes};\n\
+         unsigned long long __mpicast_cn[{calls_len}], __mpicast_ctn[{calls_len}], __mpicast_cns[{calls_len}];\n\
+         const unsigned int __mpicast_ncalls = {calls};\n",
         nblocks.max(1),
         counted.len(),
         probes_len = probes.max(1),
+        // One more: the runtime times nothing on it to know what timing costs.
+        calls_len = calls + 1,
     )
 }
 
@@ -572,7 +576,7 @@ fn trace_in(
     std::fs::write(rt.join("mpicast_rt.h"), RUNTIME_H)?;
     std::fs::write(
         rt.join("mpicast_blocks.c"),
-        blocks_c(model.blocks.len(), &plan.counted, plan.probes.len()),
+        blocks_c(model.blocks.len(), &plan.counted, plan.probes.len(), plan.calls.len()),
     )?;
     let mut objects = vec![rt.join("mpicast_rt.o"), rt.join("mpicast_blocks.o")];
     let mut rt_units = vec!["mpicast_rt", "mpicast_blocks"];
@@ -773,6 +777,8 @@ fn trace_in(
     // Collect.
     let mut rank_traces = Vec::new();
     let mut probe_seen: Vec<Option<(u64, u64, u64)>> = vec![None; plan.probes.len()];
+    // Per timed call: nanoseconds (the clock's cost off), timed calls, calls.
+    let mut call_seen: Vec<(f64, u64, u64)> = vec![(0.0, 0, 0); plan.calls.len()];
     for rank in 0..opts.ranks {
         let done = staging.join(format!("rank-{rank}.trace"));
         let part = staging.join(format!("rank-{rank}.trace.part"));
@@ -827,6 +833,16 @@ fn trace_in(
                 Some((b, s, r)) => (b.max(bytes), s + seen, r + reused),
             });
         }
+        let clock_ns: f64 = stats.get("call_clock_ns").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        for (id, slot) in call_seen.iter_mut().enumerate() {
+            // `call.J=NS TIMED CALLS`.
+            let Some(v) = stats.get(&format!("call.{id}")) else { continue };
+            let f: Vec<u64> = v.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            let [ns, timed, calls] = f[..] else { continue };
+            slot.0 += (ns as f64 - clock_ns * timed as f64).max(0.0);
+            slot.1 += timed;
+            slot.2 += calls;
+        }
         if stats.get("write_errors").is_some_and(|v| v != "0") {
             warnings.push(format!(
                 "rank {rank}: some of its trace could not be written (disk full?)"
@@ -860,8 +876,20 @@ fn trace_in(
         }
     }
     footprints.sort_by_key(|f| (f.block, f.mem));
+    let calls: Vec<TimedCall> = plan
+        .calls
+        .iter()
+        .zip(&call_seen)
+        .filter(|(_, s)| s.1 > 0)
+        .filter_map(|(p, &(ns, timed, calls))| {
+            let (block, call) = p.call?;
+            let func = model.blocks.get(block as usize)?.opaque.get(call as usize)?.func.clone();
+            Some(TimedCall { block, call, func, calls, timed, ns: (ns / timed as f64 * 100.0).round() / 100.0 })
+        })
+        .collect();
     let meta = TraceMeta {
         footprints,
+        calls,
         program: program.to_string(),
         source: source.display().to_string(),
         args: opts.args.clone(),

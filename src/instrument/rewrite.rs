@@ -19,9 +19,23 @@ use crate::model::analysis::{Block, ProgramModel};
 /// address, the complement of the smallest (both start at zero), and how many found their
 /// cache line among the 64 it touched last (a direct-mapped table of line numbers plus one:
 /// a few streams through a large array find it, accesses at random over it do not).
+///
+/// `__MPICAST_CB(K) call __MPICAST_CE` is the call itself, timed by the runtime
+/// (`__mpicast_call_begin` counts it and, for the first 1,024 and one in 16 after, reads the
+/// clock; `__mpicast_call_end` adds the time since): in C a statement expression whose timer
+/// ends with its scope (a cleanup), in C++ a comma expression whose temporary timer ends with
+/// the full expression (a reference the call returns stays one). The types are defined once
+/// per translation unit (an instrumented file may include another).
 pub const PROLOGUE: &str = "#ifdef __cplusplus\nextern \"C\" {\n#endif\nextern unsigned long long __mpicast_bc[];\n\
 extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[];\nextern unsigned int __mpicast_seen[], __mpicast_reused[];\n\
-#ifdef __cplusplus\n}\n#define __MPICAST_AUTO auto\n#else\n#define __MPICAST_AUTO __auto_type\n#endif\n\
+#ifndef __MPICAST_CALLS\n#define __MPICAST_CALLS\nstruct __mpicast_ct { unsigned int k; unsigned long long t0; };\n\
+extern unsigned long long __mpicast_call_begin(unsigned int);\nextern void __mpicast_call_end(struct __mpicast_ct *);\n\
+#ifdef __cplusplus\n}\nstruct __mpicast_ctimer { struct __mpicast_ct t; __mpicast_ctimer(unsigned int k) { t.k = k; t.t0 = __mpicast_call_begin(k); } \
+~__mpicast_ctimer() { __mpicast_call_end(&t); } };\nextern \"C\" {\n#endif\n#endif\n\
+#ifdef __cplusplus\n}\n#define __MPICAST_AUTO auto\n#define __MPICAST_CB(k) (__mpicast_ctimer(k),\n#define __MPICAST_CE )\n\
+#else\n#define __MPICAST_AUTO __auto_type\n\
+#define __MPICAST_CB(k) __extension__({ struct __mpicast_ct __mpicast_t __attribute__((cleanup(__mpicast_call_end))) = { (k), __mpicast_call_begin(k) };\n\
+#define __MPICAST_CE ; })\n#endif\n\
 #define __MPICAST_AT(k, p) (*__extension__({ __MPICAST_AUTO __mpicast_p = (p); \\\n\
   if (__mpicast_seen[k] < 1048576u) { unsigned long long __mpicast_a = (unsigned long long)__mpicast_p; __mpicast_seen[k]++; \\\n\
     if (__mpicast_a > __mpicast_hi[k]) __mpicast_hi[k] = __mpicast_a; \\\n\
@@ -283,6 +297,8 @@ pub struct Plan {
     /// Address probes, by id: the irregular references (`h[key[i]]`) whose range of
     /// addresses the run measures.
     pub probes: Vec<Probe>,
+    /// Timed calls, by id: the calls into code the analysis does not see (`OpaqueCall`).
+    pub calls: Vec<Probe>,
 }
 
 /// One probed reference as written (one probe serves every reference of the analysis at the
@@ -296,6 +312,8 @@ pub struct Probe {
     pub refs: Vec<(u32, u32)>,
     /// Bytes of the element (the range's last access adds them).
     pub elem_bytes: u32,
+    /// A timed call instead: (block index, index in its `opaque`).
+    pub call: Option<(u32, u32)>,
 }
 
 /// Places a counter in each block of `want` (indices into `model.blocks`) and, with `sample`
@@ -420,7 +438,7 @@ fn plan_probes<'m>(plan: &mut Plan, model: &'m ProgramModel, texts: &HashMap<Str
     let mut by_place: BTreeMap<(String, usize, usize), Probe> = BTreeMap::new();
     for (b, block) in model.blocks.iter().enumerate() {
         let b = b as u32;
-        if block.mem.iter().all(|m| m.at.is_empty()) {
+        if block.mem.iter().all(|m| m.at.is_empty()) && block.opaque.is_empty() {
             continue;
         }
         let Some(text) = texts.get(&block.file) else { continue };
@@ -432,10 +450,28 @@ fn plan_probes<'m>(plan: &mut Plan, model: &'m ProgramModel, texts: &HashMap<Str
                 if !whole {
                     continue;
                 }
-                let p = by_place.entry((block.file.clone(), s, e)).or_insert_with(|| Probe { file: block.file.clone(), start: s, end: e, refs: Vec::new(), elem_bytes: m.elem_bytes });
+                let p = by_place.entry((block.file.clone(), s, e)).or_insert_with(|| Probe { file: block.file.clone(), start: s, end: e, refs: Vec::new(), elem_bytes: m.elem_bytes, call: None });
                 if !p.refs.contains(&(b, j as u32)) {
                     p.refs.push((b, j as u32));
                 }
+            }
+        }
+        // A call as written: its name first (not `std::sort` for `sort`, not a macro's
+        // expansion), its parenthesis last.
+        for (j, c) in block.opaque.iter().enumerate() {
+            let (s, e) = (c.at[0] as usize, c.at[1] as usize);
+            let whole = s < e
+                && e <= text.len()
+                && text[s..].starts_with(c.func.as_bytes())
+                && text[s + c.func.len()..e].iter().find(|ch| !ch.is_ascii_whitespace()) == Some(&b'(')
+                && text[e - 1] == b')'
+                && (s == 0 || !(text[s - 1].is_ascii_alphanumeric() || text[s - 1] == b'_' || text[s - 1] == b':'))
+                && lx.context(s).is_some()
+                && !lx.inside_token(s)
+                && !lx.inside_token(e - 1)
+                && !constant_context(text, s);
+            if whole {
+                by_place.entry((block.file.clone(), s, e)).or_insert_with(|| Probe { file: block.file.clone(), start: s, end: e, refs: Vec::new(), elem_bytes: 0, call: Some((b, j as u32)) });
             }
         }
     }
@@ -454,12 +490,29 @@ fn plan_probes<'m>(plan: &mut Plan, model: &'m ProgramModel, texts: &HashMap<Str
             kept.push(p);
         }
     }
-    for (id, p) in kept.iter().enumerate() {
+    let (calls, addresses): (Vec<Probe>, Vec<Probe>) = kept.into_iter().partition(|p| p.call.is_some());
+    for (id, p) in addresses.iter().enumerate() {
         let e = plan.edits.entry(p.file.clone()).or_default();
         e.push(Edit { offset: p.start, rank: PROBE_OPEN, key: -(p.end as i64), line: None, text: format!("__MPICAST_AT({id}, &(") });
         e.push(Edit { offset: p.end, rank: PROBE_CLOSE, key: -(p.start as i64), line: None, text: "))".into() });
     }
-    plan.probes = kept;
+    for (id, p) in calls.iter().enumerate() {
+        let e = plan.edits.entry(p.file.clone()).or_default();
+        e.push(Edit { offset: p.start, rank: PROBE_OPEN, key: -(p.end as i64), line: None, text: format!("__MPICAST_CB({id}) ") });
+        e.push(Edit { offset: p.end, rank: PROBE_CLOSE, key: -(p.start as i64), line: None, text: " __MPICAST_CE".into() });
+    }
+    plan.probes = addresses;
+    plan.calls = calls;
+}
+
+/// Whether the statement around offset `at` (back to the last `;`, `{` or `}`) may need a
+/// constant expression or a static initializer there (`constexpr int k = max(2, 5);`, a
+/// `case`, a `static` local): a timed call would not be one.
+fn constant_context(text: &[u8], at: usize) -> bool {
+    let from = text[..at].iter().rposition(|c| matches!(c, b';' | b'{' | b'}')).map_or(0, |i| i + 1);
+    text[from..at]
+        .split(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .any(|w| matches!(w, b"constexpr" | b"consteval" | b"constinit" | b"static_assert" | b"_Static_assert" | b"case" | b"template" | b"static" | b"enum"))
 }
 
 /// Where a block's statement goes: the offset, the line to restore after it when the offset

@@ -155,6 +155,23 @@ pub struct Block {
     /// are fresh pages, paid for when first written.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub allocs: Vec<Expr>,
+    /// Calls of the block's own statements into code the analysis does not see (a library:
+    /// `cblas_dgemm`, `fopen`), each once per execution of the block: a traced run times
+    /// them, and the time measured replaces the one `call` op the analysis can give them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub opaque: Vec<OpaqueCall>,
+}
+
+/// A call into code the analysis does not see.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OpaqueCall {
+    pub func: String,
+    /// Byte range of the call in its file (the callee's name to the closing parenthesis).
+    pub at: [u32; 2],
+    /// Nanoseconds per call, as a traced run measured them (its mean, less the clock's own
+    /// cost); absent until a trace measures it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ns: Option<f64>,
 }
 
 /// A loop-carried chain: the ops between a scalar's old value and its new one, in order

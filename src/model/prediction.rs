@@ -209,6 +209,17 @@ pub struct BlockCost {
     /// `seconds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_touch_s: Option<f64>,
+    /// Seconds in calls into code the analysis does not see, as a traced run timed them (in
+    /// `seconds`), and the callees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_calls: Option<TimedCallShare>,
+}
+
+/// The time of a block's timed calls, over all ranks.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimedCallShare {
+    pub funcs: Vec<String>,
+    pub seconds: f64,
 }
 
 /// A loop-carried chain's time: the scalar and seconds over all ranks.

@@ -419,6 +419,10 @@ pub struct TraceMeta {
     /// prediction from this trace takes as their reuse distance.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub footprints: Vec<Footprint>,
+    /// The calls into code the analysis does not see, as the run timed them: what a prediction
+    /// from this trace charges per call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<TimedCall>,
     /// Every rank reached MPI_Finalize.
     pub complete: bool,
     pub rank_traces: Vec<RankTrace>,
@@ -458,6 +462,20 @@ pub struct Sampling {
     pub trip_count: u64,
     /// Iterations that ran.
     pub sampled_iterations: u64,
+}
+
+/// A call into code the analysis does not see, timed in the traced run (the ranks together).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimedCall {
+    /// The block (its index in the analysis) and the call (its index in the block's `opaque`).
+    pub block: u32,
+    pub call: u32,
+    pub func: String,
+    /// Calls made, and how many of them were timed (the first 1,024 on each rank, then one in 16).
+    pub calls: u64,
+    pub timed: u64,
+    /// Nanoseconds per timed call, the clock's own cost taken off (at least 0).
+    pub ns: f64,
 }
 
 /// What an irregular reference touched in the traced run (its first 2^20 accesses on each

@@ -3903,7 +3903,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 }
                 v
             }
-            CExpr::Call { func, args, line } => {
+            CExpr::Call { func, args, line, .. } => {
                 self.line = *line;
                 self.call(func, args, sink)?
             }

@@ -490,7 +490,14 @@ fn with_footprints(model: &ProgramModel, set: &crate::trace::set::TraceSet) -> P
         f.block = i as u32;
         same
     });
+    moved.calls.retain_mut(|c| {
+        let Some(traced) = set.model.blocks.get(c.block as usize) else { return false };
+        let Some(&i) = index.get(&canon.id(&traced.id)) else { return false };
+        c.block = i as u32;
+        true
+    });
     crate::trace::set::measured_footprints(&mut out, &moved);
+    crate::trace::set::measured_calls(&mut out, &moved);
     out
 }
 

@@ -154,6 +154,9 @@ pub fn prediction(p: &Prediction) -> String {
             let mut split: Vec<String> = Vec::new();
             // Bound by memory or by a loop-carried chain: the ops' shares are of the block's time.
             let ops_s: f64 = b.op_seconds.values().sum();
+            if let Some(t) = b.timed_calls.as_ref().filter(|t| t.seconds > 0.0) {
+                split.push(format!("timed calls {:.0}% ({})", 100.0 * t.seconds / b.seconds.max(1e-300), t.funcs.join(", ")));
+            }
             if let Some(m) = b.memory.as_ref().filter(|m| {
                 m.seconds > ops_s && m.seconds >= b.chain.as_ref().map_or(0.0, |c| c.seconds)
             }) {

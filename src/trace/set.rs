@@ -39,6 +39,7 @@ impl TraceSet {
         };
         if let Some(m) = &meta {
             measured_footprints(&mut model, m);
+            measured_calls(&mut model, m);
         }
         let ranks = super::discover(dir)?;
         Ok(TraceSet { dir: dir.to_path_buf(), model, meta, ranks, traces: OnceCell::new() })
@@ -93,3 +94,14 @@ pub fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
 /// Tables of more elements than this hold no update behind another often enough to matter
 /// (the chain's share, 1/E, is then below 2%).
 const UPDATE_CHAIN_ELEMENTS: u64 = 64;
+
+/// The calls into code the analysis does not see, as the traced run timed them: each costs
+/// its measured mean per execution of its block, where the analysis has one `call` op.
+pub fn measured_calls(model: &mut ProgramModel, meta: &TraceMeta) {
+    for c in &meta.calls {
+        let Some(o) = model.blocks.get_mut(c.block as usize).and_then(|b| b.opaque.get_mut(c.call as usize)) else { continue };
+        if o.func == c.func {
+            o.ns = Some(c.ns);
+        }
+    }
+}

@@ -141,7 +141,7 @@ impl<'a> Taint<'a> {
                     out.push((p, src));
                 }
             }
-            CExpr::Call { func, args, line } => {
+            CExpr::Call { func, args, line, .. } => {
                 for (name, pos) in CLOCK_OUT {
                     if func == name {
                         if let Some(p) = args.get(*pos).and_then(|a| match a {
