@@ -1352,6 +1352,11 @@ impl<'a> Analyzer<'a> {
             "siglongjmp", "_longjmp", "setjmp", "sigsetjmp", "_setjmp", "fork", "vfork", "pthread_exit", "alloca",
             "va_start", "va_end", "va_arg", "va_copy", "assert", "clock", "time", "gettimeofday", "clock_gettime",
             "omp_get_wtime", "MPICAST_PROBA",
+            // A few instructions, often inlined: a call op is nearer than a timing.
+            "fmin", "fmax", "fminf", "fmaxf", "copysign", "copysignf", "fma", "fmaf", "fdim", "isnan", "isinf",
+            "isfinite", "signbit", "rint", "lrint", "nearbyint", "lround", "llround", "truncf", "ldexp", "frexp",
+            "modf", "toupper", "tolower", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower",
+            "isxdigit", "ispunct", "htonl", "htons", "ntohl", "ntohs",
         ];
         let name_ok = func.bytes().next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
             && func.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')

@@ -779,6 +779,7 @@ fn trace_in(
     let mut probe_seen: Vec<Option<(u64, u64, u64)>> = vec![None; plan.probes.len()];
     // Per timed call: nanoseconds (the clock's cost off), timed calls, calls.
     let mut call_seen: Vec<(f64, u64, u64)> = vec![(0.0, 0, 0); plan.calls.len()];
+    let mut clocks: Vec<f64> = Vec::new();
     for rank in 0..opts.ranks {
         let done = staging.join(format!("rank-{rank}.trace"));
         let part = staging.join(format!("rank-{rank}.trace.part"));
@@ -834,6 +835,9 @@ fn trace_in(
             });
         }
         let clock_ns: f64 = stats.get("call_clock_ns").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        if stats.contains_key("call_clock_ns") {
+            clocks.push(clock_ns);
+        }
         for (id, slot) in call_seen.iter_mut().enumerate() {
             // `call.J=NS TIMED CALLS`.
             let Some(v) = stats.get(&format!("call.{id}")) else { continue };
@@ -876,6 +880,7 @@ fn trace_in(
         }
     }
     footprints.sort_by_key(|f| (f.block, f.mem));
+    let clock_ns = (clocks.iter().sum::<f64>() / clocks.len().max(1) as f64 * 10.0).round() / 10.0;
     let calls: Vec<TimedCall> = plan
         .calls
         .iter()
@@ -884,7 +889,7 @@ fn trace_in(
         .filter_map(|(p, &(ns, timed, calls))| {
             let (block, call) = p.call?;
             let func = model.blocks.get(block as usize)?.opaque.get(call as usize)?.func.clone();
-            Some(TimedCall { block, call, func, calls, timed, ns: (ns / timed as f64 * 100.0).round() / 100.0 })
+            Some(TimedCall { block, call, func, calls, timed, ns: (ns / timed as f64 * 100.0).round() / 100.0, clock_ns })
         })
         .collect();
     let meta = TraceMeta {

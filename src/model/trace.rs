@@ -476,6 +476,10 @@ pub struct TimedCall {
     pub timed: u64,
     /// Nanoseconds per timed call, the clock's own cost taken off (at least 0).
     pub ns: f64,
+    /// What timing a call costs itself (the ranks' mean): a call measured below it is left to
+    /// its `call` op (the timing's error is as large as the call).
+    #[serde(default)]
+    pub clock_ns: f64,
 }
 
 /// What an irregular reference touched in the traced run (its first 2^20 accesses on each

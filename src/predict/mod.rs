@@ -1481,6 +1481,28 @@ fn clock_warning(model: &ProgramModel, execs: &[f64], mode: &str) -> Option<Stri
     ))
 }
 
+/// The calls into code the analysis does not see that ran without a time measured for them
+/// (the static path's, a trace's whose run did not time them): each costs one `call` op. The
+/// most executed first.
+fn untimed_calls(model: &ProgramModel, execs: &[f64]) -> Option<String> {
+    let mut by_func: BTreeMap<&str, f64> = BTreeMap::new();
+    for (b, n) in model.blocks.iter().zip(execs) {
+        for c in b.opaque.iter().filter(|c| c.ns.is_none() && *n > 0.0) {
+            *by_func.entry(c.func.as_str()).or_default() += n;
+        }
+    }
+    let mut v: Vec<(&str, f64)> = by_func.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let calls: f64 = v.iter().map(|x| x.1).sum();
+    v.first()?;
+    let names: Vec<String> = v.iter().take(4).map(|(f, n)| format!("{f} x{n:.0}")).collect();
+    Some(format!(
+        "{calls:.0} calls into code the analysis does not see ({}{}) cost one call op each (not timed: a prediction from a trace times them where they take longer than the timing itself)",
+        names.join(", "),
+        if v.len() > 4 { ", ..." } else { "" },
+    ))
+}
+
 /// Replay of costed per-rank traces, then the prediction with its attribution.
 fn finish(
     model: &ProgramModel,
@@ -1544,6 +1566,7 @@ fn finish(
     );
     let mut assumptions = opts.assumptions.clone();
     assumptions.extend(sk.assumptions);
+    assumptions.extend(untimed_calls(model, &sk.execs));
     Ok(Prediction {
         program: model.files.clone(),
         args: opts.args.clone(),

@@ -96,9 +96,12 @@ pub fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
 const UPDATE_CHAIN_ELEMENTS: u64 = 64;
 
 /// The calls into code the analysis does not see, as the traced run timed them: each costs
-/// its measured mean per execution of its block, where the analysis has one `call` op.
+/// its measured mean per execution of its block, where the analysis has one `call` op. A call
+/// measured below what timing costs keeps its `call` op alone: the timing's error (the clock
+/// and the counters cold in the caller's loop, where they were warm when calibrated) is as
+/// large as the call.
 pub fn measured_calls(model: &mut ProgramModel, meta: &TraceMeta) {
-    for c in &meta.calls {
+    for c in meta.calls.iter().filter(|c| c.ns >= c.clock_ns) {
         let Some(o) = model.blocks.get_mut(c.block as usize).and_then(|b| b.opaque.get_mut(c.call as usize)) else { continue };
         if o.func == c.func {
             o.ns = Some(c.ns);
