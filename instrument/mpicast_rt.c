@@ -20,6 +20,11 @@
  * increments, which `mpicast trace` compares with the spans of a plain run to find what one
  * increment cost.
  *
+ * Polls that find nothing (MPI_Test and its kin, which are no event then) run MPI's progress
+ * engine: without MPICAST_TIME_BLOCKS a burst in which some ran is followed by `compute S`,
+ * their number times the mean thread CPU time of those timed (a poll loop like HPCC's
+ * RandomAccess makes millions of them, half a microsecond each here).
+ *
  * Request ids are the smallest id not in use by an outstanding request, so that every
  * iteration of a loop uses the same ids and folds. Communicators created by Comm_split,
  * Comm_split_type, Comm_dup, Comm_create, Cart_create and Cart_sub get an id agreed by the
@@ -386,8 +391,12 @@ static void emit(const node *x, int depth)
     indent(depth);
     if (!x->loop) {
         out_bytes(x->text, x->len);
-        if (x->timed) {
+        if (x->timed == 1) {
             out_bytes(" time=", 6);
+            out_bytes(b, fmt_sci(b, x->occ ? x->tsum / (double)x->occ : 0.0));
+        } else if (x->timed == 2) {
+            /* `compute SECONDS`: the polls' wall time (lines folded into a loop: the mean). */
+            out_bytes(" ", 1);
             out_bytes(b, fmt_sci(b, x->occ ? x->tsum / (double)x->occ : 0.0));
         }
         out_bytes("\n", 1);
@@ -453,7 +462,8 @@ static void fold(void)
     }
 }
 
-/* Takes the line's text; `timed`: it carries a duration of `seconds`. */
+/* Takes the line's text; `timed`: it carries a duration of `seconds` (1: `time=S` after the
+ * text, 2: the seconds after the text, `compute S`). */
 static void push_line(line_t *l, int timed, double seconds)
 {
     if (l->bad || !rt_on) {
@@ -485,6 +495,9 @@ static void push_line(line_t *l, int timed, double seconds)
 
 /* ---- bursts and events ------------------------------------------------------------------- */
 
+static double poll_cpu_s, poll_total_s, cpu_clock_ns;
+static unsigned long long n_polls, poll_calls, poll_timed, poll_pending;
+
 /* The counters that changed since the previous burst, and its duration in time mode. */
 static void burst(double t_in)
 {
@@ -508,6 +521,44 @@ static void burst(double t_in)
     } else {
         free(l.p);
     }
+    /* The wall time of the polls that found nothing since the previous event (not with
+     * --time-blocks: the bursts' time holds it). */
+    if (poll_pending > 0 && poll_timed > 0) {
+        double s = (double)poll_pending * poll_cpu_s / (double)poll_timed;
+        line_t p = {0};
+        ln_str(&p, "compute");
+        push_line(&p, 2, s);
+        poll_total_s += s;
+        poll_pending = 0;
+    }
+}
+
+/* Polls (MPI_Test, MPI_Testany, MPI_Testall, MPI_Testsome) that find nothing are no event
+ * but part of the burst around them: MPI's progress engine runs (with mpi_yield_when_idle the
+ * process yields), about half a microsecond each on a 2-core VM with 2 ranks. They are
+ * charged at the mean thread CPU time of those timed, the first 16 and one in 16 after (the
+ * wall clock would charge a rank the time it yielded to another on its core; reading the CPU
+ * clock is a system call, of which one is taken off each timing). poll_start's value goes to
+ * poll_end: 0, not timed; `found`: the poll completed something. */
+static double poll_start(void)
+{
+    if (!rt_on || rt_time)
+        return 0.0;
+    unsigned long long n = ++poll_calls;
+    return n <= 16 || (n & 15) == 0 ? now() : -1.0;
+}
+
+static void poll_end(double t0, int found)
+{
+    if (t0 == 0.0 || found || !rt_on)
+        return;
+    if (t0 > 0.0) {
+        double d = now() - t0 - cpu_clock_ns * 1e-9;
+        poll_cpu_s += d > 0.0 ? d : 0.0;
+        poll_timed++;
+    }
+    poll_pending++;
+    n_polls++;
 }
 
 /* The burst before the call that entered at `t_in`, then the call's line. */
@@ -812,10 +863,10 @@ static void write_stats(int complete)
     int n = snprintf(text, sizeof text,
                      "complete=%d\nevents=%llu\nbursts=%llu\nlines=%llu\nbytes=%llu\n"
                      "clock_reads=%llu\nclock_ns=%.2f\ntiming_overhead_s=%.6e\nspan_s=%.9f\n"
-                     "cpu_span_s=%.9f\nincrements=%llu\nwrite_errors=%llu\n",
+                     "cpu_span_s=%.9f\nincrements=%llu\nwrite_errors=%llu\npolls=%llu\npoll_s=%.9f\n",
                      complete, n_events, n_bursts, n_lines, out_total, n_clock_reads, clock_ns,
                      (double)n_clock_reads * clock_ns * 1e-9, wall_now() - t_span0, now() - t_cpu0, increments,
-                     n_write_errors);
+                     n_write_errors, n_polls, poll_total_s);
     int fd = open(stats_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
         return;
@@ -886,12 +937,15 @@ static void rt_start(void)
     out_bytes(" size ", 6);
     out_bytes(b, fmt_u64(b, (unsigned long long)rt_size));
     out_bytes("\n", 1);
-    if (rt_time) {
-        /* The cost of one clock read, for the overhead estimate in rank-R.stats. */
+    /* The cost of one clock read: for the overhead estimate in rank-R.stats, and taken off
+     * each timed poll. */
+    {
         double t0 = now();
         for (int i = 0; i < 1000; i++)
             (void)now();
-        clock_ns = (now() - t0) / 1001.0 * 1e9;
+        cpu_clock_ns = (now() - t0) / 1001.0 * 1e9;
+        if (rt_time)
+            clock_ns = cpu_clock_ns;
         n_clock_reads = 0;
     }
     for (unsigned i = 0; i < NFATAL; i++) {
@@ -1184,9 +1238,10 @@ int MPI_Waitsome(int n, MPI_Request reqs_[], int *outcount, int indices[], MPI_S
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
-    double t = enter();
+    double t = enter(), p = poll_start();
     long long id = rt_on ? req_find(*req, req) : -1;
     int rc = PMPI_Test(req, flag, status);
+    poll_end(p, *flag);
     if (rt_on && id >= 0 && *flag)
         reqs_event(t, "test", &id, 1);
     return rc;
@@ -1196,7 +1251,9 @@ int MPI_Testall(int n, MPI_Request reqs_[], int *flag, MPI_Status statuses[])
 {
     double t = enter();
     long long *ids = find_ids(n, reqs_);
+    double p = poll_start();
     int rc = PMPI_Testall(n, reqs_, flag, statuses);
+    poll_end(p, *flag);
     if (ids != NULL && rt_on && *flag) {
         for (int i = 0; i < n; i++)
             if (ids[i] >= 0)
@@ -1210,7 +1267,9 @@ int MPI_Testany(int n, MPI_Request reqs_[], int *index, int *flag, MPI_Status *s
 {
     double t = enter();
     long long *ids = find_ids(n, reqs_);
+    double p = poll_start();
     int rc = PMPI_Testany(n, reqs_, index, flag, status);
+    poll_end(p, *flag && *index != MPI_UNDEFINED);
     if (ids != NULL && rt_on && *flag && *index != MPI_UNDEFINED && *index >= 0 && *index < n)
         reqs_event(t, "test", &ids[*index], 1);
     free(ids);
@@ -1221,7 +1280,9 @@ int MPI_Testsome(int n, MPI_Request reqs_[], int *outcount, int indices[], MPI_S
 {
     double t = enter();
     long long *ids = find_ids(n, reqs_);
+    double p = poll_start();
     int rc = PMPI_Testsome(n, reqs_, outcount, indices, statuses);
+    poll_end(p, *outcount != 0);
     if (ids != NULL && rt_on && *outcount != MPI_UNDEFINED) {
         for (int i = 0; i < *outcount; i++)
             if (indices[i] >= 0 && indices[i] < n)

@@ -1182,3 +1182,28 @@ fn calls_into_libraries_are_timed_and_charged() {
     let timed = trace_ok(&s, &fixture("library_calls.c"), 1, &["--time-blocks"], &["2"]);
     assert!(timed.meta().calls.is_empty(), "{:?}", timed.meta().calls);
 }
+
+/// Polls that find nothing are charged: 20,000 failed MPI_Test on rank 0 (exactly: its peer
+/// sends only when told), timed on the CPU clock and written as `compute S` after the bursts;
+/// none on rank 1, and none with --time-blocks (the bursts hold them).
+#[test]
+fn polls_that_find_nothing_are_charged() {
+    let s = Scratch::new("mpicast-trace-test");
+    let t = trace_ok(&s, &fixture("polls.c"), 2, &["--all-blocks"], &["20000"]);
+    let meta = t.meta();
+    let (r0, r1) = (&meta.rank_traces[0], &meta.rank_traces[1]);
+    assert_eq!(r0.polls, Some(20000), "{:?}\n{}", meta.rank_traces, t.context());
+    assert_eq!(r1.polls, None);
+    let poll_s = r0.poll_s.unwrap();
+    assert!((1e-8..1e-4).contains(&(poll_s / 20000.0)), "a poll cost {} s", poll_s / 20000.0);
+    let written: f64 = actions(&t.dir, 0)
+        .into_iter()
+        .filter_map(|a| match a {
+            TraceAction::Compute { compute: Compute::Seconds(x) } => Some(x),
+            _ => None,
+        })
+        .sum();
+    assert!((written - poll_s).abs() <= 0.01 * poll_s, "the trace holds {written} s of polls, the run {poll_s} s");
+    let timed = trace_ok(&s, &fixture("polls.c"), 2, &["--time-blocks"], &["2000"]);
+    assert!(timed.meta().rank_traces.iter().all(|r| r.polls.is_none()), "{:?}", timed.meta().rank_traces);
+}

@@ -863,6 +863,8 @@ fn trace_in(
                 None
             },
             counter_ns: if opts.time_blocks { counter_ns(&stats, plain_spans.as_ref(), rank, opts.ranks) } else { None },
+            polls: stats.get("polls").and_then(|v| v.parse().ok()).filter(|&n: &u64| n > 0),
+            poll_s: stats.get("poll_s").and_then(|v| v.parse().ok()).filter(|&s: &f64| s > 0.0),
         });
     }
     let complete = rank_traces.iter().all(|t| t.complete);

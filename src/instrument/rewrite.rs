@@ -44,9 +44,10 @@ extern unsigned long long __mpicast_call_begin(unsigned int);\nextern void __mpi
     if (*__mpicast_l == (__mpicast_a >> 6) + 1) __mpicast_reused[k]++; else *__mpicast_l = (__mpicast_a >> 6) + 1; } \\\n\
   __mpicast_p; }))\n#line 1\n";
 
-/// One insertion. At equal offsets: the ends of address probes (innermost first), closing
-/// braces, then opening braces (outermost first), the sampling check, counters (by block
-/// index), and the starts of address probes (outermost first).
+/// One insertion. At equal offsets: the ends of address probes and timed calls (innermost
+/// first), closing braces, then opening braces (outermost first), the sampling check,
+/// counters (by block index), and the starts of address probes and timed calls (outermost
+/// first).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Edit {
     offset: usize,
@@ -430,10 +431,10 @@ pub fn plan(
     plan
 }
 
-/// The address probes of the irregular references (of every block: a block counted
-/// statically has them too): one per place, none on a
-/// place that is not a whole reference inside a function body, and none that overlaps
-/// another without nesting in it.
+/// The address probes of the irregular references and the timers of the calls into code the
+/// analysis does not see (of every block: a block counted statically has them too): one per
+/// place, none on a place that is not a whole reference or call inside a function body, and
+/// none that overlaps another without nesting in it.
 fn plan_probes<'m>(plan: &mut Plan, model: &'m ProgramModel, texts: &HashMap<String, Vec<u8>>, lexed: &mut HashMap<&'m str, Lexed>) {
     let mut by_place: BTreeMap<(String, usize, usize), Probe> = BTreeMap::new();
     for (b, block) in model.blocks.iter().enumerate() {

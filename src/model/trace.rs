@@ -517,4 +517,10 @@ pub struct RankTrace {
     /// runtime measured it (`--time-blocks`); `predict --measured` takes it off each burst.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counter_ns: Option<f64>,
+    /// Polls that found nothing (MPI_Test and its kin) and their wall time, written into the
+    /// trace as `compute S` lines (counting mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_s: Option<f64>,
 }

@@ -1164,6 +1164,14 @@ fn predict_set_from(
         if !m.complete {
             assumptions.push("prediction from an incomplete trace".into());
         }
+        let polls: u64 = m.rank_traces.iter().filter_map(|r| r.polls).sum();
+        if polls > 0 {
+            let s: f64 = m.rank_traces.iter().filter_map(|r| r.poll_s).sum();
+            assumptions.push(format!(
+                "{polls} polls that found nothing (MPI_Test and its kin), {:.3} s of the ranks' CPU time in the traced run, are charged as it measured them: their number is the traced run's (a loop that polls until a message arrives polls as long as that run waited)",
+                s
+            ));
+        }
         if !m.all_blocks && !measured {
             bail!(
                 "{}: only the blocks the analysis could not count have trace points; trace with --all-blocks (or --time-blocks and predict with --measured)",
