@@ -1144,7 +1144,8 @@ fn address_probes_measure_what_irregular_references_touch() {
 /// Calls into code the analysis does not see are timed in the traced run, and a prediction
 /// from the trace charges them: 20 naps of 2 ms per rank through nanosleep (costed as one
 /// `call` op, a few nanoseconds, without the timing). Calls that run the program's own code
-/// (qsort's comparator) or do not run every time their block does are not timed.
+/// (qsort's comparator) or do not run every time their block does are not timed, and those
+/// that take under 1% of the run together (strlen here) are not charged.
 #[test]
 fn calls_into_libraries_are_timed_and_charged() {
     let s = Scratch::new("mpicast-trace-test");
@@ -1158,9 +1159,8 @@ fn calls_into_libraries_are_timed_and_charged() {
     let nap = call("nanosleep");
     assert_eq!((nap.calls, nap.timed), (40, 40));
     assert!((2.0e6..5.0e7).contains(&nap.ns), "a 2 ms nap measured {} ns", nap.ns);
-    let len = call("strlen");
-    assert_eq!(len.calls, 40);
-    assert!(len.ns < 1e4, "strlen measured {} ns", len.ns);
+    // strlen's 40 calls take far less than 1% of the run: left to its call op.
+    assert!(meta.calls.iter().all(|c| c.func != "strlen"), "{:?}", meta.calls);
     // The prediction charges the naps: at least 20 x 2 ms on each rank.
     let out = Command::new(exe())
         .args(["predict", "-n", "2", "--machine"])

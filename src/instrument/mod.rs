@@ -278,6 +278,26 @@ fn copy_tree(src: &Path, dst: &Path, skip: Option<&Path>, depth: usize) -> Resul
     Ok(())
 }
 
+/// The timed calls worth charging: the smallest, as long as together they take at most 1% of
+/// the ranks' spans, are left out (a call made once, such as `strtol` on an argument, measures
+/// a cold cache and the dynamic linker's first binding: microseconds that vary from run to
+/// run, where its `call` op is steady).
+fn significant_calls(mut calls: Vec<TimedCall>, spans_s: f64) -> Vec<TimedCall> {
+    let total = |c: &TimedCall| c.ns * 1e-9 * c.calls as f64;
+    calls.sort_by(|a, b| total(a).total_cmp(&total(b)));
+    let mut small = 0.0;
+    let cut = calls
+        .iter()
+        .take_while(|c| {
+            small += total(c);
+            small <= 0.01 * spans_s
+        })
+        .count();
+    let mut kept = calls.split_off(cut);
+    kept.sort_by_key(|c| (c.block, c.call));
+    kept
+}
+
 /// The generated definition of the counters and the list of counted blocks.
 fn blocks_c(nblocks: usize, counted: &[u32], probes: usize, calls: usize) -> String {
     let ids = if counted.is_empty() {
@@ -780,6 +800,8 @@ fn trace_in(
     // Per timed call: nanoseconds (the clock's cost off), timed calls, calls.
     let mut call_seen: Vec<(f64, u64, u64)> = vec![(0.0, 0, 0); plan.calls.len()];
     let mut clocks: Vec<f64> = Vec::new();
+    // The ranks' spans together (MPI_Init to MPI_Finalize), seconds.
+    let mut spans_s = 0.0;
     for rank in 0..opts.ranks {
         let done = staging.join(format!("rank-{rank}.trace"));
         let part = staging.join(format!("rank-{rank}.trace.part"));
@@ -834,6 +856,7 @@ fn trace_in(
                 Some((b, s, r)) => (b.max(bytes), s + seen, r + reused),
             });
         }
+        spans_s += stats.get("span_s").and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
         let clock_ns: f64 = stats.get("call_clock_ns").and_then(|v| v.parse().ok()).unwrap_or(0.0);
         if stats.contains_key("call_clock_ns") {
             clocks.push(clock_ns);
@@ -894,6 +917,7 @@ fn trace_in(
             Some(TimedCall { block, call, func, calls, timed, ns: (ns / timed as f64 * 100.0).round() / 100.0, clock_ns })
         })
         .collect();
+    let calls = significant_calls(calls, spans_s);
     let meta = TraceMeta {
         footprints,
         calls,
