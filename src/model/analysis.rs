@@ -162,6 +162,14 @@ pub struct Block {
     pub opaque: Vec<OpaqueCall>,
 }
 
+impl Block {
+    /// Nanoseconds per execution of the block in its calls into code the analysis does not
+    /// see, as a trace timed them (0 where none was timed).
+    pub fn timed_calls_ns(&self) -> f64 {
+        self.opaque.iter().filter_map(|c| c.ns).sum()
+    }
+}
+
 /// A call into code the analysis does not see.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OpaqueCall {

@@ -388,8 +388,7 @@ fn block_seconds(
                 .iter()
                 .map(|(c, e)| e.eval_map(env).unwrap_or(0.0) * costs.get(c).copied().unwrap_or(0.0))
                 .sum();
-            let calls: f64 = b.opaque.iter().filter_map(|c| c.ns).sum();
-            (bounds.block_ns(b, ops, env) + bounds.first_touch_ns(b, env) + calls) * 1e-9
+            (bounds.block_ns(b, ops, env) + bounds.first_touch_ns(b, env) + b.timed_calls_ns()) * 1e-9
         })
         .collect()
 }
@@ -1005,10 +1004,9 @@ pub fn attribute(
         s = bounds.block_ns(b, s / (1e-9 * n * factor), &env) * 1e-9 * n * factor;
         let first_touch_s = bounds.first_touch_ns(b, &env) * 1e-9 * n * factor;
         s += first_touch_s;
-        let timed: Vec<&crate::model::analysis::OpaqueCall> = b.opaque.iter().filter(|c| c.ns.is_some()).collect();
-        let timed_calls = (!timed.is_empty()).then(|| crate::model::prediction::TimedCallShare {
-            funcs: timed.iter().map(|c| c.func.clone()).collect(),
-            seconds: timed.iter().filter_map(|c| c.ns).sum::<f64>() * 1e-9 * n * factor,
+        let timed_calls = b.opaque.iter().any(|c| c.ns.is_some()).then(|| crate::model::prediction::TimedCallShare {
+            funcs: b.opaque.iter().filter(|c| c.ns.is_some()).map(|c| c.func.clone()).collect(),
+            seconds: b.timed_calls_ns() * 1e-9 * n * factor,
         });
         s += timed_calls.as_ref().map_or(0.0, |t| t.seconds);
         total += s;
