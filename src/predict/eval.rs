@@ -73,6 +73,13 @@ const SAMPLE_TOTAL_S: f64 = 60.0;
 const SAMPLE_ARRAY: i64 = 1 << 22;
 /// Evaluations of a branch a sample must see before its rate replaces the assumption.
 const SAMPLE_MIN: u64 = 64;
+/// A loop under the sampled one that holds none of its arms (a producer: NAS EP's vranlc
+/// fills 131,072 random numbers before the branches read them) is cut short at an iteration's
+/// end once it ran this many statements, so that the arms meet the data it did produce: what
+/// it would have written after stays unknown, and the sample measures the arms on the elements
+/// it made (NAS EP S spent the whole budget in the fill, its branch assumed taken half the
+/// time where the run takes it 78.5%).
+const SAMPLE_PRODUCER_STEPS: u64 = SAMPLE_STEPS * 2 / 5;
 /// A sample run stops once an arm was seen this often (its rate known to about 0.4%); arms
 /// seen fewer than SAMPLE_MIN times by then keep the assumption.
 const SAMPLE_ENOUGH: u64 = 16384;
@@ -537,6 +544,19 @@ struct Sample {
     enough: bool,
     /// Meetings with its arms on unknown data.
     unknown: u64,
+    /// Whether a loop (by block) holds any of the arms, itself or in what it calls.
+    holds_arms: CellMap<bool>,
+    /// The outermost producer loop while it runs.
+    producer: Option<Producer>,
+}
+
+/// A producer loop of a sample run (SAMPLE_PRODUCER_STEPS): the step it began at, whether it
+/// was cut short, and the cells stored into since it began.
+#[derive(Clone, Debug)]
+struct Producer {
+    from_step: u64,
+    cut: bool,
+    written: FastSet<usize>,
 }
 
 impl<'p, 'a> Shared<'p, 'a> {
@@ -1338,6 +1358,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn set(&mut self, c: usize, v: Val) {
+        if let Some(pr) = self.sample.as_mut().and_then(|sm| sm.producer.as_mut()) {
+            pr.written.insert(c);
+        }
         if let Some(px) = &mut self.prefix {
             let k = px.iter;
             px.writes
@@ -1953,6 +1976,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             arms: arms.clone(),
             enough: false,
             unknown: 0,
+            holds_arms: CellMap::default(),
+            producer: None,
         }));
         copy.pending.clear();
         copy.weight = 1.0;
@@ -3102,6 +3127,104 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         has_comm: bool,
         sink: &mut dyn Sink,
     ) -> R<Flow> {
+        // In a sample run, the outermost loop that holds none of the arms is a producer.
+        let producer = !has_comm
+            && lb.is_some_and(|b| self.sample.as_ref().is_some_and(|sm| sm.producer.is_none()) && !self.holds_arms(b));
+        if producer {
+            let steps = self.steps;
+            if let Some(sm) = self.sample.as_mut() {
+                sm.producer = Some(Producer {
+                    from_step: steps,
+                    cut: false,
+                    written: FastSet::default(),
+                });
+            }
+        }
+        let r = self.iterate_loop(s, lb, has_comm, sink);
+        if producer {
+            if let Some(sm) = self.sample.as_mut() {
+                sm.producer = None;
+            }
+        }
+        r
+    }
+
+    /// Whether the loop `b` holds (itself or in what it calls) an arm the sample run measures.
+    fn holds_arms(&mut self, b: usize) -> bool {
+        let Some(sm) = self.sample.as_ref() else { return false };
+        if let Some(h) = sm.holds_arms.get(&b) {
+            return *h;
+        }
+        let h = self.sh.prog.data_branches_under(b).iter().any(|a| sm.arms.contains(a));
+        if let Some(sm) = self.sample.as_mut() {
+            sm.holds_arms.insert(b, h);
+        }
+        h
+    }
+
+    /// In a sample run, a loop under a producer (or the producer itself) at an iteration's
+    /// end: cut short once the producer ran SAMPLE_PRODUCER_STEPS statements. What the loop
+    /// stores into becomes unknown but for the cells the producer wrote, and so do the scalars
+    /// it writes.
+    fn cut_producer(&mut self, body: &Stmt, var: Option<&str>, line: u32) -> bool {
+        let steps = self.steps;
+        let Some(pr) = self.sample.as_mut().and_then(|sm| sm.producer.as_mut()) else {
+            return false;
+        };
+        if !pr.cut && steps.saturating_sub(pr.from_step) < SAMPLE_PRODUCER_STEPS {
+            return false;
+        }
+        pr.cut = true;
+        let written = std::mem::take(&mut pr.written);
+        let why: Rc<str> = Rc::from(format!(
+            "left by a sample run's loop at {}:{line}, cut short",
+            self.file
+        ));
+        for (t, _) in self.store_targets(body) {
+            self.poison_cells_except(t, &why, &written);
+        }
+        let mut names = written_idents(body);
+        if let Some(v) = var {
+            names.insert(v.to_string());
+        }
+        self.poison(&names, &why);
+        if let Some(pr) = self.sample.as_mut().and_then(|sm| sm.producer.as_mut()) {
+            pr.written = written;
+        }
+        true
+    }
+
+    /// Every element of array cell `t` (and of arrays in it) becomes unknown but those in
+    /// `keep`.
+    fn poison_cells_except(&mut self, t: usize, why: &Rc<str>, keep: &FastSet<usize>) {
+        let Cell::Ar(els, _) = &self.heap[t] else {
+            return;
+        };
+        for i in 0..els.len() {
+            let e = match &self.heap[t] {
+                Cell::Ar(els, _) if i < els.len() => els[i],
+                _ => break,
+            };
+            if keep.contains(&e) {
+                continue;
+            }
+            match &self.heap[e] {
+                Cell::V(v) if !v.is_unknown() => self.put(e, Cell::V(Val::U(why.clone()))),
+                Cell::Ar(..) => self.poison_cells_except(e, why, keep),
+                _ => {}
+            }
+        }
+        self.fill.insert(t, Val::U(why.clone()));
+        self.totals.remove(&t);
+    }
+
+    fn iterate_loop(
+        &mut self,
+        s: &'p Stmt,
+        lb: Option<usize>,
+        has_comm: bool,
+        sink: &mut dyn Sink,
+    ) -> R<Flow> {
         let (cond, update, body, do_while) = match s {
             Stmt::For {
                 cond, update, body, ..
@@ -3208,6 +3331,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 self.eval_sink(u, sink)?;
             }
             k += 1;
+            if self.sample.as_ref().is_some_and(|sm| sm.producer.is_some())
+                && self.cut_producer(body, shape.as_ref().map(|sh| sh.var.as_str()), line)
+            {
+                break;
+            }
             if !has_comm {
                 let Some(it) = self.pending.get(start..) else {
                     // Compute was flushed: something in the body wrote a trace action.
