@@ -126,6 +126,35 @@ fn ping_pong_matches_latency_plus_size_over_bandwidth_both_protocols() {
     }
 }
 
+/// A platform's per-message overheads (mpicast/smpi-os, mpicast/smpi-or: SMPI's smpi/os and
+/// smpi/or) are the sender's before each send and the receiver's after each receive: a round
+/// trip of S bytes takes 2 (os + L + S/B + or(S)), or with a per-byte slope.
+#[test]
+fn ping_pong_pays_the_platforms_message_overheads() {
+    let dir = crate::util::Scratch::new("mpicast-overheads");
+    let xml = dir.path().join("two_hosts_overheads.xml");
+    let text = std::fs::read_to_string(two_hosts()).unwrap().replace(
+        "<zone id=\"world\" routing=\"Full\">\n",
+        "<zone id=\"world\" routing=\"Full\">\n    <prop id=\"mpicast/smpi-os\" value=\"0:2e-6\"/>\n    <prop id=\"mpicast/smpi-or\" value=\"0:3e-6:1e-12\"/>\n",
+    );
+    assert!(text.contains("mpicast/smpi-or"));
+    std::fs::write(&xml, &text).unwrap();
+    for bytes in [1_000u64, 1_000_000] {
+        let r = replay(
+            vec![vec![send(1, bytes), recv(1, bytes)], vec![recv(0, bytes), send(0, bytes)]],
+            &xml,
+            &UNIT,
+        );
+        let or = 3e-6 + 1e-12 * bytes as f64;
+        exact(r.makespan_s, 2.0 * (2e-6 + L + bytes as f64 / B + or), &format!("ping-pong of {bytes} B with overheads"));
+    }
+    // A value that is not a list: one line naming the file and the line.
+    std::fs::write(&xml, text.replace("0:2e-6\"", "fast\"")).unwrap();
+    let e = try_replay(vec![vec![secs(1.0)]], &xml, &[], ReplayOptions::default()).unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.contains("two_hosts_overheads.xml:") && msg.contains("mpicast/smpi-os") && !msg.contains('\n'), "{msg}");
+}
+
 #[test]
 fn ping_pong_under_default_smpi_factors() {
     // tests/sim.rs's formula for 1 MB (latency x 11.6436, bandwidth x 0.940694, 5% reverse

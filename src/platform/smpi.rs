@@ -26,6 +26,22 @@ impl FactorList {
         }
     }
 
+    /// A list as [`render`](Self::render) writes it (`t:v[:v2];...`); None when an entry is
+    /// not a threshold and one or two numbers, or the thresholds do not ascend.
+    pub fn parse(s: &str) -> Option<FactorList> {
+        let mut entries: Vec<(u64, Vec<f64>)> = Vec::new();
+        for item in s.split(';').map(str::trim).filter(|i| !i.is_empty()) {
+            let mut parts = item.split(':');
+            let t: u64 = parts.next()?.trim().parse().ok()?;
+            let vals: Vec<f64> = parts.map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite())).collect::<Option<_>>()?;
+            if vals.is_empty() || vals.len() > 2 || entries.last().is_some_and(|(p, _)| *p >= t) {
+                return None;
+            }
+            entries.push((t, vals));
+        }
+        Some(FactorList { entries })
+    }
+
     /// `t:v[:v2];...` as SimGrid parses it.
     pub fn render(&self) -> String {
         self.entries

@@ -1075,6 +1075,12 @@ pub fn default_platform() -> Result<PathBuf> {
                 "mpicast: the cached network platform was fitted through implausible ping-pong times at {} B: measuring it again",
                 t.implausible_in_fit().iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
             ),
+            // A platform written before platforms carried the per-message overheads is
+            // written again from its table (the measurement stands).
+            Ok(t) if lacks_overheads(&t, &p) => {
+                crate::network::bench::write_platform(&t, &p)?;
+                return Ok(p);
+            }
             _ => return Ok(p),
         }
     } else {
@@ -1109,6 +1115,12 @@ pub fn default_platform() -> Result<PathBuf> {
 /// `mpicast bench network --quick` between two ranks of this host, its report on stderr
 /// (stdout is the prediction's: `--json -`): the table at `table`, the platform at `platform`,
 /// checked by replaying the ping-pong on it.
+/// Whether the table measured per-message overheads that its platform file does not carry.
+fn lacks_overheads(t: &crate::model::network::NetworkTable, platform: &Path) -> bool {
+    let measured = t.smpi.smpi_only_cfg.iter().any(|c| !c.ends_with(":0:0:0"));
+    measured && std::fs::read_to_string(platform).is_ok_and(|x| !x.contains(crate::platform::OS_PROP))
+}
+
 fn measure_network(table: &Path, platform: &Path) -> Result<crate::model::network::NetworkTable> {
     use crate::network::bench;
     use std::io::IsTerminal;

@@ -57,6 +57,8 @@ struct Link2 {
     issued: Cell<u8>,
     /// The receiver's wait returned: the transfer is over.
     received: Cell<bool>,
+    /// The message's size, once a send is matched with it (the receiver's overhead).
+    bytes: Cell<u64>,
 }
 
 struct Posted {
@@ -241,6 +243,10 @@ struct Opts {
     timeline: bool,
     /// The marked iterations of `ReplayOptions::marks` (empty: none).
     mark_at: Vec<u64>,
+    /// The platform's per-message overheads (`platform::message_overheads`): the sender's
+    /// before each send, the receiver's after each receive.
+    os: crate::platform::smpi::FactorList,
+    or: crate::platform::smpi::FactorList,
 }
 
 /// A communicator as seen by one rank: its members (world ranks) and this rank's index.
@@ -301,6 +307,7 @@ impl Rank {
     /// `post_send`; with `defer`, a rendezvous send is matched but not issued: its wire size
     /// comes back for the caller to send blocking (`complete_with`).
     fn post_send_or_defer(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx, defer: bool) -> (Req, Option<u64>) {
+        self.overhead(self.opts.os.eval(bytes, 0.0));
         let me = self.me;
         self.messages_sent += 1;
         self.bytes_sent += bytes;
@@ -317,6 +324,7 @@ impl Rank {
                 Some(i) => {
                     let p = q.remove(i).expect("index from position");
                     p.link.matched_at.set(engine::now());
+                    p.link.bytes.set(bytes);
                     p.link
                 }
                 None => {
@@ -326,6 +334,7 @@ impl Rank {
                         matched_at: Cell::new(f64::NAN),
                         issued: Cell::new(0),
                         received: Cell::new(false),
+                        bytes: Cell::new(bytes),
                     });
                     w.queues[to as usize].unexpected.push(Envelope {
                         src: me,
@@ -488,6 +497,7 @@ impl Rank {
                         matched_at: Cell::new(f64::NAN),
                         issued: Cell::new(0),
                         received: Cell::new(false),
+                        bytes: Cell::new(0),
                     });
                     w.queues[me].posted.push_back(Posted {
                         src: from,
@@ -520,6 +530,7 @@ impl Rank {
             for r in reqs.iter().filter(|r| r.pending.recv) {
                 r.link.received.set(true);
             }
+            self.receive_overheads(reqs.iter().filter(|r| r.pending.recv).map(|r| &*r.link));
             return;
         }
         {
@@ -565,6 +576,28 @@ impl Rank {
         self.world.borrow_mut().status[self.me as usize]
             .blocked
             .clear();
+        let received = reqs.iter().filter(|r| r.pending.recv).map(|r| &*r.link);
+        let blocking_recv = blocking.iter().filter(|b| b.pending.recv).map(|b| &*b.link);
+        self.receive_overheads(received.chain(blocking_recv));
+    }
+
+    /// The receiver's per-message overhead (the platform's smpi/or) for each message received.
+    fn receive_overheads<'l>(&mut self, links: impl Iterator<Item = &'l Link2>) {
+        if self.opts.or.entries.is_empty() {
+            return;
+        }
+        let s: f64 = links.map(|l| self.opts.or.eval(l.bytes.get(), 0.0)).sum();
+        self.overhead(s);
+    }
+
+    /// MPI's own time around a message (the platform's smpi/os before a send, smpi/or after a
+    /// receive, as SMPI applies them): a sleep, counted as communication.
+    fn overhead(&mut self, s: f64) {
+        if s >= self.opts.min_sleep_s {
+            let t0 = engine::now();
+            engine::sleep(s);
+            self.comm_s += engine::now() - t0;
+        }
     }
 
     fn send(&mut self, to: u32, bytes: u64, tag: i32, ctx: Ctx) {
@@ -1211,6 +1244,9 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         superseded_sends: 0,
         async_pairs: HashSet::new(),
     }));
+    let text = std::fs::read_to_string(&job.platform).unwrap_or_default();
+    let (os, or) = crate::platform::message_overheads(&text)
+        .map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
     let opts = Rc::new(Opts {
         eager_threshold: job.options.eager_threshold_bytes,
         reduce_flops_per_byte: job.options.reduce_flops_per_byte,
@@ -1224,6 +1260,8 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         block_seconds: job.options.block_seconds.iter().copied().collect(),
         timeline: job.options.timeline,
         mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
+        os,
+        or,
     });
 
     // Ranks alone on their cores compute by sleeping: the time is the same (an execution on a
@@ -1231,9 +1269,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     // an execution (pi_dartboard at 4,096 ranks: 840,000 simcalls, 450,000 of them for its
     // 90,000 executions). Not where a host runs more ranks than cores (they share them), nor on
     // platforms whose hosts' speed or state changes over time.
-    let varying = std::fs::read_to_string(&job.platform)
-        .map(|t| ["speed_file", "availability_file", "state_file", "<trace", "<profile"].iter().any(|k| t.contains(k)))
-        .unwrap_or(true);
+    let varying = text.is_empty() || ["speed_file", "availability_file", "state_file", "<trace", "<profile"].iter().any(|k| text.contains(k));
     let mut on_host: HashMap<Host, usize> = HashMap::new();
     for h in &placement {
         *on_host.entry(*h).or_insert(0) += 1;
