@@ -91,13 +91,13 @@ pub struct ExchangePoint {
     pub median_s: f64,
 }
 
-/// The link sharing policy the exchange shows: at the largest exchanged size, the exchange's
-/// median over the one-way ping-pong median of the same size is about 1 when each direction has
-/// its own bandwidth and about 2 when the directions share it.
+/// The link sharing policy the exchange shows: at the largest exchanged size, the fastest
+/// exchange over the fastest one-way ping-pong of the same size is about 1 when each direction
+/// has its own bandwidth and about 2 when the directions share it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Duplex {
     pub size_bytes: u64,
-    /// Exchange median / one-way median at `size_bytes`.
+    /// Fastest exchange / fastest one-way time at `size_bytes`.
     pub ratio: f64,
     /// SimGrid's sharing_policy for the host links: SPLITDUPLEX or SHARED.
     pub sharing_policy: String,
