@@ -2608,23 +2608,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// Every element of array cell `t` (and of arrays in it) becomes unknown, also those not
     /// yet read.
     fn poison_cells(&mut self, t: usize, why: &Rc<str>) {
-        let Cell::Ar(els, _) = &self.heap[t] else {
-            return;
-        };
-        for i in 0..els.len() {
-            let e = match &self.heap[t] {
-                Cell::Ar(els, _) if i < els.len() => els[i],
-                _ => break,
-            };
-            match &self.heap[e] {
-                // (One already unknown keeps its own reason.)
-                Cell::V(v) if !v.is_unknown() => self.put(e, Cell::V(Val::U(why.clone()))),
-                Cell::Ar(..) => self.poison_cells(e, why),
-                _ => {}
-            }
-        }
-        self.fill.insert(t, Val::U(why.clone()));
-        self.totals.remove(&t);
+        self.poison_cells_except(t, why, &FastSet::default());
     }
 
     /// A store whose place is not known (an index computed from data): the array it goes
@@ -3209,6 +3193,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 continue;
             }
             match &self.heap[e] {
+                // (One already unknown keeps its own reason.)
                 Cell::V(v) if !v.is_unknown() => self.put(e, Cell::V(Val::U(why.clone()))),
                 Cell::Ar(..) => self.poison_cells_except(e, why, keep),
                 _ => {}
