@@ -1112,15 +1112,16 @@ pub fn default_platform() -> Result<PathBuf> {
     }
     Ok(p)
 }
-/// `mpicast bench network --quick` between two ranks of this host, its report on stderr
-/// (stdout is the prediction's: `--json -`): the table at `table`, the platform at `platform`,
-/// checked by replaying the ping-pong on it.
+
 /// Whether the table measured per-message overheads that its platform file does not carry.
 fn lacks_overheads(t: &crate::model::network::NetworkTable, platform: &Path) -> bool {
     let measured = t.smpi.smpi_only_cfg.iter().any(|c| !c.ends_with(":0:0:0"));
     measured && std::fs::read_to_string(platform).is_ok_and(|x| !x.contains(crate::platform::OS_PROP))
 }
 
+/// `mpicast bench network --quick` between two ranks of this host, its report on stderr
+/// (stdout is the prediction's: `--json -`): the table at `table`, the platform at `platform`,
+/// checked by replaying the ping-pong on it.
 fn measure_network(table: &Path, platform: &Path) -> Result<crate::model::network::NetworkTable> {
     use crate::network::bench;
     use std::io::IsTerminal;
