@@ -100,6 +100,8 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     );
     assert!(dram.throughput.ns_per_op > l1);
 
+    host_speed_is_checked_against_the_tables_own_kernels(dir.path(), &o2);
+
     // -O0 keeps every value in memory: simple arithmetic costs more per op than at -O2.
     let o0 = bench(
         dir.path(),
@@ -198,4 +200,51 @@ fn a_table_measured_under_load_is_marked_and_not_the_default() {
         mpicast::model::read_artifact(&cache.join("mpicast/machines").join(&written[0])).unwrap();
     let load = t.load.expect("the load is recorded");
     assert!(load.under_load && load.wall_s > 0.0 && load.cpus >= 1, "{load:?}");
+}
+
+/// `predict --host-speed`: this host's table's calibration kernels timed again. A copy of the
+/// table whose kernels took half the time says the host now computes about twice as slowly:
+/// warn reports the factor, rescale scales the costs by it, off does not check.
+fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &MachineTable) {
+    let Some(co_run) = &o2.co_run else {
+        return crate::util::skip("one core: the table has no calibration kernels timed alone");
+    };
+    let predict = |table: &Path, how: &str| -> mpicast::model::prediction::Prediction {
+        let o = Command::new(exe())
+            .args(["predict", "examples/pi_dartboard.c", "-n", "1", "--ops", "source", "--platform", "platforms/cluster-gige.xml", "--machine"])
+            .arg(table)
+            .args(["--host-speed", how, "--json", "-", "--", "200000", "2"])
+            .current_dir(crate::util::root())
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .output()
+            .expect("mpicast runs");
+        assert!(o.status.success(), "predict --host-speed {how}: {}", String::from_utf8_lossy(&o.stderr));
+        mpicast::model::parse_artifact(&String::from_utf8_lossy(&o.stdout), "predict --json -").expect("a prediction")
+    };
+    let own = dir.join("o2.json");
+    let same = predict(&own, "warn").machine.speed.expect("this host's table is checked");
+    let mut halved = o2.clone();
+    let mut c = co_run.clone();
+    c.kernels.iter_mut().for_each(|k| k.alone_ns *= 0.5);
+    halved.co_run = Some(c);
+    let path = dir.join("halved.json");
+    mpicast::model::write_artifact(&path, &halved).unwrap();
+    let warn = predict(&path, "warn");
+    let s = warn.machine.speed.clone().expect("checked");
+    // Two checks seconds apart on a noisy host: the ratio of their factors, not each.
+    let r = s.factor / same.factor;
+    assert!(r > 1.4 && r < 2.8, "kernels recorded at half their time: factor {} against {} for the table as measured", s.factor, same.factor);
+    assert!(!s.applied && warn.assumptions.iter().any(|a| a.contains("slower than when its machine table was measured")), "{:?}", warn.assumptions);
+    let re = predict(&path, "rescale");
+    let applied = re.machine.speed.clone().expect("checked");
+    assert!(applied.applied && applied.factor == s.factor, "the check is reused within its 15 minutes: {applied:?} {s:?}");
+    let g = re.predicted_s / warn.predicted_s;
+    assert!(g > 1.3 && g < 3.5, "rescaled {} s against {} s as measured", re.predicted_s, warn.predicted_s);
+    assert!(predict(&path, "off").machine.speed.is_none());
+    // Another host's table is never checked.
+    let mut other = o2.clone();
+    other.host.hostname = format!("{}-elsewhere", other.host.hostname);
+    let path = dir.join("other.json");
+    mpicast::model::write_artifact(&path, &other).unwrap();
+    assert!(predict(&path, "rescale").machine.speed.is_none());
 }

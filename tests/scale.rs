@@ -456,6 +456,7 @@ fn a_sweep_reads_each_rank_file_once() {
         hosts: None,
         cores_per_host: None,
         compiled_ops: false,
+        host_speed: mpicast::predict::session::HostSpeed::Off,
     };
     let before = mpicast::trace::rank_file_reads(&dir);
     let sw = sweep(&req, |_| {}).unwrap_or_else(|e| panic!("{e:#}"));

@@ -169,6 +169,31 @@ pub struct CostArgs {
     /// command, a compile error), source, with a note.
     #[arg(long, value_enum, default_value = "compiled", value_name = "FROM")]
     pub ops: Ops,
+    /// This host's own machine table against the host's speed now (its calibration kernels
+    /// timed again, about a second, reused for 15 minutes): rescale (the default: the table's
+    /// times scaled when the host computes more than 5% slower or faster than when the table
+    /// was measured), warn (the factor in the assumptions only) or off. Another host's table is
+    /// never checked.
+    #[arg(long, value_enum, default_value = "rescale", value_name = "HOW")]
+    pub host_speed: HostSpeed,
+}
+
+/// `--host-speed`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostSpeed {
+    Rescale,
+    Warn,
+    Off,
+}
+
+impl HostSpeed {
+    pub fn session(self) -> crate::predict::session::HostSpeed {
+        match self {
+            HostSpeed::Rescale => crate::predict::session::HostSpeed::Rescale,
+            HostSpeed::Warn => crate::predict::session::HostSpeed::Warn,
+            HostSpeed::Off => crate::predict::session::HostSpeed::Off,
+        }
+    }
 }
 
 // The values of the flags that take one of a few words. (No doc comments on the variants: the

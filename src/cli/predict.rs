@@ -159,6 +159,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         save_traces: args.save_traces.clone(),
         timeline: args.timeline || args.html.is_some() || args.chrome_trace.is_some(),
         no_fold: args.no_fold,
+        host_speed: args.costs.host_speed.session(),
     };
     let prediction = session::predict(&req)?;
     if let Some(f) = &args.html {

@@ -87,6 +87,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         hosts: args.hosts,
         cores_per_host: args.cores_per_host,
         compiled_ops: args.costs.ops == super::flags::Ops::Compiled,
+        host_speed: args.costs.host_speed.session(),
     };
     let bar = ProgressBar::new(0);
     let sweep = session::sweep(&req, |step| match step {

@@ -57,7 +57,7 @@ pub fn compiler_version(cc: &str) -> Result<String> {
 }
 
 /// FNV-1a, enough to name a cache entry.
-fn fnv(parts: &[&str]) -> u64 {
+pub fn fnv(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for p in parts {
         for b in p.bytes().chain(std::iter::once(0u8)) {

@@ -8,6 +8,7 @@ pub mod fit;
 pub mod kernels;
 pub mod measure;
 pub mod render;
+pub mod speed;
 pub mod sysinfo;
 
 use std::collections::BTreeMap;

@@ -255,6 +255,42 @@ impl MachineTable {
         }
     }
 
+    /// Every time the table holds multiplied by its class's factor (a host that now computes
+    /// slower or faster than when it was measured: `machine::speed`): each class's throughput
+    /// and latency and its fitted cost by `factor(Some(class))`, the memory figures by the load
+    /// or store class's, the calibration kernels' measures by `factor(None)`. Ratios (the
+    /// co-run factors and kernels, spreads) and counted cycles stay.
+    pub fn scale_times(&mut self, factor: &dyn Fn(Option<OpClass>) -> f64) {
+        let scale = |m: &mut Measure, f: f64| {
+            m.ns_per_op *= f;
+            m.min_ns *= f;
+            m.max_ns *= f;
+        };
+        for (c, cost) in self.classes.iter_mut() {
+            let f = factor(Some(*c));
+            scale(&mut cost.throughput, f);
+            scale(&mut cost.latency, f);
+        }
+        for m in &mut self.memory {
+            let f = factor(Some(if m.access == "store" { OpClass::Store } else { OpClass::Load }));
+            scale(&mut m.throughput, f);
+            if let Some(l) = &mut m.latency {
+                scale(l, f);
+            }
+        }
+        if let Some(fit) = &mut self.fit {
+            for (c, v) in fit.ns_per_op.iter_mut() {
+                *v *= factor(Some(*c));
+            }
+            let f = factor(None);
+            for k in &mut fit.kernels {
+                scale(&mut k.measured, f);
+                k.predicted_raw_ns *= f;
+                k.predicted_fit_ns *= f;
+            }
+        }
+    }
+
     /// The memory figure for a level ("L1".."DRAM"), pattern and access, if measured.
     pub fn memory_cost(&self, level: &str, pattern: &str, access: &str) -> Option<&MemoryCost> {
         self.memory

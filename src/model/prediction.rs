@@ -179,6 +179,19 @@ pub struct MachineRef {
     pub hostname: String,
     pub cpu_model: String,
     pub compiler: String,
+    /// This host's speed now against the table's (`--host-speed`; this host's own table only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<HostSpeedRef>,
+}
+
+/// A host-speed check as a prediction reports it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostSpeedRef {
+    /// Median over the calibration kernels of (wall time now) / (wall time in the table).
+    pub factor: f64,
+    /// Whether the table's times were scaled by it.
+    pub applied: bool,
+    pub probed_unix_s: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1619,5 +1619,6 @@ pub fn machine_ref(t: &MachineTable, path: &Path) -> MachineRef {
         hostname: t.host.hostname.clone(),
         cpu_model: t.host.cpu_model.clone(),
         compiler: format!("{} {}", t.compiler.cc, t.compiler.cflags.join(" ")),
+        speed: None,
     }
 }

@@ -23,6 +23,19 @@ use crate::scale::Mode;
 
 use super::{Options, WhatIf};
 
+/// What a prediction does when this host's own machine table was measured at another speed
+/// than the host computes at now (`machine::speed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostSpeed {
+    /// The table's times scaled by the factor, when it is outside the kernels' repeatability.
+    #[default]
+    Rescale,
+    /// The factor reported in the assumptions, the table used as it is.
+    Warn,
+    /// No check.
+    Off,
+}
+
 /// Where a prediction's counts come from.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -84,6 +97,8 @@ pub struct Request {
     pub save_traces: Option<PathBuf>,
     pub timeline: bool,
     pub no_fold: bool,
+    /// This host's own machine table checked against the host's speed now.
+    pub host_speed: HostSpeed,
 }
 
 impl WhatIf {
@@ -146,13 +161,52 @@ pub fn bindings(spec: &BuildSpec, files: &[PathBuf]) -> BTreeMap<String, f64> {
     b
 }
 
-/// The machine table at `path`, or this host's (measured on first use); and its path.
-pub fn machine_table(path: Option<&Path>) -> Result<(MachineTable, PathBuf)> {
+/// The machine table at `path`, or this host's (measured on first use); and its path. When the
+/// table is this host's own, its speed is checked as `speed` says: the table comes back scaled
+/// to the host's speed now (Rescale, outside the deadband), and what the check found as a line
+/// for the prediction's assumptions.
+pub fn machine_table(path: Option<&Path>, speed: HostSpeed) -> Result<(MachineTable, PathBuf, Option<(crate::machine::speed::SpeedCheck, bool)>)> {
     let path = match path {
         Some(p) => p.to_path_buf(),
         None => default_machine()?,
     };
-    Ok((crate::machine::load_table(&path)?, path))
+    let mut table = crate::machine::load_table(&path)?;
+    let check = match speed {
+        HostSpeed::Off => None,
+        _ => match crate::machine::speed::check(&table, &path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("mpicast: this host's speed was not checked against its machine table: {}", one_line(&e));
+                None
+            }
+        },
+    };
+    let check = check.map(|c| {
+        let applied = speed == HostSpeed::Rescale && c.drifted();
+        if applied {
+            let classes = crate::machine::speed::class_factors(&table, &c);
+            table.scale_times(&|class| class.and_then(|k| classes.get(&k)).copied().unwrap_or(c.factor));
+        }
+        (c, applied)
+    });
+    Ok((table, path, check))
+}
+
+/// The assumption line of a host-speed check.
+pub fn speed_assumption(table: &MachineTable, c: &crate::machine::speed::SpeedCheck, applied: bool) -> String {
+    let how = if c.factor >= 1.0 { format!("{:.2}x slower", c.factor) } else { format!("{:.2}x faster", 1.0 / c.factor) };
+    let what = format!(
+        "this host computes {how} than when its machine table was measured ({}; median of {} calibration kernels timed again)",
+        table.created_utc,
+        c.kernels.len()
+    );
+    if applied {
+        format!("{what}: the table's times scaled class by class as the kernels that use each class drifted, {:.3} where none does (--host-speed warn keeps them)", c.factor)
+    } else if c.drifted() {
+        format!("{what}: the table used as measured (--host-speed rescale scales it)")
+    } else {
+        format!("{what}: within the kernels' repeatability ({:.0}%), the table used as measured", 100.0 * crate::machine::speed::DEADBAND)
+    }
 }
 
 /// The platforms to predict on: those given (each must exist), or this host's.
@@ -183,8 +237,12 @@ pub fn predict(req: &Request) -> Result<Prediction> {
             Ok((b, n)) => (b, n, None),
             Err(e) => (analysed.defines.clone(), Vec::new(), Some(e)),
         };
-    let (machine, machine_path) = machine_table(req.machine.as_deref())?;
+    let (machine, machine_path, speed) = machine_table(req.machine.as_deref(), req.host_speed)?;
     let table_created = machine.created_unix_s;
+    let mut notes = notes;
+    if let Some((c, applied)) = &speed {
+        notes.push(speed_assumption(&machine, c, *applied));
+    }
     let platform = platforms(req.platform.as_slice())?.remove(0);
     let mapping = match &req.mapping {
         Some(p) => Mapping::Hosts {
@@ -350,6 +408,11 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         prediction.interval_s = calibration::widen(prediction.interval_s, prediction.predicted_s, &c);
         prediction.calibration = Some(c);
     }
+    prediction.machine.speed = speed.map(|(c, applied)| crate::model::prediction::HostSpeedRef {
+        factor: c.factor,
+        applied,
+        probed_unix_s: c.probed_unix_s,
+    });
     Ok(prediction)
 }
 
@@ -675,6 +738,8 @@ pub struct SweepRequest {
     pub cores_per_host: Option<u32>,
     /// Ops from the compiled code (`--ops compiled`), as predict.
     pub compiled_ops: bool,
+    /// This host's own machine table checked against the host's speed now, as predict.
+    pub host_speed: HostSpeed,
 }
 
 /// Where a sweep is, for a progress display.
@@ -695,7 +760,11 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
     let analysed = analyse(&prog.inputs, &prog.build, false)?;
     let model = &analysed.model;
     let (bindings, notes) = super::bind_parameters(model, &analysed.defines, &prog.args)?;
-    let (machine, machine_path) = machine_table(req.machine.as_deref())?;
+    let (machine, machine_path, speed) = machine_table(req.machine.as_deref(), req.host_speed)?;
+    let mut notes = notes;
+    if let Some((c, applied)) = &speed {
+        notes.push(speed_assumption(&machine, c, *applied));
+    }
     let platforms = platforms(&req.platforms)?;
     let _tmp;
     let trace_dir = match &req.source {

@@ -1,0 +1,252 @@
+//! Whether this host still computes at the speed its machine table was measured at.
+//!
+//! A machine table is one hour's measurement. On a shared VM the same kernels ran 1.5x slower
+//! seven hours after the table was measured (pi_dartboard predicted at 365 ms from the morning's
+//! table, measured at 525 ms; a table measured then predicted 541 ms), and every table-costed
+//! prediction was off by the drift before the model made any error of its own. `check` times
+//! the table's own calibration kernels (real loop bodies, microbench/mtc_calib.c) again, on the
+//! wall clock as their `co_run.kernels[].alone_ns` were, and gives the median ratio now / then:
+//! the factor by which this host now computes slower (> 1) or faster (< 1). The check is cached
+//! for [`TTL_S`] per table so that the predictions of one session (validate's modes, a sweep's
+//! points) share one factor, and runs under the MTC's lock so that no two checks, and no check
+//! and a table measurement, time each other.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{driver, kernels, measure, MachineTable, Variant};
+use crate::model::ops::OpClass;
+
+/// A check this recent is reused (seconds).
+pub const TTL_S: u64 = 900;
+/// Wall time of one timed run of a kernel.
+const SAMPLE_MS: f64 = 10.0;
+/// Timed runs per kernel (after one untimed run that warms its data).
+const SAMPLES: usize = 3;
+/// A factor this close to 1 is within the kernels' own repeatability: tables are used as they
+/// are (two tables measured back to back on a quiet host differ by a few percent per kernel).
+pub const DEADBAND: f64 = 0.05;
+
+/// One calibration kernel, then and now.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProbeKernel {
+    pub name: String,
+    /// Wall ns per body when the table was measured (its `co_run.kernels[].alone_ns`).
+    pub table_ns: f64,
+    /// Wall ns per body now (median of the timed runs).
+    pub now_ns: f64,
+}
+
+/// The outcome of a check (docs/FORMATS.md, mpicast/host-speed).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpeedCheck {
+    /// The machine table's `created_unix_s`.
+    pub table_created_unix_s: u64,
+    pub probed_unix_s: u64,
+    /// Median over the kernels of now_ns / table_ns: > 1 when the host computes slower now.
+    pub factor: f64,
+    pub kernels: Vec<ProbeKernel>,
+}
+
+impl crate::model::Artifact for SpeedCheck {
+    const SCHEMA: &'static str = "mpicast/host-speed";
+    const VERSION: u32 = 1;
+}
+
+impl SpeedCheck {
+    /// Whether the factor is outside the kernels' repeatability.
+    pub fn drifted(&self) -> bool {
+        (self.factor - 1.0).abs() > DEADBAND
+    }
+}
+
+/// The calibration kernels of `table` timed alone, with their wall ns per body.
+fn reference_kernels(table: &MachineTable) -> Vec<(&str, f64)> {
+    table
+        .co_run
+        .iter()
+        .flat_map(|c| &c.kernels)
+        .filter(|k| k.name.starts_with("cal_") && k.alone_ns > 0.0 && k.alone_ns.is_finite())
+        .map(|k| (k.name.as_str(), k.alone_ns))
+        .collect()
+}
+
+/// A class whose calibration kernels spend less than this much of one body's time on it, summed
+/// over the kernels, takes the median factor: too little of any kernel's drift is its own.
+const MIN_CLASS_SHARE: f64 = 0.5;
+
+/// Each class's factor: the kernels' ratios weighted by the share of each kernel's fitted time
+/// (its op counts times the table's fitted costs) the class takes. Memory-bound and compute-bound
+/// loop bodies do not drift alike on a shared host (on the development VM, loop bodies that
+/// store to arrays ran 2.1-2.5x slower while chains of integer and floating-point ops ran
+/// 1.3-1.5x slower), so one median would charge compute-bound code with the memory's drift. A
+/// class the kernels hardly use, and a table without a fit, take the median.
+pub fn class_factors(table: &MachineTable, c: &SpeedCheck) -> BTreeMap<OpClass, f64> {
+    let mut sums: BTreeMap<OpClass, (f64, f64)> = BTreeMap::new();
+    let ratio: BTreeMap<&str, f64> = c.kernels.iter().map(|k| (k.name.as_str(), k.now_ns / k.table_ns)).collect();
+    for k in table.fit.iter().flat_map(|f| &f.kernels) {
+        let Some(&r) = ratio.get(k.name.as_str()) else { continue };
+        let cost = |class: OpClass| table.cost(class, Variant::Fitted).unwrap_or(0.0);
+        let total: f64 = k.counts.iter().map(|(class, n)| n * cost(*class)).sum();
+        if !(total > 0.0) {
+            continue;
+        }
+        for (class, n) in &k.counts {
+            let share = n * cost(*class) / total;
+            let e = sums.entry(*class).or_default();
+            e.0 += share * r;
+            e.1 += share;
+        }
+    }
+    sums.into_iter().filter(|(_, (_, w))| *w >= MIN_CLASS_SHARE).map(|(class, (sr, w))| (class, sr / w)).collect()
+}
+
+/// Median over the kernels of now / then.
+pub fn factor_of(kernels: &[ProbeKernel]) -> f64 {
+    measure::median(&kernels.iter().map(|k| k.now_ns / k.table_ns).collect::<Vec<_>>())
+}
+
+fn cache_path(table: &MachineTable, path: &Path) -> PathBuf {
+    let name = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let stem = crate::model::file_name_part(&path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+    let id = kernels::fnv(&[&name.to_string_lossy(), &table.created_unix_s.to_string()]);
+    super::cache_root().join("machines").join("speed").join(format!("{stem}-{id:016x}.json"))
+}
+
+fn now_unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// This host's speed against `table` (read from `path`): None when the table is another
+/// host's, has no calibration kernels timed alone (written before they were), or was measured
+/// with a compiler that is no longer the one installed. A check younger than [`TTL_S`] is
+/// reused.
+pub fn check(table: &MachineTable, path: &Path) -> Result<Option<SpeedCheck>> {
+    if table.host.hostname != crate::model::hostname_or("unknown") {
+        return Ok(None);
+    }
+    let reference = reference_kernels(table);
+    if reference.is_empty() {
+        return Ok(None);
+    }
+    let cached = cache_path(table, path);
+    let fresh = |c: &SpeedCheck| c.table_created_unix_s == table.created_unix_s && now_unix_s().saturating_sub(c.probed_unix_s) < TTL_S;
+    if let Ok(c) = crate::model::read_artifact::<SpeedCheck>(&cached) {
+        if fresh(&c) {
+            return Ok(Some(c));
+        }
+    }
+    // One timing at a time on this host (and none while a table is measured).
+    let _lock = crate::model::CacheLock::acquire(&super::cache_root(), "mtc")?;
+    if let Ok(c) = crate::model::read_artifact::<SpeedCheck>(&cached) {
+        if fresh(&c) {
+            return Ok(Some(c));
+        }
+    }
+    let cc = &table.compiler.cc;
+    let Ok(version) = kernels::compiler_version(cc) else { return Ok(None) };
+    if version != table.compiler.version {
+        return Ok(None);
+    }
+    let mut driver = start_driver(cc, &table.compiler.cflags, &version)?;
+    let mut out = Vec::new();
+    for (name, table_ns) in reference {
+        let iters = ((SAMPLE_MS * 1e6 / table_ns).ceil() as u64).max(1);
+        driver.run(name, iters.div_ceil(4), 0).with_context(|| format!("timing {name}"))?;
+        let mut walls = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            walls.push(driver.run(name, iters, 0).with_context(|| format!("timing {name}"))?.wall_ns / iters as f64);
+        }
+        out.push(ProbeKernel { name: name.to_string(), table_ns, now_ns: measure::median(&walls) });
+    }
+    let c = SpeedCheck { table_created_unix_s: table.created_unix_s, probed_unix_s: now_unix_s(), factor: factor_of(&out), kernels: out };
+    if let Some(dir) = cached.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    }
+    crate::model::write_artifact(&cached, &c)?;
+    Ok(Some(c))
+}
+
+/// The kernel driver as the table's measurement ran it: inside an MPI process when the compiler
+/// is an MPI wrapper, outside when a singleton MPI_Init fails here.
+fn start_driver(cc: &str, cflags: &[String], version: &str) -> Result<driver::Driver> {
+    let in_mpi = kernels::is_mpi_wrapper(cc);
+    let exe = kernels::build(cc, cflags, version, &super::cache_root(), in_mpi)?;
+    match driver::Driver::start(&exe).and_then(|mut d| d.list().map(|_| d)) {
+        Ok(d) => Ok(d),
+        Err(_) if in_mpi => {
+            let exe = kernels::build(cc, cflags, version, &super::cache_root(), false)?;
+            driver::Driver::start(&exe)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(table_ns: f64, now_ns: f64) -> ProbeKernel {
+        ProbeKernel { name: "cal_x".into(), table_ns, now_ns }
+    }
+
+    #[test]
+    fn each_class_drifts_as_the_kernels_that_spend_their_time_on_it() {
+        use crate::model::machine::{CalibrationKernel, FitResult, Measure};
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machine/fixed.json");
+        let mut t = crate::machine::load_table(&path).unwrap();
+        let m = Measure { ns_per_op: 1.0, min_ns: 1.0, max_ns: 1.0, spread: 0.0, samples: 1, cycles_per_op: None, instructions_per_op: None, clamped: false };
+        let kernel = |name: &str, counts: &[(OpClass, f64)]| CalibrationKernel {
+            name: name.into(),
+            counts: counts.iter().copied().collect(),
+            measured: m.clone(),
+            predicted_raw_ns: 1.0,
+            predicted_fit_ns: 1.0,
+            error_raw: 0.0,
+            error_fit: 0.0,
+        };
+        let costs = [(OpClass::Store, 1.0), (OpClass::IntAdd, 0.5), (OpClass::IntMul, 1.0)];
+        t.fit = Some(FitResult {
+            method: "test".into(),
+            lambda: 0.0,
+            ns_per_op: costs.iter().copied().collect(),
+            kernels: vec![
+                kernel("cal_stores", &[(OpClass::Store, 1.0)]),
+                kernel("cal_adds", &[(OpClass::IntAdd, 4.0)]),
+                // 2 ns of adds and 0.1 ns of multiplies: the multiply's share is too small to say.
+                kernel("cal_mixed", &[(OpClass::IntAdd, 4.0), (OpClass::IntMul, 0.1)]),
+            ],
+        });
+        let c = SpeedCheck { table_created_unix_s: 1, probed_unix_s: 2, factor: 1.5, kernels: vec![k2("cal_stores", 2.0), k2("cal_adds", 1.2), k2("cal_mixed", 1.2)] };
+        let f = class_factors(&t, &c);
+        assert!((f[&OpClass::Store] - 2.0).abs() < 1e-12, "{f:?}");
+        assert!((f[&OpClass::IntAdd] - 1.2).abs() < 1e-12, "{f:?}");
+        assert!(!f.contains_key(&OpClass::IntMul), "{f:?}");
+        // Scaled: a class by its own factor, one the kernels hardly use by the median.
+        let before = t.clone();
+        t.scale_times(&|class| class.and_then(|k| f.get(&k)).copied().unwrap_or(c.factor));
+        let ratio = |c: OpClass| t.classes[&c].throughput.ns_per_op / before.classes[&c].throughput.ns_per_op;
+        assert!((ratio(OpClass::Store) - 2.0).abs() < 1e-9 && (ratio(OpClass::IntAdd) - 1.2).abs() < 1e-9 && (ratio(OpClass::DoubleDiv) - 1.5).abs() < 1e-9);
+        let store = |t: &MachineTable| t.memory.iter().find(|m| m.access == "store").unwrap().throughput.ns_per_op;
+        assert!((store(&t) / store(&before) - 2.0).abs() < 1e-9);
+    }
+
+    fn k2(name: &str, ratio: f64) -> ProbeKernel {
+        ProbeKernel { name: name.into(), table_ns: 10.0, now_ns: 10.0 * ratio }
+    }
+
+    #[test]
+    fn the_factor_is_the_median_ratio_and_one_odd_kernel_does_not_move_it() {
+        let ks = [k(100.0, 150.0), k(200.0, 290.0), k(10.0, 15.5), k(50.0, 500.0), k(80.0, 40.0)];
+        assert!((factor_of(&ks) - 1.5).abs() < 1e-12);
+        let c = SpeedCheck { table_created_unix_s: 1, probed_unix_s: 2, factor: 1.04, kernels: vec![] };
+        assert!(!c.drifted());
+        assert!(SpeedCheck { factor: 0.9, ..c }.drifted());
+    }
+}
