@@ -156,6 +156,27 @@ fn ping_pong_pays_the_platforms_message_overheads() {
 }
 
 #[test]
+fn computes_shorter_than_the_floor_are_carried_into_the_next_not_lost() {
+    // 1,000 round trips of 8 B, each after a compute of a fifth of the floor: the computes are
+    // done in a fifth as many executions, and every second of them still counts.
+    let n = 1000;
+    let tiny = mpicast::sim::replay::MIN_COMPUTE_S / 5.0;
+    let mut r0 = Vec::new();
+    let mut r1 = Vec::new();
+    for _ in 0..n {
+        r0.extend([secs(tiny), send(1, 8), recv(1, 8)]);
+        r1.extend([recv(0, 8), send(0, 8)]);
+    }
+    let opts = ReplayOptions { timeline: true, ..ReplayOptions::default() };
+    let r = try_replay(vec![r0, r1], &two_hosts(), &UNIT, opts).expect("replay runs");
+    exact(r.ranks[0].compute_s, n as f64 * tiny, "rank 0's compute");
+    // Rank 0's compute is on the critical path, carried or not.
+    exact(r.makespan_s, n as f64 * (tiny + 2.0 * (L + 8.0 / B)), "round trips");
+    let computes = r.timeline.iter().filter(|e| e.rank == 0 && e.kind == "compute" && e.end_s > e.start_s).count();
+    assert!(computes <= n / 4, "{computes} executions of computes for {n} computes of {tiny} s");
+}
+
+#[test]
 fn ping_pong_under_default_smpi_factors() {
     // tests/sim.rs's formula for 1 MB (latency x 11.6436, bandwidth x 0.940694, 5% reverse
     // traffic), twice.
