@@ -10,7 +10,9 @@
 # Environment: MPICAST (binary; default ${CARGO_TARGET_DIR:-target}/release/mpicast), TABLES (2),
 # QUICK (1: bench machine --quick), EXAMPLES (names, default all six), CORPUS (0: leave the corpus
 # out), CORPUS_DIR (its cache), OUT_DIR (where the tables and predictions go; default
-# ${CARGO_TARGET_DIR:-target}/stability).
+# ${CARGO_TARGET_DIR:-target}/stability), HOST_SPEED (predict's --host-speed: rescale, the default,
+# checks each table against the host's speed at prediction time, so what remains between tables
+# is the checks' own noise; off compares the tables as measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +24,7 @@ out=${OUT_DIR:-${CARGO_TARGET_DIR:-target}/stability}
 examples=(${EXAMPLES:-pi_dartboard matmul_mw jacobi2d stencil3d_torus obstacle3d isort})
 quick=()
 [ "${QUICK:-0}" = 1 ] && quick=(--quick)
+speed=(--host-speed "${HOST_SPEED:-rescale}")
 declare -A args=(
   [pi_dartboard]="1000000 10"
   [matmul_mw]="512 4"
@@ -72,7 +75,7 @@ for ex in "${examples[@]}"; do
     for t in $(seq 1 "$tables"); do
       j="$out/$ex-$n-t$t.json"
       # shellcheck disable=SC2086
-      "$bin" predict "examples/$ex.c" -n "$n" --platform platforms/localhost.xml \
+      "$bin" predict "examples/$ex.c" -n "$n" --platform platforms/localhost.xml "${speed[@]}" \
         --machine "$out/table$t.json" --json "$j" -- ${args[$ex]} > /dev/null 2>&1 || { vals+=(FAIL); continue; }
       vals+=("$(predicted "$j")")
     done
@@ -97,7 +100,7 @@ if [ "${CORPUS:-1}" = 1 ] && [ -d "$corpus/work" ]; then
     vals=()
     for t in $(seq 1 "$tables"); do
       j="$out/$name-$n-t$t.json"
-      (cd "$d/run" && "$bin" predict "$d/stage" -n "$n" --static-only --estimate-bulk "${extra[@]}" \
+      (cd "$d/run" && "$bin" predict "$d/stage" -n "$n" --static-only --estimate-bulk "${extra[@]}" "${speed[@]}" \
         --platform "$OLDPWD/platforms/localhost.xml" --machine "$out/table$t.json" --json "$j" -- "${argv[@]}") \
         > /dev/null 2>&1 || { vals+=(FAIL); continue; }
       vals+=("$(predicted "$j")")
