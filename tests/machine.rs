@@ -203,12 +203,10 @@ fn a_table_measured_under_load_is_marked_and_not_the_default() {
 }
 
 /// `predict --host-speed`: this host's table's calibration kernels timed again. A copy of the
-/// table whose kernels took half the time says the host now computes about twice as slowly:
+/// table whose kernels took half the time (the fit's measures) says the host now computes about
+/// twice as slowly:
 /// warn reports the factor, rescale scales the costs by it, off does not check.
 fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &MachineTable) {
-    let Some(co_run) = &o2.co_run else {
-        return crate::util::skip("one core: the table has no calibration kernels timed alone");
-    };
     let predict = |table: &Path, how: &str| -> mpicast::model::prediction::Prediction {
         let o = Command::new(exe())
             .args(["predict", "examples/pi_dartboard.c", "-n", "1", "--ops", "source", "--platform", "platforms/cluster-gige.xml", "--machine"])
@@ -224,9 +222,9 @@ fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &Machine
     let own = dir.join("o2.json");
     let same = predict(&own, "warn").machine.speed.expect("this host's table is checked");
     let mut halved = o2.clone();
-    let mut c = co_run.clone();
-    c.kernels.iter_mut().for_each(|k| k.alone_ns *= 0.5);
-    halved.co_run = Some(c);
+    for k in &mut halved.fit.as_mut().expect("a full table has a fit").kernels {
+        k.measured.ns_per_op *= 0.5;
+    }
     let path = dir.join("halved.json");
     mpicast::model::write_artifact(&path, &halved).unwrap();
     let warn = predict(&path, "warn");

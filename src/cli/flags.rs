@@ -171,7 +171,7 @@ pub struct CostArgs {
     pub ops: Ops,
     /// This host's own machine table against the host's speed now (its calibration kernels
     /// timed again, about a second, reused for 15 minutes): rescale (the default: the table's
-    /// times scaled when the host computes more than 5% slower or faster than when the table
+    /// times scaled when the host computes more than 15% slower or faster than when the table
     /// was measured), warn (the factor in the assumptions only) or off. Another host's table is
     /// never checked.
     #[arg(long, value_enum, default_value = "rescale", value_name = "HOW")]

@@ -306,8 +306,8 @@ fn shared_streams(
     Ok(costs)
 }
 
-/// Samples of each calibration kernel with every core busy.
-const CO_RUN_SAMPLES: usize = 3;
+/// Samples of each calibration kernel alone and with every core busy, in turns.
+const CO_RUN_SAMPLES: usize = 5;
 
 /// Runs `kernel` on `driver` (calibrated iterations, working set `ws`) while one companion per
 /// other core runs it too, from before to after; the wall ns of each measured run.
@@ -337,8 +337,8 @@ fn with_companions(
 }
 
 /// The calibration kernels (real loop bodies) with every other core running the same kernel:
-/// per kernel the wall time per iteration alone (from the main measurement) and with every
-/// core busy, and the median ratio. Cores that share a physical core (SMT siblings) or a
+/// per kernel the wall time per iteration alone and with every core busy (medians of samples
+/// taken in turns), and the median ratio. Cores that share a physical core (SMT siblings) or a
 /// hypervisor's time compute slower when all of them run; the wall clock sees both.
 fn co_run(exe: &Path, driver: &mut driver::Driver, results: &measure::Results, kernels: &[&str], cores: u32) -> Result<crate::model::machine::CoRun> {
     use crate::model::machine::CoRunKernel;
@@ -348,9 +348,16 @@ fn co_run(exe: &Path, driver: &mut driver::Driver, results: &measure::Results, k
         let mut out = Vec::new();
         for name in names {
             let Some(job) = results.jobs.get(&key(name, 0)) else { continue };
-            let alone = measure::median(&job.per_iter.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
-            let busy = with_companions(&mut companions, driver, name, job.iters, 0, CO_RUN_SAMPLES)?;
-            let all = measure::median(&busy.iter().map(|s| s.wall_ns).collect::<Vec<_>>());
+            // Alone and with every core busy in turns: a host whose speed drifts between the
+            // main measurement and this one (a shared VM's) moves both sides alike. (Against the
+            // main measurement's time alone, two tables measured a minute apart had factors of
+            // 1.73 and 1.00, and their 2-rank predictions differed by 40-100%.)
+            let (mut alone, mut busy) = (Vec::new(), Vec::new());
+            for _ in 0..CO_RUN_SAMPLES {
+                alone.push(driver.run(name, job.iters, 0)?.wall_ns / job.iters as f64);
+                busy.extend(with_companions(&mut companions, driver, name, job.iters, 0, 1)?.iter().map(|s| s.wall_ns));
+            }
+            let (alone, all) = (measure::median(&alone), measure::median(&busy));
             if alone > 0.0 && all.is_finite() {
                 out.push(CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
             }
