@@ -32,8 +32,24 @@ pub enum Compute {
     TimedBlocks { blocks: Vec<(u32, u64)>, seconds: f64 },
 }
 
+/// Hashed by the bits of its numbers: equal bursts hash alike (`trace::fold` hashes compute
+/// bursts by their written form, to 9 digits, and every other action with this).
+impl std::hash::Hash for Compute {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Compute::Seconds(x) | Compute::Flops(x) => x.to_bits().hash(h),
+            Compute::Blocks(b) => b.hash(h),
+            Compute::TimedBlocks { blocks, seconds } => {
+                blocks.hash(h);
+                seconds.to_bits().hash(h);
+            }
+        }
+    }
+}
+
 /// A message's source or destination, as a rank of the action's communicator.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum Peer {
     Rank(u32),
@@ -42,7 +58,7 @@ pub enum Peer {
 }
 
 /// A tag, or MPI_ANY_TAG (receives only).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum Tag {
     Value(i32),
@@ -53,7 +69,7 @@ pub enum Tag {
 pub type Counts = Vec<u64>;
 
 /// One MPI-level action of a rank. Peers and roots are ranks of `comm`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Hash)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum TraceAction {
     Compute {
