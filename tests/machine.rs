@@ -236,8 +236,10 @@ fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &Machine
     let re = predict(&path, "rescale");
     let applied = re.machine.speed.clone().expect("checked");
     assert!(applied.applied && applied.factor == s.factor, "the check is reused within its 15 minutes: {applied:?} {s:?}");
+    // Scaled class by class, by the kernels that use each class: near the median factor, which
+    // the suite's other tests running beside this one raise along with every kernel's.
     let g = re.predicted_s / warn.predicted_s;
-    assert!(g > 1.3 && g < 3.5, "rescaled {} s against {} s as measured", re.predicted_s, warn.predicted_s);
+    assert!(g > 0.5 * s.factor && g < 2.0 * s.factor && g > 1.2, "rescaled {} s against {} s as measured, factor {}", re.predicted_s, warn.predicted_s, s.factor);
     assert!(predict(&path, "off").machine.speed.is_none());
     // Another host's table is never checked.
     let mut other = o2.clone();
