@@ -33,7 +33,7 @@ const SAMPLES: usize = 5;
 /// A factor this close to 1 is within the check's own repeatability, and the table is used as
 /// it is: on the development VM five checks of one table a few seconds apart ranged over 0.85 to
 /// 1.02 and 0.98 to 1.17 of another, and applying such factors made two tables measured back to
-/// back predict up to 9% apart where, as measured, they were within 5% (isort aside). The drift
+/// back predict up to 11% apart where, as measured, they were within 5% (isort aside). The drift
 /// the check is for is larger: 1.3 to 2.1 seven hours after a table was measured.
 pub const DEADBAND: f64 = 0.15;
 
