@@ -27,7 +27,7 @@ use super::{Options, WhatIf};
 /// than the host computes at now (`machine::speed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HostSpeed {
-    /// The table's times scaled by the factor, when it is outside the kernels' repeatability.
+    /// The table's times scaled by the factor, when it is outside the check's repeatability.
     #[default]
     Rescale,
     /// The factor reported in the assumptions, the table used as it is.
@@ -164,8 +164,8 @@ pub fn bindings(spec: &BuildSpec, files: &[PathBuf]) -> BTreeMap<String, f64> {
 /// The machine table at `path`, or this host's (measured on first use); and its path. When the
 /// table is this host's own, its speed is checked as `speed` says: the table comes back scaled
 /// to the host's speed now (Rescale, outside the deadband), and what the check found as a line
-/// for the prediction's assumptions.
-pub fn machine_table(path: Option<&Path>, speed: HostSpeed) -> Result<(MachineTable, PathBuf, Option<(crate::machine::speed::SpeedCheck, bool)>)> {
+/// in `notes` (the prediction's assumptions).
+pub fn machine_table(path: Option<&Path>, speed: HostSpeed, notes: &mut Vec<String>) -> Result<(MachineTable, PathBuf, Option<(crate::machine::speed::SpeedCheck, bool)>)> {
     let path = match path {
         Some(p) => p.to_path_buf(),
         None => default_machine()?,
@@ -187,13 +187,14 @@ pub fn machine_table(path: Option<&Path>, speed: HostSpeed) -> Result<(MachineTa
             let classes = crate::machine::speed::class_factors(&table, &c);
             table.scale_times(&|class| class.and_then(|k| classes.get(&k)).copied().unwrap_or(c.factor));
         }
+        notes.push(speed_assumption(&table, &c, applied));
         (c, applied)
     });
     Ok((table, path, check))
 }
 
 /// The assumption line of a host-speed check.
-pub fn speed_assumption(table: &MachineTable, c: &crate::machine::speed::SpeedCheck, applied: bool) -> String {
+fn speed_assumption(table: &MachineTable, c: &crate::machine::speed::SpeedCheck, applied: bool) -> String {
     let how = if c.factor >= 1.0 { format!("{:.2}x slower", c.factor) } else { format!("{:.2}x faster", 1.0 / c.factor) };
     let what = format!(
         "this host computes {how} than when its machine table was measured ({}; median of {} calibration kernels timed again)",
@@ -205,7 +206,7 @@ pub fn speed_assumption(table: &MachineTable, c: &crate::machine::speed::SpeedCh
     } else if c.drifted() {
         format!("{what}: the table used as measured (--host-speed rescale scales it)")
     } else {
-        format!("{what}: within the kernels' repeatability ({:.0}%), the table used as measured", 100.0 * crate::machine::speed::DEADBAND)
+        format!("{what}: within the check's repeatability ({:.0}%), the table used as measured", 100.0 * crate::machine::speed::DEADBAND)
     }
 }
 
@@ -237,12 +238,9 @@ pub fn predict(req: &Request) -> Result<Prediction> {
             Ok((b, n)) => (b, n, None),
             Err(e) => (analysed.defines.clone(), Vec::new(), Some(e)),
         };
-    let (machine, machine_path, speed) = machine_table(req.machine.as_deref(), req.host_speed)?;
-    let table_created = machine.created_unix_s;
     let mut notes = notes;
-    if let Some((c, applied)) = &speed {
-        notes.push(speed_assumption(&machine, c, *applied));
-    }
+    let (machine, machine_path, speed) = machine_table(req.machine.as_deref(), req.host_speed, &mut notes)?;
+    let table_created = machine.created_unix_s;
     let platform = platforms(req.platform.as_slice())?.remove(0);
     let mapping = match &req.mapping {
         Some(p) => Mapping::Hosts {
@@ -760,11 +758,8 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
     let analysed = analyse(&prog.inputs, &prog.build, false)?;
     let model = &analysed.model;
     let (bindings, notes) = super::bind_parameters(model, &analysed.defines, &prog.args)?;
-    let (machine, machine_path, speed) = machine_table(req.machine.as_deref(), req.host_speed)?;
     let mut notes = notes;
-    if let Some((c, applied)) = &speed {
-        notes.push(speed_assumption(&machine, c, *applied));
-    }
+    let (machine, machine_path, _) = machine_table(req.machine.as_deref(), req.host_speed, &mut notes)?;
     let platforms = platforms(&req.platforms)?;
     let _tmp;
     let trace_dir = match &req.source {

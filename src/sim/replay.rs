@@ -690,18 +690,16 @@ impl Rank {
     }
 
     fn execute(&mut self, flops: f64) {
-        {
-            let t0 = engine::now();
-            let d = flops / self.speed;
-            // SimGrid lengthens a sleep shorter than its timing precision to that precision.
-            if self.sleeps && d >= self.opts.min_sleep_s {
-                engine::sleep(d);
-            } else {
-                engine::execute(flops);
-            }
-            self.compute_s += engine::now() - t0;
-            self.world.borrow_mut().rank_flops[self.me as usize] += flops;
+        let t0 = engine::now();
+        let d = flops / self.speed;
+        // SimGrid lengthens a sleep shorter than its timing precision to that precision.
+        if self.sleeps && d >= self.opts.min_sleep_s {
+            engine::sleep(d);
+        } else {
+            engine::execute(flops);
         }
+        self.compute_s += engine::now() - t0;
+        self.world.borrow_mut().rank_flops[self.me as usize] += flops;
     }
 
     // ---- actions ------------------------------------------------------------------------------
