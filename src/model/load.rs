@@ -271,24 +271,30 @@ mod tests {
         // Started after the meter, it carries its token; its parent exits at once, so its time
         // never reaches this process's (as that of mpirun's daemons launched through an rsh
         // agent does not). Other processes of the host may be busy meanwhile: the same span
-        // metered without the spinner first is the baseline.
+        // metered without the spinner first is the baseline. Under a test suite's load the
+        // others' use moves by more than the spinner's own between two spans, so the check
+        // gets three tries: a spinner the meter does not recognise fails all three.
         let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let span = std::time::Duration::from_millis(800);
-        let quiet = LoadMeter::start();
-        std::thread::sleep(span);
-        let baseline = quiet.finish().expect("/proc readable");
-        let meter = LoadMeter::start();
-        let out = std::process::Command::new("sh")
-            .args(["-c", "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!"])
-            .output()
-            .expect("sh");
-        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        std::thread::sleep(span);
-        let _ = std::process::Command::new("kill").arg(&pid).status();
-        let load = meter.finish().expect("/proc readable");
-        assert!(
-            load.other_cpus < baseline.other_cpus + 0.4,
-            "the spinner was the benchmark's own: {load:?} (without it: {baseline:?})"
-        );
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let quiet = LoadMeter::start();
+            std::thread::sleep(span);
+            let baseline = quiet.finish().expect("/proc readable");
+            let meter = LoadMeter::start();
+            let out = std::process::Command::new("sh")
+                .args(["-c", "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!"])
+                .output()
+                .expect("sh");
+            let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            std::thread::sleep(span);
+            let _ = std::process::Command::new("kill").arg(&pid).status();
+            let load = meter.finish().expect("/proc readable");
+            if load.other_cpus < baseline.other_cpus + 0.4 {
+                return;
+            }
+            seen.push((baseline.other_cpus, load.other_cpus));
+        }
+        panic!("the spinner was counted as another's load, (without, with) in CPUs: {seen:?}");
     }
 }
