@@ -265,4 +265,10 @@ fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &Machine
     let path = dir.join("other.json");
     mpicast::model::write_artifact(&path, &other).unwrap();
     assert!(predict(&path, "rescale").machine.speed.is_none());
+    // Nor one of a machine with this host's name but other cores.
+    let mut other = o2.clone();
+    other.host.cores += 14;
+    let path = dir.join("other-cores.json");
+    mpicast::model::write_artifact(&path, &other).unwrap();
+    assert!(predict(&path, "rescale").machine.speed.is_none());
 }

@@ -140,11 +140,11 @@ fn now_unix_s() -> u64 {
 }
 
 /// This host's speed against `table` (read from `path`): None when the table is another
-/// host's, has no calibration kernels (a --classes table), or was measured
+/// host's (`sysinfo::is_this_host`), has no calibration kernels (a --classes table), or was measured
 /// with a compiler that is no longer the one installed. A check younger than [`TTL_S`] is
 /// reused.
 pub fn check(table: &MachineTable, path: &Path) -> Result<Option<SpeedCheck>> {
-    if table.host.hostname != crate::model::hostname_or("unknown") {
+    if !super::sysinfo::is_this_host(&table.host) {
         return Ok(None);
     }
     let reference = reference_kernels(table);

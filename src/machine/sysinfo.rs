@@ -3,6 +3,29 @@
 use crate::model::machine::{CacheLevel, HostInfo};
 
 pub fn host_info() -> HostInfo {
+    let (hostname, cpu_model, cores) = identity();
+    HostInfo {
+        hostname,
+        cpu_model,
+        cores,
+        caches: caches(),
+        os: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| format!("{} {}", std::env::consts::OS, s.trim()))
+            .unwrap_or_else(|_| std::env::consts::OS.to_string()),
+    }
+}
+
+/// Whether a table's host is this one: the same name, CPU model and core count. A name alone
+/// is not enough: virtual machines are often all called alike (a 16-core machine and a 2-core
+/// one here were both "vm"), and a table carried from one to the other must not be taken for
+/// this host's own.
+pub fn is_this_host(h: &HostInfo) -> bool {
+    let (hostname, cpu_model, cores) = identity();
+    h.hostname == hostname && h.cpu_model == cpu_model && h.cores == cores
+}
+
+/// This host's name, CPU model and online CPUs.
+fn identity() -> (String, String, u32) {
     let hostname = crate::model::hostname_or("unknown");
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
@@ -15,16 +38,7 @@ pub fn host_info() -> HostInfo {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
-    let os = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| format!("{} {}", std::env::consts::OS, s.trim()))
-        .unwrap_or_else(|_| std::env::consts::OS.to_string());
-    HostInfo {
-        hostname,
-        cpu_model,
-        cores,
-        caches: caches(),
-        os,
-    }
+    (hostname, cpu_model, cores)
 }
 
 fn caches() -> Vec<CacheLevel> {
