@@ -658,6 +658,8 @@ fn time_blocks_charge_cpu_time_not_waiting() {
     assert!(times[2] > 0.1 && times[2] < 0.3, "200 ms of spinning was charged {} s", times[2]);
     let meta = t.meta();
     assert!(meta.rank_traces.iter().all(|r| r.counter_ns.is_some_and(|c| (0.0..5.0).contains(&c))), "{:?}", meta.rank_traces);
+    // What the cost is spread over: the spin loop's body counted on every pass.
+    assert!(meta.rank_traces.iter().all(|r| r.increments.is_some_and(|n| n > 1000)), "{:?}", meta.rank_traces);
 }
 
 #[test]

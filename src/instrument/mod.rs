@@ -886,6 +886,7 @@ fn trace_in(
                 None
             },
             counter_ns: if opts.time_blocks { counter_ns(&stats, plain_spans.as_ref(), rank, opts.ranks) } else { None },
+            increments: if opts.time_blocks { stats.get("increments").and_then(|v| v.parse().ok()) } else { None },
             polls: stats.get("polls").and_then(|v| v.parse().ok()).filter(|&n: &u64| n > 0),
             poll_s: stats.get("poll_s").and_then(|v| v.parse().ok()).filter(|&s: &f64| s > 0.0),
         });

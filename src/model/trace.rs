@@ -533,6 +533,10 @@ pub struct RankTrace {
     /// runtime measured it (`--time-blocks`); `predict --measured` takes it off each burst.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counter_ns: Option<f64>,
+    /// Block-counter increments the rank made (`--time-blocks`): what its counter_ns is spread
+    /// over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increments: Option<u64>,
     /// Polls that found nothing (MPI_Test and its kin) and their wall time, written into the
     /// trace as `compute S` lines (counting mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
