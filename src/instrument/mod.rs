@@ -1015,10 +1015,12 @@ fn trace_in(
 }
 
 /// What one counter increment cost rank `rank` of a `--time-blocks` run, ns: its span over the
-/// plain run's span, per increment. The spans on the thread's CPU time where both runs wrote
-/// them (a rank preempted by another process, or waiting for a core, is not charged the wait);
-/// otherwise on the wall clock, where an excess shared by more ranks than cores is that many
-/// times the CPU's. None without both spans or without increments.
+/// plain run's span, less the runtime's own time (its clock reads and the work it does after
+/// each MPI call, `timing_overhead_s` and `bookkeeping_s` in its statistics), per increment.
+/// The spans on the thread's CPU time where both runs wrote them (a rank preempted by another
+/// process, or waiting for a core, is not charged the wait); otherwise on the wall clock, where
+/// an excess shared by more ranks than cores is that many times the CPU's. None without both
+/// spans or without increments.
 fn counter_ns(stats: &HashMap<String, String>, plain: Option<&crate::mpi::span::Spans>, rank: u32, ranks: u32) -> Option<f64> {
     let increments: f64 = stats.get("increments")?.parse().ok()?;
     let plain = plain?;
@@ -1032,6 +1034,40 @@ fn counter_ns(stats: &HashMap<String, String>, plain: Option<&crate::mpi::span::
         let share = (cores / ranks as f64).min(1.0);
         Some((span - plain.ranks.iter().find(|r| r.0 == rank)?.1) * share)
     };
-    let excess = cpu_excess().or_else(wall_excess)?;
+    let own = |key: &str| stats.get(key).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite()).unwrap_or(0.0);
+    let excess = cpu_excess().or_else(wall_excess)? - own("timing_overhead_s") - own("bookkeeping_s");
     (increments > 0.0).then(|| excess.max(0.0) / increments * 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtimes_own_time_is_not_the_counters() {
+        // 0.30 s of CPU span against the plain run's 0.10 s: 0.05 s of clock reads and 0.12 s
+        // after MPI calls are the runtime's, 0.03 s over a million increments the counters'.
+        let stats: HashMap<String, String> = [
+            ("increments", "1000000"),
+            ("cpu_span_s", "0.30"),
+            ("span_s", "0.31"),
+            ("timing_overhead_s", "5e-2"),
+            ("bookkeeping_s", "0.12"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let plain = crate::mpi::span::Spans { ranks: vec![(0, 0.11)], cpu: vec![(0, 0.10)] };
+        let c = counter_ns(&stats, Some(&plain), 0, 1).unwrap();
+        assert!((c - 30.0).abs() < 1e-6, "{c}");
+        // Statistics written before the runtime timed itself: the whole excess.
+        let mut old = stats.clone();
+        old.remove("bookkeeping_s");
+        old.remove("timing_overhead_s");
+        assert!((counter_ns(&old, Some(&plain), 0, 1).unwrap() - 200.0).abs() < 1e-6);
+        // A runtime that took more than the excess leaves the counters nothing, not less.
+        let mut slow = stats;
+        slow.insert("bookkeeping_s".into(), "0.5".into());
+        assert_eq!(counter_ns(&slow, Some(&plain), 0, 1), Some(0.0));
+    }
 }
