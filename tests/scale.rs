@@ -457,6 +457,7 @@ fn a_sweep_reads_each_rank_file_once() {
         cores_per_host: None,
         compiled_ops: false,
         host_speed: mpicast::predict::session::HostSpeed::Off,
+        jobs: 1,
     };
     let before = mpicast::trace::rank_file_reads(&dir);
     let sw = sweep(&req, |_| {}).unwrap_or_else(|e| panic!("{e:#}"));
@@ -464,6 +465,51 @@ fn a_sweep_reads_each_rank_file_once() {
     assert_eq!(sw.points.len(), 3);
     assert!(sw.points.iter().all(|p| p.predicted_s > 0.0), "{:?}", sw.points);
     assert_eq!(reads, 4, "rank files of a 4-rank trace read {reads} times by a 3-point sweep");
+}
+
+/// A static sweep's points run at once (`--jobs`): the same predictions, in the same order, as
+/// one after the other, and each point's own wall time.
+#[test]
+fn a_static_sweeps_points_run_at_once_and_predict_the_same() {
+    use mpicast::predict::session::{sweep, ProgramSpec, Source, SweepRequest};
+    children_run_this_mpicast();
+    let args = ["200000", "4"];
+    let req = |jobs: usize| SweepRequest {
+        program: ProgramSpec {
+            inputs: vec![example("pi_dartboard")],
+            args: args.iter().map(|a| a.to_string()).collect(),
+            trace_args: args.iter().map(|a| a.to_string()).collect(),
+            build: Default::default(),
+            defines: Vec::new(),
+            launch: Default::default(),
+        },
+        ranks: vec![2, 4, 8, 16],
+        machine: Some(fixed_machine()),
+        platforms: vec![platform("cluster-ib"), platform("cluster-gige")],
+        variant: mpicast::model::machine::Variant::Fitted,
+        source: Source::Static { only: true },
+        measured: false,
+        scaling: mpicast::scale::Mode::Program,
+        force_topology: None,
+        hosts: None,
+        cores_per_host: None,
+        compiled_ops: false,
+        host_speed: mpicast::predict::session::HostSpeed::Off,
+        jobs,
+    };
+    let mut steps = 0;
+    let one = sweep(&req(1), |_| {}).unwrap_or_else(|e| panic!("{e:#}"));
+    let three = sweep(&req(3), |step| {
+        if matches!(step, mpicast::predict::session::SweepStep::Done) {
+            steps += 1;
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let key = |s: &mpicast::model::sweep::Sweep| s.points.iter().map(|p| (p.platform.clone(), p.ranks, p.predicted_s, p.messages)).collect::<Vec<_>>();
+    assert_eq!(key(&one), key(&three));
+    assert_eq!(three.points.len(), 8);
+    assert_eq!(steps, 8, "the progress bar advances once a point");
+    assert!(three.points.iter().all(|p| p.wall_s > 0.0), "{:?}", three.points);
 }
 
 /// The MPI-2 C++ bindings (`MPI::COMM_WORLD.Send`, `Get_rank()`) are comm sites with peer

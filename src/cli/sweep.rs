@@ -54,6 +54,11 @@ pub struct Args {
     /// Cores per host.
     #[arg(long, value_name = "C")]
     cores_per_host: Option<u32>,
+    /// Static points predicted at once [default: this host's cores]: each evaluates the
+    /// program and simulates in a process of its own; points of more than 16,384 ranks run
+    /// one at a time (memory).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// Write the sweep (mpicast/sweep JSON) to FILE, `-` for stdout.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -88,6 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         cores_per_host: args.cores_per_host,
         compiled_ops: args.costs.ops == super::flags::Ops::Compiled,
         host_speed: args.costs.host_speed.session(),
+        jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get())).max(1),
     };
     let bar = ProgressBar::new(0);
     let sweep = session::sweep(&req, |step| match step {

@@ -738,6 +738,8 @@ pub struct SweepRequest {
     pub compiled_ops: bool,
     /// This host's own machine table checked against the host's speed now, as predict.
     pub host_speed: HostSpeed,
+    /// Static points predicted at once (1: one after the other).
+    pub jobs: usize,
 }
 
 /// Where a sweep is, for a progress display.
@@ -813,6 +815,11 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         loop_trips: None,
     };
     progress(SweepStep::Start((req.ranks.len() * platforms.len()) as u64));
+    // A static sweep's points are independent: they run on the host's cores at once.
+    let mut parallel = match &trace_dir {
+        None => static_points(model, &base, &platforms, &req.ranks, req.jobs, &mut progress),
+        Some(_) => HashMap::new(),
+    };
     let mut points = Vec::new();
     let mut mode = String::from("static");
     let mut topology = None;
@@ -822,13 +829,17 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
     for platform in &platforms {
         let mut first: Option<(u32, f64)> = None;
         for &n in &req.ranks {
-            progress(SweepStep::Point { ranks: n, platform });
+            let done = parallel.remove(&(platform.clone(), n));
+            if done.is_none() {
+                progress(SweepStep::Point { ranks: n, platform });
+            }
             let opts = Options {
                 ranks: n,
                 platform: platform.clone(),
                 ..base.clone()
             };
             let started = Instant::now();
+            let mut wall_s = None;
             let p = match &trace_dir {
                 Some(dir) => {
                     let scale = scale_request(n, req.scaling, req.force_topology.as_deref())?;
@@ -865,7 +876,13 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
                         (other, _) => other,
                     }
                 }
-                None => super::predict_static(model, &opts),
+                None => match done {
+                    Some((p, w)) => {
+                        wall_s = Some(w);
+                        p
+                    }
+                    None => super::predict_static(model, &opts),
+                },
             }
             .map_err(|e| with_hint(e, model))
             .with_context(|| format!("{n} ranks on {}", platform.display()))?;
@@ -913,9 +930,11 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
                 comm_s: crit.map(|r| r.comm_s).unwrap_or(0.0),
                 wait_s: crit.map(|r| r.wait_s).unwrap_or(0.0),
                 messages: p.messages,
-                wall_s: started.elapsed().as_secs_f64(),
+                wall_s: wall_s.unwrap_or_else(|| started.elapsed().as_secs_f64()),
             });
-            progress(SweepStep::Done);
+            if wall_s.is_none() {
+                progress(SweepStep::Done);
+            }
         }
     }
     Ok(Sweep {
@@ -935,6 +954,60 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         topology,
         assumptions,
         wall_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Ranks from which a static point runs alone: its evaluation and simulation take gigabytes
+/// (about 85 KiB a rank at 65,536), two of them at once could exhaust the host's memory.
+const PARALLEL_POINT_MAX_RANKS: u32 = 16_384;
+
+/// Every static point of a sweep (each platform, each rank count), `max_jobs` at once: each
+/// evaluates the program in its own thread and simulates in its own child process. Points of
+/// more than PARALLEL_POINT_MAX_RANKS ranks run one at a time. The progress bar advances as
+/// points finish. Each point's prediction and its own wall time; empty where one job would run
+/// (the sweep then predicts its points in turn).
+#[allow(clippy::type_complexity)]
+fn static_points(
+    model: &ProgramModel,
+    base: &Options,
+    platforms: &[PathBuf],
+    ranks: &[u32],
+    max_jobs: usize,
+    progress: &mut impl FnMut(SweepStep),
+) -> HashMap<(PathBuf, u32), (Result<Prediction>, f64)> {
+    let jobs: Vec<(PathBuf, u32)> = platforms.iter().flat_map(|p| ranks.iter().map(move |&n| (p.clone(), n))).collect();
+    let workers = max_jobs.min(jobs.len());
+    if workers < 2 {
+        return HashMap::new();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let large = std::sync::Mutex::new(());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (jobs, next, large) = (&jobs, &next, &large);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((platform, n)) = jobs.get(i) else { break };
+                let _alone = (*n > PARALLEL_POINT_MAX_RANKS).then(|| large.lock().unwrap_or_else(|e| e.into_inner()));
+                let opts = Options { ranks: *n, platform: platform.clone(), ..base.clone() };
+                let started = Instant::now();
+                let p = super::predict_static(model, &opts);
+                if tx.send((i, p, started.elapsed().as_secs_f64())).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut out = HashMap::new();
+        for (i, p, wall) in rx {
+            let (platform, n) = &jobs[i];
+            progress(SweepStep::Point { ranks: *n, platform });
+            progress(SweepStep::Done);
+            out.insert((platform.clone(), *n), (p, wall));
+        }
+        out
     })
 }
 
