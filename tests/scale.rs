@@ -425,31 +425,30 @@ fn assumed_branch_rates_are_fitted_to_the_trace() {
     assert!(rel < 1e-3, "scaled {} s, real trace {} s", scaled.predicted_s, real.predicted_s);
 }
 
-/// A sweep reads its trace directory once: each rank file one time, whatever the number of
-/// points (the trace's own rank count and scaled ones), where each point used to read every
-/// file two or three times.
-#[test]
-fn a_sweep_reads_each_rank_file_once() {
-    use mpicast::predict::session::{sweep, ProgramSpec, Source, SweepRequest};
-    let s = Scratch::new("mpicast-scale-reads");
-    let src = example("jacobi2d");
-    let args = ["48", "6", "3"];
-    let dir = s.trace("jacobi2d-4", &src, 4, &args);
-    children_run_this_mpicast();
-    let req = SweepRequest {
-        program: ProgramSpec {
-            inputs: vec![src.clone()],
-            args: args.iter().map(|a| a.to_string()).collect(),
-            trace_args: args.iter().map(|a| a.to_string()).collect(),
+/// A sweep of `src` with the fixture machine table, program scaling, no host-speed check.
+fn sweep_request(
+    src: std::path::PathBuf,
+    args: &[&str],
+    ranks: Vec<u32>,
+    platforms: Vec<std::path::PathBuf>,
+    source: mpicast::predict::session::Source,
+    jobs: usize,
+) -> mpicast::predict::session::SweepRequest {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    mpicast::predict::session::SweepRequest {
+        program: mpicast::predict::session::ProgramSpec {
+            inputs: vec![src],
+            args: args.clone(),
+            trace_args: args,
             build: Default::default(),
             defines: Vec::new(),
             launch: Default::default(),
         },
-        ranks: vec![4, 8, 16],
+        ranks,
         machine: Some(fixed_machine()),
-        platforms: vec![platform("cluster-ib")],
+        platforms,
         variant: mpicast::model::machine::Variant::Fitted,
-        source: Source::Traces(dir.clone()),
+        source,
         measured: false,
         scaling: mpicast::scale::Mode::Program,
         force_topology: None,
@@ -457,8 +456,22 @@ fn a_sweep_reads_each_rank_file_once() {
         cores_per_host: None,
         compiled_ops: false,
         host_speed: mpicast::predict::session::HostSpeed::Off,
-        jobs: 1,
-    };
+        jobs,
+    }
+}
+
+/// A sweep reads its trace directory once: each rank file one time, whatever the number of
+/// points (the trace's own rank count and scaled ones), where each point used to read every
+/// file two or three times.
+#[test]
+fn a_sweep_reads_each_rank_file_once() {
+    use mpicast::predict::session::{sweep, Source};
+    let s = Scratch::new("mpicast-scale-reads");
+    let src = example("jacobi2d");
+    let args = ["48", "6", "3"];
+    let dir = s.trace("jacobi2d-4", &src, 4, &args);
+    children_run_this_mpicast();
+    let req = sweep_request(src.clone(), &args, vec![4, 8, 16], vec![platform("cluster-ib")], Source::Traces(dir.clone()), 1);
     let before = mpicast::trace::rank_file_reads(&dir);
     let sw = sweep(&req, |_| {}).unwrap_or_else(|e| panic!("{e:#}"));
     let reads = mpicast::trace::rank_file_reads(&dir) - before;
@@ -471,32 +484,10 @@ fn a_sweep_reads_each_rank_file_once() {
 /// one after the other, and each point's own wall time.
 #[test]
 fn a_static_sweeps_points_run_at_once_and_predict_the_same() {
-    use mpicast::predict::session::{sweep, ProgramSpec, Source, SweepRequest};
+    use mpicast::predict::session::{sweep, Source};
     children_run_this_mpicast();
     let args = ["200000", "4"];
-    let req = |jobs: usize| SweepRequest {
-        program: ProgramSpec {
-            inputs: vec![example("pi_dartboard")],
-            args: args.iter().map(|a| a.to_string()).collect(),
-            trace_args: args.iter().map(|a| a.to_string()).collect(),
-            build: Default::default(),
-            defines: Vec::new(),
-            launch: Default::default(),
-        },
-        ranks: vec![2, 4, 8, 16],
-        machine: Some(fixed_machine()),
-        platforms: vec![platform("cluster-ib"), platform("cluster-gige")],
-        variant: mpicast::model::machine::Variant::Fitted,
-        source: Source::Static { only: true },
-        measured: false,
-        scaling: mpicast::scale::Mode::Program,
-        force_topology: None,
-        hosts: None,
-        cores_per_host: None,
-        compiled_ops: false,
-        host_speed: mpicast::predict::session::HostSpeed::Off,
-        jobs,
-    };
+    let req = |jobs: usize| sweep_request(example("pi_dartboard"), &args, vec![2, 4, 8, 16], vec![platform("cluster-ib"), platform("cluster-gige")], Source::Static { only: true }, jobs);
     let mut steps = 0;
     let one = sweep(&req(1), |_| {}).unwrap_or_else(|e| panic!("{e:#}"));
     let three = sweep(&req(3), |step| {
