@@ -203,8 +203,10 @@ fn a_table_measured_under_load_is_marked_and_not_the_default() {
 }
 
 /// `predict --host-speed`: this host's table's calibration kernels timed again. A copy of the
-/// table whose kernels took half the time (the fit's measures) says the host now computes about
-/// twice as slowly:
+/// table whose kernels took a quarter of the time (the fit's measures) says the host now computes
+/// about four times as slowly (a quarter, not a half: under `make test` the suite's load moved
+/// two checks seconds apart by up to 1.8x, and a halved table's check came out only 1.13x the
+/// other's):
 /// warn reports the factor, rescale scales the costs by it, off does not check.
 fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &MachineTable) {
     let predict = |table: &Path, how: &str| -> mpicast::model::prediction::Prediction {
@@ -221,28 +223,28 @@ fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &Machine
     };
     let own = dir.join("o2.json");
     let same = predict(&own, "warn").machine.speed.expect("this host's table is checked");
-    let mut halved = o2.clone();
-    for k in &mut halved.fit.as_mut().expect("a full table has a fit").kernels {
-        k.measured.ns_per_op *= 0.5;
+    let mut quartered = o2.clone();
+    for k in &mut quartered.fit.as_mut().expect("a full table has a fit").kernels {
+        k.measured.ns_per_op *= 0.25;
     }
-    let path = dir.join("halved.json");
-    mpicast::model::write_artifact(&path, &halved).unwrap();
+    let path = dir.join("quartered.json");
+    mpicast::model::write_artifact(&path, &quartered).unwrap();
     let warn = predict(&path, "warn");
     let s = warn.machine.speed.clone().expect("checked");
-    // The check compares with the table's own figures: the halved ones (the fit's median per
+    // The check compares with the table's own figures: the quartered ones (the fit's median per
     // body times the bodies per iteration), and its factor is the median ratio.
     let cached = std::fs::read_dir(dir.join("cache/mpicast/machines/speed"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("halved-"))
-        .expect("the halved table's check is cached");
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("quartered-"))
+        .expect("the quartered table's check is cached");
     let check: mpicast::machine::speed::SpeedCheck = mpicast::model::read_artifact(&cached).unwrap();
     let decls = mpicast::machine::fit::parse_declarations(mpicast::machine::kernels::calib_source()).unwrap();
     assert_eq!(check.kernels.len(), decls.len());
     for k in &check.kernels {
         let fit = o2.fit.as_ref().unwrap().kernels.iter().find(|f| f.name == k.name).unwrap();
         let bodies = decls.iter().find(|d| d.name == k.name).unwrap().bodies;
-        assert!((k.table_ns / (0.5 * fit.measured.ns_per_op * bodies) - 1.0).abs() < 1e-9, "{k:?}");
+        assert!((k.table_ns / (0.25 * fit.measured.ns_per_op * bodies) - 1.0).abs() < 1e-9, "{k:?}");
     }
     // Within a few units in the last place: serde_json's parser may read a written f64 one
     // ULP off, and the factor was computed before the kernels' figures were written.
@@ -250,9 +252,10 @@ fn host_speed_is_checked_against_the_tables_own_kernels(dir: &Path, o2: &Machine
     assert!(ulps(check.factor, mpicast::machine::speed::factor_of(&check.kernels)), "{} against {:?}", check.factor, check.kernels);
     assert!(ulps(check.factor, s.factor), "{} against {}", check.factor, s.factor);
     // Two checks seconds apart, with the suite's other tests loading the host between them:
-    // the halved table's factor well above the other's, not exactly twice it (1.34x once).
+    // the quartered table's factor well above the other's, not exactly four times it (a halved
+    // table's came out 1.34x and 1.13x).
     let r = s.factor / same.factor;
-    assert!(r > 1.15 && r < 3.5, "kernels recorded at half their time: factor {} against {} for the table as measured", s.factor, same.factor);
+    assert!(r > 1.6 && r < 8.0, "kernels recorded at a quarter of their time: factor {} against {} for the table as measured", s.factor, same.factor);
     assert!(!s.applied && warn.assumptions.iter().any(|a| a.contains("slower than when its machine table was measured")), "{:?}", warn.assumptions);
     let re = predict(&path, "rescale");
     let applied = re.machine.speed.clone().expect("checked");
