@@ -911,6 +911,60 @@ fn asynchronous_receives_take_what_was_sent_and_never_wait() {
     assert!(r.ranks[1].finish_s >= 1.0 + L + 1000.0 / B, "{}", r.ranks[1].finish_s);
 }
 
+/// Steady-state folding of a loop nested in the folded one: each iteration of the main loop runs
+/// a pipeline of three ranks (30 steps, 1 MB each) then a barrier and an allreduce. The short
+/// runs simulate 4 of the pipeline's 30 steps in each iteration simulated, marked at steps 1, 2
+/// and 3, and add the rest; every figure is what simulating every step gives.
+#[test]
+fn a_loop_nested_in_the_folded_one_is_folded_too() {
+    setup();
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = 3;
+    for r in 0..ranks {
+        let mut w = TraceWriter::create(dir.path(), r, ranks).unwrap();
+        w.action(&secs(1e-3 * r as f64)).unwrap();
+        w.begin_loop(200).unwrap();
+        w.action(&secs(2e-4)).unwrap();
+        w.begin_loop(30).unwrap();
+        if r > 0 {
+            w.action(&recv(r - 1, 1 << 20)).unwrap();
+        }
+        w.action(&secs(1e-3)).unwrap();
+        if r + 1 < ranks {
+            w.action(&send(r + 1, 1 << 20)).unwrap();
+        }
+        w.end_loop().unwrap();
+        w.action(&A::Barrier { comm: 0 }).unwrap();
+        w.action(&A::Allreduce { bytes: 800, comm: 0 }).unwrap();
+        w.end_loop().unwrap();
+        w.finish().unwrap();
+    }
+    let run = |no_fold: bool| {
+        let opts = ReplayOptions { no_fold, ..ReplayOptions::default() };
+        mpicast::sim::replay(&TraceSource::Dir(dir.path().into()), &two_hosts(), Mapping::RoundRobin, vec![], opts).unwrap()
+    };
+    let (folded, whole) = (run(false), run(true));
+    let info = folded.folded.as_ref().expect("folded");
+    let inner = info.inner.as_ref().expect("the pipeline folded");
+    assert_eq!((info.iterations, inner.iterations, inner.simulated), (200, 30, 4), "{info:?}");
+    assert!(info.simulated <= 4, "{info:?}");
+    exact(folded.makespan_s, whole.makespan_s, "folded makespan");
+    for (f, w) in folded.ranks.iter().zip(&whole.ranks) {
+        exact(f.finish_s, w.finish_s, "finish");
+        exact(f.compute_s, w.compute_s, "compute");
+        exact(f.comm_s, w.comm_s, "comm");
+        exact(f.wait_s, w.wait_s, "wait");
+        assert_eq!((f.messages_sent, f.bytes_sent), (w.messages_sent, w.bytes_sent));
+    }
+    assert_eq!((folded.messages, folded.bytes), (whole.messages, whole.bytes));
+    for (f, w) in folded.hosts.iter().zip(&whole.hosts) {
+        assert!((f.computed_flops - w.computed_flops).abs() <= 1e-9 * w.computed_flops, "{}: {} against {}", f.name, f.computed_flops, w.computed_flops);
+    }
+    for (f, w) in folded.links.iter().zip(&whole.links) {
+        assert!((f.bytes - w.bytes).abs() <= 1e-6 * w.bytes.max(1.0), "{}: {} against {}", f.name, f.bytes, w.bytes);
+    }
+}
+
 /// Steady-state folding of a replay: an exchange whose ranks enter it together settles from its
 /// first iteration (2 simulated); a pipeline of three ranks fills in its first iterations and
 /// settles from the second (4 simulated, marked at iterations 1, 2 and 3). Both give what

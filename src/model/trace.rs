@@ -258,6 +258,18 @@ pub struct LoopMarks {
     pub loop_index: usize,
     /// Iterations (from 0, increasing) whose start is marked; the loop's count marks its end.
     pub at: Vec<u64>,
+    /// A loop directly inside that one whose iterations are marked too, in each of its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<InnerMarks>,
+}
+
+/// Iterations of a loop nested directly in the marked one, marked each time it runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InnerMarks {
+    /// Its place among the loops directly in the marked loop's body (from 0).
+    pub loop_index: usize,
+    /// Iterations (from 0, increasing) whose start is marked in every run of it.
+    pub at: Vec<u64>,
 }
 
 fn yes() -> bool {
@@ -330,6 +342,18 @@ pub struct FoldInfo {
     pub simulated: u64,
     /// Simulated seconds per iteration in the steady state.
     pub period_s: f64,
+    /// The loop nested in it that was folded as well, in every iteration simulated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<InnerFold>,
+}
+
+/// What steady-state folding simulated of the loop nested in the main one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InnerFold {
+    /// Its iterations each time it runs.
+    pub iterations: u64,
+    /// Iterations simulated each time it ran.
+    pub simulated: u64,
 }
 
 impl Artifact for ReplayResult {
@@ -354,6 +378,9 @@ pub struct RankStats {
     /// The rank's figures at each of the job's loop marks (`ReplayOptions::marks`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marks: Vec<RankMark>,
+    /// The rank's figures at the inner loop's marks (`LoopMarks::inner`), run after run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inner_marks: Vec<RankMark>,
 }
 
 /// A rank's figures so far as it starts a marked iteration.
@@ -392,6 +419,10 @@ pub struct LinkStats {
     /// the sender's marks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marked_bytes: Vec<f64>,
+    /// With inner loop marks: for each run of the inner loop, the bytes of the messages sent
+    /// between its last two marks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inner_marked_bytes: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

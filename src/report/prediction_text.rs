@@ -230,9 +230,14 @@ pub fn prediction(p: &Prediction) -> String {
         p.messages, p.wall_s
     );
     if let Some(f) = &p.folded {
+        let inner = f
+            .inner
+            .as_ref()
+            .map(|i| format!(", and {} of the {} iterations of the loop in it", i.simulated, i.iterations))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
-            "(steady state: {} of the main loop's {} iterations simulated, {} each; --no-fold simulates all)",
+            "(steady state: {} of the main loop's {} iterations simulated{inner}, {} each; --no-fold simulates all)",
             f.simulated,
             f.iterations,
             table::seconds(f.period_s)

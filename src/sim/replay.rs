@@ -170,6 +170,9 @@ struct World {
     link_bytes: Vec<f64>,
     /// With loop marks: per span between two successive marks, each link's bytes.
     link_marked: Vec<Vec<f64>>,
+    /// With inner loop marks: per run of the inner loop, each link's bytes between its last
+    /// two marks.
+    link_inner_marked: Vec<Vec<f64>>,
     routes: HashMap<(Host, Host), Vec<usize>>,
     rank_host: Vec<Host>,
     /// Flops each rank executed (hosts' computed flops without SimGrid's host-load plugin,
@@ -243,6 +246,8 @@ struct Opts {
     timeline: bool,
     /// The marked iterations of `ReplayOptions::marks` (empty: none).
     mark_at: Vec<u64>,
+    /// The marked iterations of its inner loop, in each run (empty: none).
+    inner_at: Vec<u64>,
     /// The platform's per-message overheads (`platform::message_overheads`): the sender's
     /// before each send, the receiver's after each receive.
     os: crate::platform::smpi::FactorList,
@@ -291,6 +296,8 @@ struct Rank {
     force_buffered: bool,
     /// Figures at the loop marks passed so far.
     marks: Vec<RankMark>,
+    /// Figures at the inner loop's marks passed so far, run after run.
+    inner_marks: Vec<RankMark>,
     /// Flops of computes too short to simulate on their own, not done yet (`MIN_COMPUTE_S`).
     carried_flops: f64,
 }
@@ -432,10 +439,15 @@ impl Rank {
             w.routes.insert(key, route);
         }
         let span = self.marks.len().checked_sub(1);
+        // Between the last two marks of a run of the inner loop: that run's place.
+        let per = self.opts.inner_at.len();
+        let inner_run = (per >= 2 && self.inner_marks.len() % per == per - 1).then(|| self.inner_marks.len() / per);
         let World {
             routes,
             link_bytes,
             link_marked,
+            link_inner_marked,
+            links,
             ..
         } = &mut *w;
         let marked = span.and_then(|s| link_marked.get_mut(s));
@@ -448,6 +460,14 @@ impl Rank {
                 m[i] += bytes as f64;
             }
         }
+        if let Some(run) = inner_run {
+            if link_inner_marked.len() <= run {
+                link_inner_marked.resize(run + 1, vec![0.0; links.len()]);
+            }
+            for &i in route {
+                link_inner_marked[run][i] += bytes as f64;
+            }
+        }
     }
 
     /// Records the figures of every marked iteration the reader has passed.
@@ -456,16 +476,35 @@ impl Rank {
             if passed <= m {
                 break;
             }
-            let flops = self.world.borrow().rank_flops[self.me as usize];
-            self.marks.push(RankMark {
-                at_s: engine::now(),
-                compute_s: self.compute_s,
-                comm_s: self.comm_s,
-                wait_s: self.wait_s,
-                messages_sent: self.messages_sent,
-                bytes_sent: self.bytes_sent,
-                flops,
-            });
+            let mark = self.mark();
+            self.marks.push(mark);
+        }
+    }
+
+    /// Records the figures of every marked iteration of the inner loop the reader has passed:
+    /// `runs` runs of it started, `passed` marks passed in the last.
+    fn take_inner_marks(&mut self, (runs, passed): (u64, u64)) {
+        let per = self.opts.inner_at.len();
+        loop {
+            let (run, j) = (self.inner_marks.len() / per, self.inner_marks.len() % per);
+            if run as u64 >= runs || (run as u64 + 1 == runs && passed <= self.opts.inner_at[j]) {
+                break;
+            }
+            let mark = self.mark();
+            self.inner_marks.push(mark);
+        }
+    }
+
+    /// The rank's figures now.
+    fn mark(&self) -> RankMark {
+        RankMark {
+            at_s: engine::now(),
+            compute_s: self.compute_s,
+            comm_s: self.comm_s,
+            wait_s: self.wait_s,
+            messages_sent: self.messages_sent,
+            bytes_sent: self.bytes_sent,
+            flops: self.world.borrow().rank_flops[self.me as usize],
         }
     }
 
@@ -999,6 +1038,7 @@ impl Rank {
                 messages_sent: self.messages_sent,
                 bytes_sent: self.bytes_sent,
                 marks: std::mem::take(&mut self.marks),
+                inner_marks: std::mem::take(&mut self.inner_marks),
             });
         }
         // The rank is done (its eager sends are, for MPI), but SimGrid cancels an exiting actor's
@@ -1084,6 +1124,9 @@ fn rank_body(mut rank: Box<Rank>, mut reader: TraceReader, host: String) {
         let next = reader.next_action();
         if !rank.opts.mark_at.is_empty() {
             rank.take_marks(reader.marks_passed());
+            if !rank.opts.inner_at.is_empty() {
+                rank.take_inner_marks(reader.inner_marks_passed());
+            }
         }
         let (a, line) = match next {
             Ok(Some(x)) => x,
@@ -1265,6 +1308,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             Some(m) if job.options.link_usage => vec![vec![0.0; links.len()]; m.at.len().saturating_sub(1)],
             _ => Vec::new(),
         },
+        link_inner_marked: Vec::new(),
         links,
         routes: HashMap::new(),
         rank_host: placement.clone(),
@@ -1290,6 +1334,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         block_seconds: job.options.block_seconds.iter().copied().collect(),
         timeline: job.options.timeline,
         mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
+        inner_at: job.options.marks.as_ref().and_then(|m| m.inner.as_ref()).map(|i| i.at.clone()).unwrap_or_default(),
         os,
         or,
     });
@@ -1310,6 +1355,9 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
         if let Some(m) = &job.options.marks {
             reader.mark_loop(m.loop_index);
+            if let Some(i) = &m.inner {
+                reader.mark_inner(i.loop_index);
+            }
         }
         if reader.header.rank != r || reader.header.size != n {
             bail!(
@@ -1337,6 +1385,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
             bytes_sent: 0,
             force_buffered: false,
             marks: Vec::new(),
+            inner_marks: Vec::new(),
             carried_flops: 0.0,
         });
         let host_name = host.name();
@@ -1476,6 +1525,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
                 bytes,
                 utilisation: if cap > 0.0 { bytes / cap } else { 0.0 },
                 marked_bytes: w.link_marked.iter().map(|m| m[i]).collect(),
+                inner_marked_bytes: w.link_inner_marked.iter().map(|m| m[i]).collect(),
             }
         })
         .collect();

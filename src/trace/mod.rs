@@ -722,6 +722,10 @@ struct Frame {
     left: u64,
     /// The top-level loop whose iterations are counted (`TraceReader::marks_passed`).
     marked: bool,
+    /// In that loop's frame: where in its body the inner loop whose iterations are counted is.
+    inner_at: Option<usize>,
+    /// That inner loop (`TraceReader::inner_marks_passed`).
+    inner: bool,
 }
 
 /// Streams one rank's actions, with loops unfolded, reading the file lazily.
@@ -735,6 +739,11 @@ pub struct TraceReader {
     mark_loop: Option<usize>,
     top_loops: usize,
     marks_passed: u64,
+    /// The loop (by its place among the loops directly in the marked one) whose iterations are
+    /// counted as well, run after run.
+    mark_inner: Option<usize>,
+    inner_runs: u64,
+    inner_passed: u64,
 }
 
 /// Loop bodies are held in memory while they repeat; this bounds one body.
@@ -813,6 +822,9 @@ impl TraceReader {
             mark_loop: None,
             top_loops: 0,
             marks_passed: 0,
+            mark_inner: None,
+            inner_runs: 0,
+            inner_passed: 0,
         })
     }
 
@@ -825,6 +837,18 @@ impl TraceReader {
     /// loop's count + 1 once it has ended.
     pub fn marks_passed(&self) -> u64 {
         self.marks_passed
+    }
+
+    /// Counts the iterations of the loop at place `index` (from 0) among those directly in the
+    /// body of the loop `mark_loop` counts, each time it runs.
+    pub fn mark_inner(&mut self, index: usize) {
+        self.mark_inner = Some(index);
+    }
+
+    /// Runs of the inner counted loop started so far, and its marks passed in the last one (as
+    /// `marks_passed` counts them).
+    pub fn inner_marks_passed(&self) -> (u64, u64) {
+        (self.inner_runs, self.inner_passed)
     }
 
     pub fn file(&self) -> &str {
@@ -912,26 +936,35 @@ impl TraceReader {
                     top.left -= 1;
                     top.pos = 0;
                     if top.left == 0 || top.body.is_empty() {
-                        let marked = top.marked;
+                        let (marked, inner) = (top.marked, top.inner);
                         self.stack.pop();
                         self.marks_passed += u64::from(marked);
+                        self.inner_passed += u64::from(inner);
                     }
                     continue;
                 }
-                if top.pos == 0 && top.marked {
-                    self.marks_passed += 1;
+                if top.pos == 0 {
+                    self.marks_passed += u64::from(top.marked);
+                    self.inner_passed += u64::from(top.inner);
                 }
                 let body = Rc::clone(&top.body);
+                let counted = top.inner_at == Some(top.pos);
                 top.pos += 1;
                 match &body[top.pos - 1] {
                     Node::Act(a, l) => return Ok(Some((a.clone(), *l))),
                     Node::Loop(n, inner) => {
+                        if counted {
+                            self.inner_runs += 1;
+                            self.inner_passed = 0;
+                        }
                         if *n > 0 {
                             self.stack.push(Frame {
                                 body: Rc::clone(inner),
                                 pos: 0,
                                 left: *n,
                                 marked: false,
+                                inner_at: None,
+                                inner: counted,
                             });
                         }
                         continue;
@@ -949,12 +982,23 @@ impl TraceReader {
                     let body = self.read_body(l, &mut count, 1)?;
                     let marked = self.mark_loop == Some(self.top_loops);
                     self.top_loops += 1;
+                    let inner_at = match self.mark_inner {
+                        Some(k) if marked => body
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, node)| matches!(node, Node::Loop(..)))
+                            .nth(k)
+                            .map(|(i, _)| i),
+                        _ => None,
+                    };
                     if n > 0 && !body.is_empty() {
                         self.stack.push(Frame {
                             body: Rc::new(body),
                             pos: 0,
                             left: n,
                             marked,
+                            inner_at,
+                            inner: false,
                         });
                     }
                 }
