@@ -69,4 +69,38 @@ fn main() {
     bindings
         .write_to_file(out.join("simgrid_bindings.rs"))
         .expect("writing bindings into OUT_DIR");
+    find_mimalloc();
+}
+
+/// Finds mimalloc (Debian's libmimalloc-dev) and records its shared library's path, which
+/// `sim::child` preloads into simulation children of up to 16,384 ranks: every allocation of
+/// the child goes to it, SimGrid's C++ objects (a few per simulated message) included. glibc's
+/// malloc spent about a fifth of a 1,024-rank replay in its own bookkeeping (consolidating free
+/// chunks); with mimalloc that replay took about half the wall time. Larger replays keep glibc,
+/// which leaves the fresh pages of the actors' calloc'ed stacks untouched where mimalloc cleared
+/// them (65,536 ranks of pi_dartboard: 5.4 GiB against 2.2 GiB). Without the library the
+/// children keep the C library's allocator, and the build says so; MPICAST_NO_MIMALLOC=1 at
+/// build or run time does the same on purpose.
+fn find_mimalloc() {
+    println!("cargo:rerun-if-env-changed=MPICAST_NO_MIMALLOC");
+    if env::var_os("MPICAST_NO_MIMALLOC").is_some() {
+        return;
+    }
+    // The compiler prints the library's full path when its search path has it, else the name.
+    let found = cc::Build::new()
+        .get_compiler()
+        .to_command()
+        .arg("-print-file-name=libmimalloc.so")
+        .output()
+        .ok()
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .filter(|p| p.is_absolute())
+        .and_then(|p| p.canonicalize().ok());
+    match found {
+        Some(path) => println!("cargo:rustc-env=MPICAST_MIMALLOC_SO={}", path.display()),
+        None => println!(
+            "cargo:warning=libmimalloc.so not found (apt-get install libmimalloc-dev, or run scripts/setup.sh): \
+             simulations keep the C library's allocator and run slower"
+        ),
+    }
 }

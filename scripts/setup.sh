@@ -2,11 +2,12 @@
 # Installs what mpicast needs on Debian 12: SimGrid (headers + pkg-config), libclang for bindgen,
 # g++ (build.rs compiles src/sim/blocking.cpp against SimGrid's C++ API; mpicxx uses it too),
 # llvm (llvm-mca: compiled costing schedules machine loops on the host's CPU model),
-# OpenMPI (mpicc, mpirun), iproute2 (ip netns, tc: emulated networks) and chromium (the HTML
-# report test renders pages headless). Does nothing when everything is already there.
+# OpenMPI (mpicc, mpirun), iproute2 (ip netns, tc: emulated networks), chromium (the HTML
+# report test renders pages headless) and mimalloc (build.rs links it as the process's allocator).
+# Does nothing when everything is already there.
 set -euo pipefail
 
-pkgs=(pkg-config g++ libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium llvm)
+pkgs=(pkg-config g++ libclang-dev libsimgrid-dev openmpi-bin libopenmpi-dev iproute2 chromium llvm libmimalloc-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

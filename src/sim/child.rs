@@ -52,17 +52,25 @@ impl SimulationFailed {
 /// Runs `job` in a child `mpicast simulate` process and returns its outcome.
 pub fn simulate(job: &SimJob) -> Result<SimOutcome> {
     crate::platform::check_platform(&job.platform)?;
-    run_child(job, "--job")
+    run_child(job, "--job", allocator(0))
 }
 
 /// Runs a replay job in a child `mpicast simulate --replay` process.
 pub fn replay(job: &ReplayJob) -> Result<ReplayResult> {
-    run_child(job, "--replay")
+    run_child(job, "--replay", allocator(job.ranks))
+}
+
+/// The allocator a simulation of `ranks` ranks runs with: mimalloc (found at build time,
+/// build.rs) up to `LARGE_REPLAY` ranks when it is still there, else None (the C library's).
+fn allocator(ranks: u32) -> Option<PathBuf> {
+    let so = PathBuf::from(option_env!("MPICAST_MIMALLOC_SO")?);
+    (ranks <= super::replay::LARGE_REPLAY && std::env::var_os("MPICAST_NO_MIMALLOC").is_none() && so.is_file()).then_some(so)
 }
 
 fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
     job: &J,
     flag: &str,
+    preload: Option<PathBuf>,
 ) -> Result<O> {
     let dir = tempfile::Builder::new()
         .prefix("mpicast-sim")
@@ -72,7 +80,16 @@ fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
     let out_path = dir.path().join("outcome.json");
     write_artifact(&job_path, job)?;
     let exe = mpicast_exe()?;
-    let output = Command::new(&exe)
+    let mut cmd = Command::new(&exe);
+    if let Some(so) = preload {
+        let mut list = so.into_os_string();
+        if let Some(more) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            list.push(":");
+            list.push(more);
+        }
+        cmd.env("LD_PRELOAD", list);
+    }
+    let output = cmd
         // Large allocations (actor stacks of large replays) from the heap rather than one memory
         // map each, and the heap grown by exactly what is asked: calloc then leaves the fresh
         // pages of a stack untouched (see sim::replay::LARGE_REPLAY).
@@ -99,4 +116,23 @@ fn run_child<J: crate::model::Artifact, O: crate::model::Artifact>(
         .into());
     }
     Ok(read_artifact(&out_path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulations_up_to_the_large_replays_run_with_mimalloc_where_it_was_found() {
+        let large = crate::sim::replay::LARGE_REPLAY;
+        assert_eq!(allocator(large + 1), None);
+        match option_env!("MPICAST_MIMALLOC_SO") {
+            // Found at build time (scripts/setup.sh installs libmimalloc-dev).
+            Some(so) if std::env::var_os("MPICAST_NO_MIMALLOC").is_none() => {
+                assert_eq!(allocator(1024), Some(PathBuf::from(so)));
+                assert_eq!(allocator(large), Some(PathBuf::from(so)));
+            }
+            _ => assert_eq!(allocator(1024), None),
+        }
+    }
 }
