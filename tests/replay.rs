@@ -939,15 +939,28 @@ fn a_loop_nested_in_the_folded_one_is_folded_too() {
         w.end_loop().unwrap();
         w.finish().unwrap();
     }
-    let run = |no_fold: bool| {
-        let opts = ReplayOptions { no_fold, ..ReplayOptions::default() };
-        mpicast::sim::replay(&TraceSource::Dir(dir.path().into()), &two_hosts(), Mapping::RoundRobin, vec![], opts).unwrap()
-    };
-    let (folded, whole) = (run(false), run(true));
+    let (folded, whole) = folded_and_whole(dir.path());
     let info = folded.folded.as_ref().expect("folded");
     let inner = info.inner.as_ref().expect("the pipeline folded");
     assert_eq!((info.iterations, inner.iterations, inner.simulated), (200, 30, 4), "{info:?}");
     assert!(info.simulated <= 4, "{info:?}");
+    same_replay(&folded, &whole);
+}
+
+/// The traces in `dir` replayed folded and with every iteration simulated.
+fn folded_and_whole(dir: &Path) -> (ReplayResult, ReplayResult) {
+    let run = |no_fold: bool| {
+        let opts = ReplayOptions { no_fold, ..ReplayOptions::default() };
+        mpicast::sim::replay(&TraceSource::Dir(dir.into()), &two_hosts(), Mapping::RoundRobin, vec![], opts).unwrap()
+    };
+    let whole = run(true);
+    assert!(whole.folded.is_none());
+    (run(false), whole)
+}
+
+/// A folded replay gives every figure of the whole one: the makespan, each rank's finish,
+/// compute, comm and wait times, messages and bytes, each host's flops and each link's bytes.
+fn same_replay(folded: &ReplayResult, whole: &ReplayResult) {
     exact(folded.makespan_s, whole.makespan_s, "folded makespan");
     for (f, w) in folded.ranks.iter().zip(&whole.ranks) {
         exact(f.finish_s, w.finish_s, "finish");
@@ -996,24 +1009,9 @@ fn a_folded_replay_settles_from_the_first_iteration_or_once_a_pipeline_fills() {
             w.end_loop().unwrap();
             w.finish().unwrap();
         }
-        let run = |no_fold: bool| {
-            let opts = ReplayOptions { no_fold, ..ReplayOptions::default() };
-            mpicast::sim::replay(&TraceSource::Dir(dir.path().into()), &two_hosts(), Mapping::RoundRobin, vec![], opts).unwrap()
-        };
-        let (folded, whole) = (run(false), run(true));
+        let (folded, whole) = folded_and_whole(dir.path());
         let info = folded.folded.as_ref().expect("folded");
         assert_eq!((info.iterations, info.simulated), (5000, if pipeline { 4 } else { 2 }), "pipeline {pipeline}");
-        assert!(whole.folded.is_none());
-        exact(folded.makespan_s, whole.makespan_s, "folded makespan");
-        for (f, w) in folded.ranks.iter().zip(&whole.ranks) {
-            exact(f.finish_s, w.finish_s, "finish");
-            exact(f.compute_s, w.compute_s, "compute");
-            exact(f.wait_s, w.wait_s, "wait");
-            assert_eq!((f.messages_sent, f.bytes_sent), (w.messages_sent, w.bytes_sent));
-        }
-        assert_eq!(folded.messages, whole.messages);
-        for (f, w) in folded.links.iter().zip(&whole.links) {
-            assert!((f.bytes - w.bytes).abs() <= 1e-6 * w.bytes.max(1.0), "{}: {} against {}", f.name, f.bytes, w.bytes);
-        }
+        same_replay(&folded, &whole);
     }
 }

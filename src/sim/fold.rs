@@ -443,7 +443,7 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
             break;
         }
         let k = at[1] - at[0];
-        let result = loop {
+        let (result, inner) = loop {
             let inner = plan.inner.zip(inner_k).filter(|(i, k)| 2 * (3 * k + 1) <= i.count);
             let m = inner.map(|(_, k)| 3 * k + 1);
             let tmp = match first.take() {
@@ -473,7 +473,6 @@ pub fn replay_folded(job: &ReplayJob, run: &(dyn Fn(&ReplayJob) -> Result<Replay
                 None => inner_k = Some(2 * ki),
             }
         };
-        let (result, inner) = result;
         let folded = extrapolate(&result, (plan.count - iterations) as f64 / k as f64);
         if std::env::var_os("MPICAST_FOLD_DEBUG").is_some() {
             eprintln!("fold: {iterations} iterations, makespan {}, wall {} s, settled: {}", result.makespan_s, result.wall_s, folded.is_some());
