@@ -1962,13 +1962,18 @@ fn strip_casts(e: &CExpr) -> &CExpr {
 /// the interpreter's `__`/`mpicast_` names). gemm's matrix `size` is `size'` in every formula,
 /// and never the number of processes.
 pub fn program_symbol(name: &str) -> String {
-    let reserved = matches!(name, "rank" | "size")
-        || ["cart_dims", "cart_coord", "mpicast_", "__"].iter().any(|p| name.starts_with(p));
-    if reserved {
+    if reserved_symbol(name) {
         format!("{name}'")
     } else {
         name.to_string()
     }
+}
+
+/// Whether a program variable `name` is spelt like one of the analysis's own symbols (and so
+/// takes a prime in formulas).
+pub fn reserved_symbol(name: &str) -> bool {
+    matches!(name, "rank" | "size")
+        || ["cart_dims", "cart_coord", "mpicast_", "__"].iter().any(|p| name.starts_with(p))
 }
 
 /// The program's name of a formula symbol (`program_symbol` undone).

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::frontend::analyze::{loop_shape, program_name, program_symbol, Step};
+use crate::frontend::analyze::{loop_shape, program_name, reserved_symbol, Step};
 use crate::frontend::ir::{Base, CExpr, CType, Function, Stmt, Unit, VarDecl};
 use crate::model::analysis::BlockKind;
 use crate::model::trace::{Counts, Peer, Tag, TraceAction, COMM_WORLD};
@@ -117,6 +117,15 @@ pub enum Val {
     Name(Rc<str>),
 }
 
+/// Whether two values are the same (unknowns by their shared reason first: cheaper than
+/// comparing the text).
+fn same_val(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::U(x), Val::U(y)) => Rc::ptr_eq(x, y) || x == y,
+        _ => a == b,
+    }
+}
+
 impl Val {
     fn unknown(why: impl AsRef<str>) -> Val {
         Val::U(Rc::from(why.as_ref()))
@@ -182,13 +191,13 @@ enum Flow {
 #[derive(Default)]
 pub struct Mail {
     /// (comm, from, to) -> messages in send order: (tag, values or None for bulk data).
-    p2p: HashMap<(u32, u32, u32), Vec<(i64, Option<Vec<Val>>)>>,
+    p2p: FastMap<(u32, u32, u32), Vec<(i64, Option<Vec<Val>>)>>,
     /// Collective contributions: key -> comm rank -> values.
-    coll: HashMap<String, Contribs>,
+    coll: FastMap<String, Contribs>,
     /// Communicator ids: (parent, sequence, members) -> id.
-    comm_ids: HashMap<(u32, u32, Vec<u32>), u32>,
+    comm_ids: FastMap<(u32, u32, Vec<u32>), u32>,
     /// Intercommunicator ids by the call that made them and both groups.
-    named_ids: HashMap<String, u32>,
+    named_ids: FastMap<String, u32>,
     next_comm: u32,
     /// A value posted in this pass differs from the previous pass's (or is new): values
     /// taken from the previous pass may be stale, another pass is due.
@@ -297,11 +306,15 @@ pub struct Shared<'p, 'a> {
     /// Per block and the values its formulas read: the executions they give each block under
     /// it, and their total (a loop charged by formula at every iteration of an outer one, on
     /// every rank, evaluates the same formulas with the same values).
-    charges: std::cell::RefCell<HashMap<(usize, Vec<u64>), Rc<(Vec<(usize, f64)>, f64)>>>,
+    charges: std::cell::RefCell<FastMap<(usize, Vec<u64>), Rc<(Vec<(usize, f64)>, f64)>>>,
     /// Blocks by file, then (line, column, kind name).
     blocks: FastMap<String, FastMap<(u32, u32, &'static str), usize>>,
     block_memo: std::cell::RefCell<FastMap<(usize, usize, u32, u32, usize), Option<usize>>>,
-    consts: HashMap<&'p str, &'p CExpr>,
+    /// Per statement (address): the places it stores into other than plain names, and
+    /// whether it calls rand() (loops ask at every execution, on every rank).
+    lvalue_memo: std::cell::RefCell<FastMap<usize, Rc<Vec<&'p CExpr>>>>,
+    rand_memo: std::cell::RefCell<FastMap<usize, bool>>,
+    consts: FastMap<&'p str, &'p CExpr>,
     structs: HashMap<&'p str, Vec<String>>,
     /// Struct name -> field -> declared type.
     field_types: HashMap<&'p str, HashMap<&'p str, &'p CType>>,
@@ -586,7 +599,9 @@ impl<'p, 'a> Shared<'p, 'a> {
             charges: Default::default(),
             blocks: FastMap::default(),
             block_memo: Default::default(),
-            consts: HashMap::new(),
+            lvalue_memo: Default::default(),
+            rand_memo: Default::default(),
+            consts: FastMap::default(),
             structs: HashMap::new(),
             field_types: HashMap::new(),
             typedefs: HashMap::new(),
@@ -811,6 +826,84 @@ fn replay(recs: &[Rec], sink: &mut dyn Sink) -> Result<(), Unresolved> {
     Ok(())
 }
 
+/// The local names of the current call: each name's declarations, innermost last, with the
+/// block that made them, so that a lookup hashes the name once however deep the blocks nest.
+#[derive(Clone, Default)]
+struct Locals {
+    names: FastMap<Rc<str>, Vec<(u64, usize)>>,
+    /// Open blocks, innermost last: a serial number and what they declared (name, cell).
+    blocks: Vec<(u64, Vec<(Rc<str>, usize)>)>,
+    next: u64,
+    /// The serial of the current call's first block: older declarations are its callers'.
+    base: u64,
+}
+
+impl Locals {
+    fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    fn push(&mut self) {
+        self.blocks.push((self.next, Vec::new()));
+        self.next += 1;
+    }
+
+    /// Closes the innermost block: what it declared.
+    fn pop(&mut self) -> Option<Vec<(Rc<str>, usize)>> {
+        let (_, decls) = self.blocks.pop()?;
+        for (n, _) in decls.iter().rev() {
+            if let Some(v) = self.names.get_mut(&**n) {
+                v.pop();
+            }
+        }
+        Some(decls)
+    }
+
+    fn get(&self, name: &str) -> Option<usize> {
+        let (serial, c) = *self.names.get(name)?.last()?;
+        (serial >= self.base).then_some(c)
+    }
+
+    /// Declares `name` in the innermost block (again in the same block: the new cell);
+    /// false when no block is open.
+    fn declare(&mut self, name: &str, c: usize) -> bool {
+        let Some((serial, decls)) = self.blocks.last_mut() else { return false };
+        let key = match self.names.get_key_value(name) {
+            Some((k, v)) if v.last().is_some_and(|(s, _)| s == serial) => {
+                let k = k.clone();
+                if let Some(d) = decls.iter_mut().find(|(n, _)| **n == *name) {
+                    d.1 = c;
+                }
+                if let Some(last) = self.names.get_mut(&*k).and_then(|v| v.last_mut()) {
+                    last.1 = c;
+                }
+                return true;
+            }
+            Some((k, _)) => k.clone(),
+            None => Rc::from(name),
+        };
+        decls.push((key.clone(), c));
+        self.names.entry(key).or_default().push((*serial, c));
+        true
+    }
+
+    /// A call begins: its blocks hide its callers'. What `leave` needs to restore them.
+    fn enter(&mut self) -> (usize, u64) {
+        let saved = (self.blocks.len(), self.base);
+        self.push();
+        self.base = self.next - 1;
+        saved
+    }
+
+    /// The call ends: its blocks close (their cells are not reused).
+    fn leave(&mut self, (len, base): (usize, u64)) {
+        while self.blocks.len() > len {
+            self.pop();
+        }
+        self.base = base;
+    }
+}
+
 /// One rank's interpreter.
 #[derive(Clone)]
 pub struct Interp<'s, 'p, 'a> {
@@ -819,9 +912,8 @@ pub struct Interp<'s, 'p, 'a> {
     size: u32,
     heap: Vec<Cell>,
     globals: FastMap<String, usize>,
-    /// Scopes of the current call (innermost last).
-    scopes: Vec<FastMap<String, usize>>,
-    saved_scopes: Vec<Vec<FastMap<String, usize>>>,
+    /// Local names (blocks of the current call and its callers).
+    scopes: Locals,
     file: &'p str,
     line: u32,
     pending: Vec<(usize, f64)>,
@@ -848,7 +940,7 @@ pub struct Interp<'s, 'p, 'a> {
     pub missed_colls: Vec<(String, usize, Vec<Val>)>,
     /// Communicators and groups: id -> members (world ranks, in their order). Groups are this
     /// rank's own (ids from GROUP_BASE); an intercommunicator's members are its local group.
-    comms: HashMap<u32, Rc<Vec<u32>>>,
+    comms: FastMap<u32, Rc<Vec<u32>>>,
     /// Arrays declared with their dimensions: cell -> (dimensions, element bytes), for sizeof.
     decl_dims: CellMap<(Vec<i64>, i64)>,
     /// Scalar cells declared with an unsigned 64-bit type (uint64_t, unsigned long, size_t):
@@ -861,13 +953,13 @@ pub struct Interp<'s, 'p, 'a> {
     /// Graph topologies: communicator -> (MPI_GRAPH or MPI_DIST_GRAPH, this rank's in- and
     /// out-neighbours (ranks of the communicator), weighted); a graph's whole `index` and
     /// `edges` under MPI_GRAPH.
-    topo: HashMap<u32, Topo>,
+    topo: FastMap<u32, Topo>,
     /// Intercommunicators: id -> the remote group (world ranks).
-    remote: HashMap<u32, Vec<u32>>,
+    remote: FastMap<u32, Vec<u32>>,
     next_group: u32,
-    comm_seq: HashMap<u32, u32>,
-    coll_seq: HashMap<(String, u32), u32>,
-    consumed: HashMap<(u32, u32, u32), Vec<bool>>,
+    comm_seq: FastMap<u32, u32>,
+    coll_seq: FastMap<(String, u32), u32>,
+    consumed: FastMap<(u32, u32, u32), Vec<bool>>,
     reqs: Vec<(usize, u64)>,
     cart_dims: Vec<i64>,
     cart_periods: Vec<bool>,
@@ -979,7 +1071,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         assumed_p: f64,
         enums: Rc<HashMap<String, CExpr>>,
     ) -> Self {
-        let mut comms = HashMap::new();
+        let mut comms = FastMap::default();
         comms.insert(COMM_WORLD, sh.world(size));
         comms.insert(GROUP_EMPTY, Rc::new(Vec::new()));
         Interp {
@@ -988,8 +1080,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             size,
             heap: Vec::new(),
             globals: FastMap::default(),
-            scopes: Vec::new(),
-            saved_scopes: Vec::new(),
+            scopes: Locals::default(),
             file: "",
             line: 0,
             pending: Vec::new(),
@@ -1002,15 +1093,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             missed: false,
             mpi_state: 0,
             comms,
-            remote: HashMap::new(),
-            topo: HashMap::new(),
+            remote: FastMap::default(),
+            topo: FastMap::default(),
             decl_dims: CellMap::default(),
             unsigned64: CellMap::default(),
             narrow: CellMap::default(),
             next_group: GROUP_BASE + 1,
-            comm_seq: HashMap::new(),
-            coll_seq: HashMap::new(),
-            consumed: HashMap::new(),
+            comm_seq: FastMap::default(),
+            coll_seq: FastMap::default(),
+            consumed: FastMap::default(),
             missed_recvs: BTreeMap::new(),
             iterating: 0,
             missed_colls: Vec::new(),
@@ -1046,8 +1137,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// A loop that was charged or folded without running every iteration: when it calls
     /// rand(), the generator's state afterwards is not known.
     fn rng_skipped(&mut self, body: &Stmt) {
-        let mut calls = false;
-        statement_exprs(body, &mut |e| calls |= calls_rand(e));
+        let key = body as *const Stmt as usize;
+        let known = self.sh.rand_memo.borrow().get(&key).copied();
+        let calls = known.unwrap_or_else(|| {
+            let mut calls = false;
+            statement_exprs(body, &mut |e| calls |= calls_rand(e));
+            self.sh.rand_memo.borrow_mut().insert(key, calls);
+            calls
+        });
         if calls {
             self.rng = None;
         }
@@ -1184,7 +1281,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// A block's scope ends: its variables' cells are reused (C forbids using them after).
     fn pop_scope(&mut self) {
         if let Some(sc) = self.scopes.pop() {
-            for (_, c) in sc {
+            for (_, c) in sc.into_iter().rev() {
                 if !self.maybe_array.contains_key(&c) && !self.static_cells.contains(&c) {
                     self.free.push(c);
                 }
@@ -1474,18 +1571,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
-        for s in self.scopes.iter().rev() {
-            if let Some(c) = s.get(name) {
-                return Some(*c);
-            }
-        }
-        self.globals.get(name).copied()
+        self.scopes.get(name).or_else(|| self.globals.get(name).copied())
     }
 
     fn declare(&mut self, name: &str, c: usize) {
-        if let Some(s) = self.scopes.last_mut() {
-            s.insert(name.to_string(), c);
-        } else {
+        if !self.scopes.declare(name, c) {
             self.globals.insert(name.to_string(), c);
         }
     }
@@ -1639,9 +1729,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             .copied()
             .unwrap_or(saved_file);
         self.depth += 1;
-        let outer = std::mem::take(&mut self.scopes);
-        self.saved_scopes.push(outer);
-        self.scopes.push(FastMap::default());
+        let outer = self.scopes.enter();
         self.charge_kind(f.span, BlockKind::Function);
         for (k, p) in f.params.iter().enumerate() {
             let c = self.alloc(Cell::V(Val::unknown("argument not passed")));
@@ -1669,7 +1757,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.declare(&p.name, c);
         }
         let r = self.stmt(&f.body, sink);
-        self.scopes = self.saved_scopes.pop().unwrap_or_default();
+        self.scopes.leave(outer);
         self.depth -= 1;
         self.file = saved_file;
         self.line = saved_line;
@@ -1720,7 +1808,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
         match s {
             Stmt::Compound(v, _) => {
-                self.scopes.push(FastMap::default());
+                self.scopes.push();
                 let r = self.stmts(v, sink);
                 self.pop_scope();
                 r
@@ -1973,7 +2061,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             until_step: self.steps + SAMPLE_STEPS.min(left_steps),
             until,
             seen: CellMap::default(),
-            arms: arms.clone(),
+            arms: (*arms).clone(),
             enough: false,
             unknown: 0,
             holds_arms: CellMap::default(),
@@ -2110,7 +2198,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// What a statement stores through indexes, pointers and fields becomes unknown (whole
     /// arrays; fields of structs reached without side effects).
-    fn poison_stores(&mut self, s: &Stmt, why: &str) {
+    fn poison_stores(&mut self, s: &'p Stmt, why: &str) {
         self.poison_arrays(s, why);
         let mut roots = Vec::new();
         lvalues(s, &mut roots);
@@ -2168,7 +2256,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             .sh
             .block(self.file, sp.line_start, sp.col, BlockKind::Loop);
         let has_comm = lb.map(|b| self.sh.prog.has_comm(b)).unwrap_or(true) || self.sh.calls_comm(s);
-        self.scopes.push(FastMap::default());
+        self.scopes.push();
         let r = (|| {
             if let Stmt::For {
                 init: Some(init), ..
@@ -2376,48 +2464,53 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// A loop's block executions from the front end's formula with the interpreter's values
     /// (weighted), the data-dependent arms it charges and the total; None when it does not
     /// resolve.
-    fn formula_charges(&mut self, b: usize, s: Option<&Stmt>) -> Option<(Vec<(usize, f64)>, Vec<usize>, f64, bool)> {
+    /// The value a formula's variable `v` has here: a program variable in scope means itself;
+    /// one named like the analysis's own symbols (gemm's matrix `size`) has a prime (`size'`)
+    /// and those symbols (rank, size, the Cartesian grid) mean the interpreter's.
+    fn formula_var(&mut self, v: &str) -> Option<f64> {
+        let name = program_name(v);
+        if name != v || !reserved_symbol(v) {
+            if let Some(x) = self.lookup(name).and_then(|c| self.get(c).num()) {
+                return Some(x);
+            }
+        }
+        match v {
+            "rank" => Some(self.rank as f64),
+            "size" => Some(self.size as f64),
+            ASSUMED_P => Some(self.assumed_p),
+            other => {
+                if let Some(k) = other.strip_prefix("cart_dims").and_then(|k| k.parse::<usize>().ok()) {
+                    self.cart_dims.get(k).map(|d| *d as f64)
+                } else if let Some(k) = other.strip_prefix("cart_coord").and_then(|k| k.parse::<usize>().ok()) {
+                    let c = cart_coords(self.rank as i64, &self.cart_dims);
+                    c.get(k).map(|d| *d as f64)
+                } else if let Some(d) = self.sh.defines.get(other) {
+                    Some(*d)
+                } else {
+                    self.lookup(other).and_then(|c| self.get(c).num())
+                }
+            }
+        }
+    }
+
+    fn formula_charges(&mut self, b: usize, s: Option<&'p Stmt>) -> Option<(Vec<(usize, f64)>, Vec<usize>, f64, bool)> {
         let prog = self.sh.prog;
         let Ok(execs) = prog.contrib_execs_pub(b) else {
             return None;
         };
-        let mut env = HashMap::new();
-        for v in prog.vars_of(b) {
-            // A program variable in scope means itself; one named like the analysis's own
-            // symbols (gemm's matrix `size`) has a prime (`size'`) and those symbols (rank,
-            // size, the Cartesian grid) mean the interpreter's.
-            let name = program_name(v);
-            if name != v || program_symbol(v) == *v {
-                if let Some(x) = self.lookup(name).and_then(|c| self.get(c).num()) {
-                    env.insert(v.clone(), x);
-                    continue;
-                }
+        // The formulas' variables and their values here (few: searched in order; a map only
+        // where the counts are not cached yet).
+        let mut env: Vec<(&'p str, f64)> = Vec::new();
+        fn set<'a>(env: &mut Vec<(&'a str, f64)>, v: &'a str, x: f64) {
+            match env.iter_mut().find(|(n, _)| *n == v) {
+                Some(e) => e.1 = x,
+                None => env.push((v, x)),
             }
-            let x = match v.as_str() {
-                "rank" => Some(self.rank as f64),
-                "size" => Some(self.size as f64),
-                ASSUMED_P => Some(self.assumed_p),
-                other => {
-                    if let Some(k) = other
-                        .strip_prefix("cart_dims")
-                        .and_then(|k| k.parse::<usize>().ok())
-                    {
-                        self.cart_dims.get(k).map(|d| *d as f64)
-                    } else if let Some(k) = other
-                        .strip_prefix("cart_coord")
-                        .and_then(|k| k.parse::<usize>().ok())
-                    {
-                        let c = cart_coords(self.rank as i64, &self.cart_dims);
-                        c.get(k).map(|d| *d as f64)
-                    } else if let Some(d) = self.sh.defines.get(other) {
-                        Some(*d)
-                    } else {
-                        self.lookup(other).and_then(|c| self.get(c).num())
-                    }
-                }
-            };
-            if let Some(x) = x {
-                env.insert(v.clone(), x);
+        }
+        let value = |env: &[(&str, f64)], v: &str| env.iter().find(|(n, _)| *n == v).map(|e| e.1);
+        for v in prog.vars_of(b) {
+            if let Some(x) = self.formula_var(v) {
+                set(&mut env, v, x);
             }
         }
         // Data-dependent arms: their sampled rates, else the assumed probability (noted, and
@@ -2438,13 +2531,14 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             self.sh.assumed_vars.borrow_mut().insert(b, found.clone());
             found
         });
+        let mut assumed_env: Vec<(String, f64)> = Vec::new();
         for (v, arm) in assumed.iter() {
-            if !env.contains_key(v) {
+            if value(&env, v).is_none() && !assumed_env.iter().any(|(n, _)| n == v) {
                 let rate = self.known_rate(*arm).unwrap_or_else(|| {
                     self.assumed_arms.insert(*arm, self.assumed_p);
                     self.assumed_p
                 });
-                env.insert(v.clone(), rate);
+                assumed_env.push((v.clone(), rate));
                 arms.push(*arm);
             }
         }
@@ -2454,19 +2548,22 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         for v in prog.vars_of(b) {
             if let Some(l) = super::skeleton::trip_var_block(v) {
                 let (m, note) = self.histogram_trips(s?, l)?;
-                env.insert(v.clone(), m);
+                set(&mut env, v, m);
                 notes.push(note);
             }
         }
-        let key = (b, prog.vars_of(b).iter().chain(assumed.iter().map(|(v, _)| v)).map(|v| env.get(v).map_or(u64::MAX, |x| x.to_bits())).collect::<Vec<u64>>());
+        let lookup = |v: &str| value(&env, v).or_else(|| assumed_env.iter().find(|(n, _)| n == v).map(|e| e.1));
+        let key = (b, prog.vars_of(b).iter().chain(assumed.iter().map(|(v, _)| v)).map(|v| lookup(v).map_or(u64::MAX, |x| x.to_bits())).collect::<Vec<u64>>());
         let cached = self.sh.charges.borrow().get(&key).cloned();
         let counts = match cached {
             Some(c) => c,
             None => {
+                let map: HashMap<String, f64> =
+                    env.iter().map(|(v, x)| (v.to_string(), *x)).chain(assumed_env.iter().cloned()).collect();
                 let mut counts = Vec::new();
                 let mut total = 0.0;
                 for (j, e) in execs.iter() {
-                    let Ok(n) = e.eval_map(&env) else { return None };
+                    let Ok(n) = e.eval_map(&map) else { return None };
                     if n != 0.0 {
                         total += n;
                         counts.push((*j, n));
@@ -2492,7 +2589,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// an array whose elements are not known but whose sum is (a counting sort's histogram):
     /// its mean trips, the sum over the elements, and the note that says so. A loop over every
     /// entry of the histogram then runs its total exactly.
-    fn histogram_trips(&mut self, s: &Stmt, l: usize) -> Option<(f64, String)> {
+    fn histogram_trips(&mut self, s: &'p Stmt, l: usize) -> Option<(f64, String)> {
         let file = self.file;
         let sh = self.sh;
         let found = find_stmt(s, &|x| {
@@ -2525,9 +2622,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// A loop that stored into arrays was charged without running all its iterations: should
     /// the evaluation fail for want of what it stored, the next one runs a prefix of it.
-    fn want_prefix(&mut self, lb: Option<usize>, s: &Stmt) {
-        let mut roots = Vec::new();
-        lvalues(s, &mut roots);
+    fn want_prefix(&mut self, lb: Option<usize>, s: &'p Stmt) {
+        let roots = self.lvalues_of(s);
         if let (Some(b), false) = (lb, roots.is_empty()) {
             self.sh.prefix_wanted.borrow_mut().insert(b);
         }
@@ -2535,11 +2631,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// The arrays (cells) a loop stores into through an index or a pointer, with the text of
     /// the array expression; only array expressions without side effects are evaluated.
-    fn store_targets(&mut self, s: &Stmt) -> Vec<(usize, String)> {
-        let mut roots = Vec::new();
-        lvalues(s, &mut roots);
+    fn store_targets(&mut self, s: &'p Stmt) -> Vec<(usize, String)> {
+        let roots = self.lvalues_of(s);
         let mut out: Vec<(usize, String)> = Vec::new();
-        for e in roots {
+        for e in roots.iter().copied() {
             if let Some((t, name)) = self.store_target(e) {
                 if !out.iter().any(|(c, _)| *c == t) {
                     out.push((t, name));
@@ -2990,7 +3085,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// Every element of the arrays the statement stores into (through an index or a pointer)
     /// becomes unknown: a loop charged by formula never ran, so what it stored is not known
     /// (and values stored there before are stale).
-    fn poison_arrays(&mut self, s: &Stmt, why: &str) {
+    fn poison_arrays(&mut self, s: &'p Stmt, why: &str) {
         let why: Rc<str> = Rc::from(why);
         for (t, _) in self.store_targets(s) {
             self.poison_cells(t, &why);
@@ -2999,10 +3094,23 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// Does the loop store into small arrays or struct fields (state the rest of the program
     /// may read)? Stores into allocated (bulk) memory and plain variables do not count.
-    fn writes_small_state(&mut self, s: &Stmt) -> bool {
+    fn writes_small_state(&mut self, s: &'p Stmt) -> bool {
+        let roots = self.lvalues_of(s);
+        roots.iter().any(|e| self.small_state(e))
+    }
+
+    /// The places statement `s` stores into other than plain names (`lvalues`), collected
+    /// once per statement.
+    fn lvalues_of(&self, s: &'p Stmt) -> Rc<Vec<&'p CExpr>> {
+        let key = s as *const Stmt as usize;
+        if let Some(v) = self.sh.lvalue_memo.borrow().get(&key) {
+            return v.clone();
+        }
         let mut roots = Vec::new();
         lvalues(s, &mut roots);
-        roots.iter().any(|e| self.small_state(e))
+        let roots = Rc::new(roots);
+        self.sh.lvalue_memo.borrow_mut().insert(key, roots.clone());
+        roots
     }
 
     /// Is the place a store goes into a small array or a struct field?
@@ -3150,7 +3258,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     /// end: cut short once the producer ran SAMPLE_PRODUCER_STEPS statements. What the loop
     /// stores into becomes unknown but for the cells the producer wrote, and so do the scalars
     /// it writes.
-    fn cut_producer(&mut self, body: &Stmt, var: Option<&str>, line: u32) -> bool {
+    fn cut_producer(&mut self, body: &'p Stmt, var: Option<&str>, line: u32) -> bool {
         let steps = self.steps;
         let Some(pr) = self.sample.as_mut().and_then(|sm| sm.producer.as_mut()) else {
             return false;
@@ -5160,13 +5268,44 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     }
 
     fn write_buf(&mut self, v: Option<&Val>, vals: &[Val]) {
+        self.write_buf_with(v, vals.len(), |k| &vals[k]);
+    }
+
+    /// Writes `n` values into the buffer `v` points to, the k-th `value(k)`. An element that
+    /// already holds its value (a halo received every iteration) is left alone: nothing to
+    /// journal.
+    fn write_buf_with<'v>(&mut self, v: Option<&Val>, n: usize, value: impl Fn(usize) -> &'v Val) {
         let Some(Val::P(c, o)) = v else { return };
         self.touched(*c);
-        for (k, x) in vals.iter().enumerate() {
-            if let Some(e) = self.elem(*c, o + k as i64) {
-                if matches!(self.heap[e], Cell::V(_)) {
-                    self.put(e, Cell::V(x.clone()));
+        // Elements that exist already: compared where they are (one pass over the indices).
+        if let Cell::Ar(ids, _) = &self.heap[*c] {
+            if *o >= 0 && *o as usize + n <= ids.len() {
+                let o = *o as usize;
+                let heap = &self.heap;
+                let changed: Vec<(usize, usize)> = ids[o..o + n]
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, e)| matches!(&heap[**e], Cell::V(old) if !same_val(old, value(*k))))
+                    .map(|(k, e)| (k, *e))
+                    .collect();
+                for (k, e) in changed {
+                    self.put(e, Cell::V(value(k).clone()));
                 }
+                return;
+            }
+        }
+        for k in 0..n {
+            let off = o + k as i64;
+            match self.elem(*c, off) {
+                Some(e) => {
+                    let x = value(k);
+                    if matches!(&self.heap[e], Cell::V(old) if !same_val(old, x)) {
+                        self.put(e, Cell::V(x.clone()));
+                    }
+                }
+                // Past the elements an array keeps (or past a scalar): so are the rest.
+                None if off >= 0 => break,
+                None => {}
             }
         }
     }
@@ -5180,8 +5319,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             }
             return;
         }
-        let vals = vec![Val::unknown(why); count.clamp(0, SMALL_MESSAGE) as usize];
-        self.write_buf(v, &vals);
+        let x = Val::unknown(why);
+        self.write_buf_with(v, count.clamp(0, SMALL_MESSAGE) as usize, |_| &x);
     }
 
     fn coll_key(&mut self, kind: &str, comm: u32) -> String {

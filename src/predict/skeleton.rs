@@ -68,6 +68,8 @@ pub struct Program<'a> {
     /// parent (loops summed over their range, branch arms weighted by their condition).
     own: std::cell::RefCell<HashMap<usize, Result<Execs, Unresolved>>>,
     contrib: std::cell::RefCell<HashMap<usize, Result<Execs, Unresolved>>>,
+    /// `data_branches_under` by block (asked at every execution of a loop, on every rank).
+    branches: std::cell::RefCell<HashMap<usize, std::rc::Rc<BTreeSet<usize>>>>,
     /// Data-dependent branches assumed taken with probability ASSUMED_P.
     pub assumed: std::cell::RefCell<BTreeSet<String>>,
     pub main: Option<usize>,
@@ -114,6 +116,7 @@ impl<'a> Program<'a> {
             vars: vec![BTreeSet::new(); n],
             own: Default::default(),
             contrib: Default::default(),
+            branches: Default::default(),
             assumed: Default::default(),
             main: func_block.get("main").copied(),
         };
@@ -212,7 +215,16 @@ impl<'a> Program<'a> {
 
     /// The branch arms under block `i` (callees included) whose condition depends on data: the
     /// ones a sample run of `i` can measure.
-    pub fn data_branches_under(&self, i: usize) -> BTreeSet<usize> {
+    pub fn data_branches_under(&self, i: usize) -> std::rc::Rc<BTreeSet<usize>> {
+        if let Some(r) = self.branches.borrow().get(&i) {
+            return r.clone();
+        }
+        let r = std::rc::Rc::new(self.find_data_branches_under(i));
+        self.branches.borrow_mut().insert(i, r.clone());
+        r
+    }
+
+    fn find_data_branches_under(&self, i: usize) -> BTreeSet<usize> {
         let mut out = BTreeSet::new();
         let mut seen = HashSet::new();
         let mut stack = vec![i];
