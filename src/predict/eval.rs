@@ -4043,8 +4043,8 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             CExpr::Int(i) => Val::I(*i as i64),
             CExpr::Float { value, .. } => Val::F(*value),
             CExpr::Str(s) => Val::S(Rc::from(s.as_str()), 0),
-            CExpr::Binary { op, left, right } => match op.as_str() {
-                "&&" => {
+            CExpr::Binary { op, left, right } => match op.as_bytes() {
+                [b'&', b'&'] => {
                     let a = self.eval_sink(left, sink)?;
                     match a.truth() {
                         Some(false) => Val::I(0),
@@ -4055,7 +4055,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         },
                     }
                 }
-                "||" => {
+                [b'|', b'|'] => {
                     let a = self.eval_sink(left, sink)?;
                     match a.truth() {
                         Some(true) => Val::I(1),
@@ -4066,7 +4066,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                         },
                     }
                 }
-                ">>" if self.unsigned64_expr(left) => {
+                [b'>', b'>'] if self.unsigned64_expr(left) => {
                     let a = self.eval_sink(left, sink)?;
                     let b = self.eval_sink(right, sink)?;
                     match (a, b) {
@@ -7335,6 +7335,22 @@ fn unary(op: &str, a: Val) -> Val {
 }
 
 fn binary(op: &str, a: Val, b: Val) -> Val {
+    // Numbers first (most of what a program computes), the operator told by its bytes.
+    match (&a, &b) {
+        (Val::I(x), Val::I(y)) => {
+            if let Some(v) = int_binary(op.as_bytes(), *x, *y) {
+                return v;
+            }
+        }
+        (Val::I(_) | Val::F(_), Val::I(_) | Val::F(_)) => {
+            if let (Some(x), Some(y)) = (a.num(), b.num()) {
+                if let Some(v) = float_binary(op.as_bytes(), x, y) {
+                    return v;
+                }
+            }
+        }
+        _ => {}
+    }
     if let Val::U(_) = a {
         return a;
     }
@@ -7424,6 +7440,46 @@ fn binary(op: &str, a: Val, b: Val) -> Val {
             },
         },
     }
+}
+
+/// `binary` on two integers, where the operator is one it knows.
+fn int_binary(op: &[u8], x: i64, y: i64) -> Option<Val> {
+    Some(Val::I(match op {
+        [b'+'] => x.wrapping_add(y),
+        [b'-'] => x.wrapping_sub(y),
+        [b'*'] => x.wrapping_mul(y),
+        [b'/'] if y != 0 => x.wrapping_div(y),
+        [b'%'] if y != 0 => x.wrapping_rem(y),
+        [b'<', b'<'] => x.wrapping_shl(y as u32),
+        [b'>', b'>'] => x.wrapping_shr(y as u32),
+        [b'&'] => x & y,
+        [b'|'] => x | y,
+        [b'^'] => x ^ y,
+        [b'<'] => (x < y) as i64,
+        [b'<', b'='] => (x <= y) as i64,
+        [b'>'] => (x > y) as i64,
+        [b'>', b'='] => (x >= y) as i64,
+        [b'=', b'='] => (x == y) as i64,
+        [b'!', b'='] => (x != y) as i64,
+        _ => return None,
+    }))
+}
+
+/// `binary` on two numbers, one of them floating, where the operator is one it knows.
+fn float_binary(op: &[u8], x: f64, y: f64) -> Option<Val> {
+    Some(match op {
+        [b'+'] => Val::F(x + y),
+        [b'-'] => Val::F(x - y),
+        [b'*'] => Val::F(x * y),
+        [b'/'] => Val::F(x / y),
+        [b'<'] => Val::I((x < y) as i64),
+        [b'<', b'='] => Val::I((x <= y) as i64),
+        [b'>'] => Val::I((x > y) as i64),
+        [b'>', b'='] => Val::I((x >= y) as i64),
+        [b'=', b'='] => Val::I((x == y) as i64),
+        [b'!', b'='] => Val::I((x != y) as i64),
+        _ => return None,
+    })
 }
 
 /// A communicator's graph topology (see `Interp::topo`).
