@@ -8581,6 +8581,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn local_names_follow_blocks_and_calls() {
+        let mut l = Locals::default();
+        assert!(!l.declare("x", 1), "no block open: a global");
+        l.push();
+        assert!(l.declare("x", 1));
+        l.push();
+        assert_eq!(l.get("x"), Some(1), "an outer block's name is seen");
+        l.declare("x", 2);
+        assert_eq!(l.get("x"), Some(2), "the inner declaration shadows it");
+        // Declared again in the same block (a goto back over it): the new cell, one entry.
+        l.declare("x", 3);
+        assert_eq!(l.get("x"), Some(3));
+        assert_eq!(l.pop(), Some(vec![(Rc::from("x"), 3)]));
+        assert_eq!(l.get("x"), Some(1), "the block's end uncovers the outer one");
+        // A call hides its caller's locals, and its own leave with it.
+        let saved = l.enter();
+        assert_eq!(l.get("x"), None);
+        l.declare("y", 4);
+        l.push();
+        l.declare("x", 5);
+        assert_eq!(l.get("x"), Some(5));
+        l.leave(saved);
+        assert_eq!(l.get("x"), Some(1));
+        assert_eq!(l.get("y"), None);
+        assert_eq!(l.pop().map(|d| d.len()), Some(1));
+        assert!(l.is_empty());
+        assert_eq!(l.get("x"), None);
+    }
+
+    #[test]
+    fn arithmetic_on_numbers_is_c_arithmetic() {
+        let ops = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", "<=", ">", ">=", "==", "!="];
+        let want = [10, 4, 21, 2, 1, 56, 0, 3, 7, 4, 0, 0, 1, 1, 0, 1];
+        for (op, w) in ops.iter().zip(want) {
+            assert_eq!(binary(op, Val::I(7), Val::I(3)), Val::I(w), "7 {op} 3");
+        }
+        assert_eq!(binary("+", Val::I(1 << 62), Val::I(1 << 62)), Val::I((1i64 << 62).wrapping_mul(2)));
+        assert_eq!(binary("/", Val::I(7), Val::I(2)), Val::I(3));
+        assert_eq!(binary("%", Val::I(-7), Val::I(2)), Val::I(-1));
+        assert!(matches!(binary("/", Val::I(7), Val::I(0)), Val::U(_)), "division by zero is not known");
+        assert_eq!(binary("/", Val::F(7.0), Val::I(2)), Val::F(3.5));
+        assert_eq!(binary("<", Val::I(2), Val::F(2.5)), Val::I(1));
+        assert!(matches!(binary("%", Val::F(7.0), Val::I(2)), Val::U(_)), "% on a double is not C");
+        assert_eq!(binary("+", Val::P(9, 2), Val::I(3)), Val::P(9, 5), "pointers keep their own rules");
+    }
+
+    #[test]
     fn glibc_random_matches_the_c_library() {
         // rand() after srand(1) (and without srand) on glibc, and after srand(42).
         let mut g = GlibcRandom::new(1);
