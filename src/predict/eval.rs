@@ -7702,7 +7702,7 @@ fn parse_int(t: &str, base: u32) -> (i64, usize) {
     };
     let mut base = if base == 0 { 10 } else { base };
     let mut body = s2;
-    if (base == 16 || base == 10) && (s2.starts_with("0x") || s2.starts_with("0X")) && base == 16 {
+    if base == 16 && (s2.starts_with("0x") || s2.starts_with("0X")) {
         body = &s2[2..];
     }
     if base == 0 {
