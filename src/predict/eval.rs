@@ -5277,12 +5277,23 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
     fn write_buf_with<'v>(&mut self, v: Option<&Val>, n: usize, value: impl Fn(usize) -> &'v Val) {
         let Some(Val::P(c, o)) = v else { return };
         self.touched(*c);
-        // Elements that exist already: compared where they are (one pass over the indices).
+        // Elements not made yet are made at once, up to what an array keeps (one growth, not
+        // one per element: a worker's received rows of a matrix).
+        if let (Cell::Ar(ids, _), true) = (&self.heap[*c], *o >= 0 && n > 0) {
+            let last = o + n as i64 - 1;
+            let keeps = if self.exact() { SAMPLE_ARRAY } else { SMALL_ARRAY };
+            if last >= ids.len() as i64 && ids.len() as i64 <= keeps - 1 {
+                self.elem(*c, last.min(keeps - 1));
+            }
+        }
+        // Elements that exist: compared where they are (one pass over the indices).
+        let mut done = 0;
         if let Cell::Ar(ids, _) = &self.heap[*c] {
-            if *o >= 0 && *o as usize + n <= ids.len() {
+            if *o >= 0 && (*o as usize) < ids.len() {
                 let o = *o as usize;
+                done = n.min(ids.len() - o);
                 let heap = &self.heap;
-                let changed: Vec<(usize, usize)> = ids[o..o + n]
+                let changed: Vec<(usize, usize)> = ids[o..o + done]
                     .iter()
                     .enumerate()
                     .filter(|(k, e)| matches!(&heap[**e], Cell::V(old) if !same_val(old, value(*k))))
@@ -5291,10 +5302,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                 for (k, e) in changed {
                     self.put(e, Cell::V(value(k).clone()));
                 }
-                return;
             }
         }
-        for k in 0..n {
+        for k in done..n {
             let off = o + k as i64;
             match self.elem(*c, off) {
                 Some(e) => {
