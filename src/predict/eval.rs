@@ -1136,7 +1136,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
 
     /// A loop that was charged or folded without running every iteration: when it calls
     /// rand(), the generator's state afterwards is not known.
-    fn rng_skipped(&mut self, body: &Stmt) {
+    fn rng_skipped(&mut self, body: &'p Stmt) {
         let key = body as *const Stmt as usize;
         let known = self.sh.rand_memo.borrow().get(&key).copied();
         let calls = known.unwrap_or_else(|| {
