@@ -1609,6 +1609,23 @@ fn folded_and_unfolded_simulations_agree() {
     assert!(text.contains("of the main loop's 50 iterations simulated"), "{text}");
 }
 
+/// The analytic replay (`--analytic`) predicts what SimGrid does on every example at 8 ranks
+/// on the InfiniBand cluster (one rank per host: no two transfers share a link), within 1%, with
+/// the same messages.
+#[test]
+fn analytic_predictions_follow_simgrid_on_every_example() {
+    for ex in ["pi_dartboard", "matmul_mw", "jacobi2d", "stencil3d_torus", "obstacle3d", "isort"] {
+        let src = format!("examples/{ex}.c");
+        let mut args = vec![src.as_str(), "-n", "8", "--platform", "platforms/cluster-ib.xml"];
+        let sg = json(&args);
+        args.push("--analytic");
+        let an = json(&args);
+        let (a, b) = (an["predicted_s"].as_f64().unwrap(), sg["predicted_s"].as_f64().unwrap());
+        assert!(close(a, b, 0.01), "{ex}: analytic {a} s, SimGrid {b} s");
+        assert_eq!(an["messages"], sg["messages"], "{ex}");
+    }
+}
+
 /// A check whose failure arm only reports an error (counts it, prints it) is assumed never
 /// taken, and its other arm always (tests/fixtures/eval/error_checks.c): the static path gives
 /// the check's arms the counts of a correct run, which the trace shows. Half-and-half put 50,000

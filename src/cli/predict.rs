@@ -110,6 +110,12 @@ pub struct Args {
     /// and the remaining ones are added.
     #[arg(long)]
     no_fold: bool,
+    /// Time the replay by formula in one event queue instead of simulating it in SimGrid: a
+    /// message takes the platform's latency and bandwidth (SMPI's factors and overheads), and
+    /// links carry one transfer at a time where SimGrid shares them. For rank counts SimGrid
+    /// cannot reach in reasonable time; SimGrid stays the reference.
+    #[arg(long)]
+    analytic: bool,
     /// Also write the HTML report (source view, timeline, tables) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
@@ -159,6 +165,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         save_traces: args.save_traces.clone(),
         timeline: args.timeline || args.html.is_some() || args.chrome_trace.is_some(),
         no_fold: args.no_fold,
+        analytic: args.analytic,
         host_speed: args.costs.host_speed.session(),
     };
     let prediction = session::predict(&req)?;

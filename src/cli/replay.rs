@@ -50,6 +50,10 @@ pub struct Args {
     /// Simulate every iteration of the main loop (no steady-state folding).
     #[arg(long)]
     no_fold: bool,
+    /// Time the replay by formula in one event queue instead of simulating it in SimGrid
+    /// (docs/ARCHITECTURE.md, "Analytic replay").
+    #[arg(long)]
+    analytic: bool,
     /// Also write the traces in SimGrid's time-independent format into this directory (for
     /// `smpirun -replay`).
     #[arg(long, hide = true)]
@@ -77,6 +81,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         reduce_flops_per_byte: args.reduce_flops_per_byte,
         timeline: args.timeline,
         no_fold: args.no_fold,
+        analytic: args.analytic,
         export_smpi: args.export_smpi.clone(),
     })?;
     print!("{}", crate::report::replay_text(&result));

@@ -23,7 +23,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(replay) = &args.replay {
         let job: ReplayJob = read_artifact(replay)?;
-        let result = crate::sim::replay::run_replay(&job)?;
+        let result = if job.options.analytic {
+            crate::sim::analytic::run_analytic(&job)?
+        } else {
+            crate::sim::replay::run_replay(&job)?
+        };
         match args.out {
             Some(p) => write_artifact(&p, &result)?,
             None => print!("{}", crate::model::to_json(&result)),

@@ -244,6 +244,9 @@ pub struct ReplayOptions {
     /// Simulate every iteration of the main loop (no steady-state folding).
     #[serde(default)]
     pub no_fold: bool,
+    /// Timed by formula in one event queue (`sim::analytic`) instead of by SimGrid's actors.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub analytic: bool,
     /// Record each rank's figures as it starts some iterations of one top-level loop (what
     /// steady-state folding reads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,6 +288,7 @@ impl Default for ReplayOptions {
             timeline: false,
             link_usage: true,
             no_fold: false,
+            analytic: false,
             marks: None,
         }
     }

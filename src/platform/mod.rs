@@ -718,6 +718,23 @@ pub fn message_overheads(text: &str) -> std::result::Result<(smpi::FactorList, s
     Ok(lists)
 }
 
+/// The `<prop>` entries of a platform's `<config>` sections, by id (a later one wins). The error
+/// is one line, `LINE: what is wrong`.
+pub fn config_props(text: &str) -> std::result::Result<std::collections::HashMap<String, String>, String> {
+    let mut props = std::collections::HashMap::new();
+    if !text.contains("<config") {
+        return Ok(props);
+    }
+    let readable = xml::readable(text);
+    let doc = xml::parse(&readable).map_err(|(line, m)| format!("{line}: {m}"))?;
+    for n in doc.descendants().filter(|n| n.has_tag_name("prop") && n.parent().is_some_and(|p| p.has_tag_name("config"))) {
+        if let (Some(id), Some(v)) = (n.attribute("id"), n.attribute("value")) {
+            props.insert(id.to_string(), v.to_string());
+        }
+    }
+    Ok(props)
+}
+
 /// Most hosts written as explicit routes (one per ordered pair of hosts).
 pub const MAX_ROUTED_HOSTS: usize = 64;
 

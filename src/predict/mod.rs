@@ -262,6 +262,8 @@ pub struct Options {
     pub timeline: bool,
     /// Simulate every iteration of the main loop (no steady-state folding).
     pub no_fold: bool,
+    /// The replay timed by formula (`sim::analytic`) instead of by SimGrid.
+    pub analytic: bool,
     pub top: usize,
     pub assumptions: Vec<String>,
     /// Keep the skeleton's per-rank traces (compute in seconds) in this directory.
@@ -1550,6 +1552,7 @@ fn finish(
         eager_threshold_bytes: eager,
         timeline: opts.timeline,
         no_fold: opts.no_fold,
+        analytic: opts.analytic,
         ..Default::default()
     };
     let result = crate::sim::replay(

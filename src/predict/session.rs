@@ -97,6 +97,8 @@ pub struct Request {
     pub save_traces: Option<PathBuf>,
     pub timeline: bool,
     pub no_fold: bool,
+    /// The replay timed by formula instead of by SimGrid.
+    pub analytic: bool,
     /// This host's own machine table checked against the host's speed now.
     pub host_speed: HostSpeed,
 }
@@ -262,6 +264,7 @@ pub fn predict(req: &Request) -> Result<Prediction> {
         what_if: req.what_if.clone(),
         timeline: req.timeline,
         no_fold: req.no_fold,
+        analytic: req.analytic,
         top: req.top,
         assumptions: notes,
         save_traces: req.save_traces.clone(),
@@ -799,6 +802,7 @@ pub fn sweep(req: &SweepRequest, mut progress: impl FnMut(SweepStep)) -> Result<
         },
         timeline: false,
         no_fold: false,
+        analytic: false,
         top: 10,
         assumptions: notes,
         save_traces: None,

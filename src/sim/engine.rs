@@ -271,6 +271,11 @@ impl Link {
         // SAFETY: live link.
         unsafe { ffi::sg_link_get_bandwidth(self.0) }
     }
+    /// Whether transfers share its bandwidth (false for a fat pipe).
+    pub fn is_shared(&self) -> bool {
+        // SAFETY: live link.
+        unsafe { ffi::sg_link_is_shared(self.0) != 0 }
+    }
     pub fn latency_s(&self) -> f64 {
         // SAFETY: live link.
         unsafe { ffi::sg_link_get_latency(self.0) }

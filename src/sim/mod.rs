@@ -6,6 +6,7 @@
 #[allow(unsafe_code)]
 mod ffi;
 
+pub mod analytic;
 pub mod bench;
 pub mod child;
 mod coll;

@@ -1195,7 +1195,7 @@ fn natural_key(s: &str) -> Vec<(String, u64)> {
     out
 }
 
-fn map_ranks(eng: &Engine, mapping: &Mapping, ranks: u32) -> Result<Vec<Host>> {
+pub(crate) fn map_ranks(eng: &Engine, mapping: &Mapping, ranks: u32) -> Result<Vec<Host>> {
     let mut hosts: Vec<(Vec<(String, u64)>, Host)> = eng
         .hosts()
         .into_iter()

@@ -29,6 +29,8 @@ pub struct ReplayRequest {
     pub reduce_flops_per_byte: f64,
     pub timeline: bool,
     pub no_fold: bool,
+    /// Timed by formula (`sim::analytic`) instead of by SimGrid.
+    pub analytic: bool,
     /// Also write the traces in SimGrid's time-independent format into this directory.
     pub export_smpi: Option<PathBuf>,
 }
@@ -62,6 +64,7 @@ pub fn replay_dir(req: &ReplayRequest) -> Result<ReplayResult> {
         reduce_flops_per_byte: req.reduce_flops_per_byte,
         timeline: req.timeline,
         no_fold: req.no_fold,
+        analytic: req.analytic,
         ..ReplayOptions::default()
     };
     super::replay(
