@@ -109,15 +109,72 @@ struct Envelope {
     op: Option<u32>,
 }
 
-/// Messages that arrived before their receive, by source and in arrival order.
+/// Messages that arrived before their receive, in arrival order: a short list while few wait (a
+/// message or two ahead of its receive, the common case), indexed by source once many do.
 #[derive(Default)]
 struct Unexpected {
+    few: VecDeque<Envelope>,
+    many: Option<Indexed>,
+}
+
+/// Beyond this many waiting messages they are indexed by source.
+const FEW_UNEXPECTED: usize = 32;
+
+fn fits(e: &Envelope, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> bool {
+    e.ctx == ctx && from.is_none_or(|s| s == e.src) && tag.is_none_or(|t| t == e.tag)
+}
+
+impl Unexpected {
+    fn push(&mut self, e: Envelope) {
+        if let Some(m) = self.many.as_mut() {
+            m.push(e);
+            return;
+        }
+        self.few.push_back(e);
+        if self.few.len() > FEW_UNEXPECTED {
+            let mut m = Indexed::default();
+            for e in self.few.drain(..) {
+                m.push(e);
+            }
+            self.many = Some(m);
+        }
+    }
+
+    /// The earliest message from `from` (any source: None) with this tag and context.
+    fn take(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Option<Envelope> {
+        if let Some(m) = self.many.as_mut() {
+            let e = m.take(from, tag, ctx);
+            if m.order.is_empty() {
+                self.many = None;
+            }
+            return e;
+        }
+        let i = self.few.iter().position(|e| fits(e, from, tag, ctx))?;
+        self.few.remove(i)
+    }
+
+    fn len(&self) -> usize {
+        self.many.as_ref().map_or(self.few.len(), |m| m.order.len())
+    }
+
+    fn first(&self) -> Option<&Envelope> {
+        match &self.many {
+            Some(m) => m.first(),
+            None => self.few.front(),
+        }
+    }
+}
+
+/// Many waiting messages, by source and in arrival order (a receive from one source does not
+/// scan the others').
+#[derive(Default)]
+struct Indexed {
     seq: u64,
     by_src: IntMap<u32, VecDeque<(u64, Envelope)>>,
     order: BTreeMap<u64, u32>,
 }
 
-impl Unexpected {
+impl Indexed {
     fn push(&mut self, e: Envelope) {
         let s = self.seq;
         self.seq += 1;
@@ -126,7 +183,7 @@ impl Unexpected {
     }
 
     fn take(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Option<Envelope> {
-        let ok = |e: &Envelope| e.ctx == ctx && tag.is_none_or(|t| t == e.tag);
+        let ok = |e: &Envelope| fits(e, None, tag, ctx);
         let (src, idx) = match from {
             Some(s) => {
                 let q = self.by_src.get(&s)?;
@@ -188,10 +245,19 @@ struct Waiting {
     latest: f64,
 }
 
+/// A communicator's members as its `comm` lines list them, checked once for all of them.
+struct Members {
+    list: Vec<u32>,
+    /// Each member's rank in the communicator.
+    index: IntMap<u32, u32>,
+    /// Every world rank in order (no member list needed).
+    identity: bool,
+}
+
 #[derive(Clone)]
 struct CommView {
     id: u32,
-    members: Option<std::rc::Rc<Vec<u32>>>,
+    members: Option<std::rc::Rc<Members>>,
     me: u32,
     size: u32,
 }
@@ -200,7 +266,7 @@ impl CommView {
     fn world_rank(&self, r: u32) -> u32 {
         match &self.members {
             None => r,
-            Some(m) => m[r as usize],
+            Some(m) => m.list[r as usize],
         }
     }
 }
@@ -210,6 +276,8 @@ struct RankState {
     clock: f64,
     micros: VecDeque<Micro>,
     temps: Vec<u32>,
+    /// An empty list kept for the next wait's operations.
+    spare: Vec<u32>,
     reqs: IntMap<u64, u32>,
     tested_done: HashSet<u64>,
     comms: HashMap<u32, CommView>,
@@ -334,6 +402,10 @@ struct Sim {
     link_marked: Vec<IntMap<u32, f64>>,
     link_inner_marked: Vec<IntMap<u32, f64>>,
     timeline: Vec<TimelineEvent>,
+    /// The last member list seen for each communicator id.
+    members: IntMap<u32, std::rc::Rc<Members>>,
+    /// Reused for each action's steps.
+    scratch: Vec<Micro>,
 }
 
 struct Opts {
@@ -510,6 +582,7 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
             clock: 0.0,
             micros: VecDeque::new(),
             temps: Vec::new(),
+            spare: Vec::new(),
             reqs: IntMap::default(),
             tested_done: HashSet::new(),
             comms: HashMap::new(),
@@ -556,6 +629,8 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
         link_marked: vec![IntMap::default(); marked_spans],
         link_inner_marked: Vec::new(),
         timeline: Vec::new(),
+        members: IntMap::default(),
+        scratch: Vec::new(),
     };
     for r in 0..n {
         sim.schedule(0.0, r);
@@ -702,7 +777,7 @@ impl Sim {
         use TraceAction as A;
         let speed = self.ranks[r as usize].speed;
         let os = |b: u64| self.opts.os.eval(b, 0.0);
-        let mut out: Vec<Micro> = Vec::new();
+        let mut out = std::mem::take(&mut self.scratch);
         match a {
             A::Compute { compute } => {
                 let flops = match compute {
@@ -717,23 +792,30 @@ impl Sim {
                 out.push(Micro::Compute(flops));
             }
             A::CommDef { id, ranks } => {
-                // One pass over the members: every rank reads the list, so a communicator of
-                // every rank costs N per rank, not several times that.
+                // Every member of a communicator reads the same list: it is checked once and
+                // shared (a communicator of 65,536 ranks, read by each: a comparison each).
                 let n = self.ranks.len() as u32;
-                let (mut me, mut identity) = (None, ranks.len() == n as usize);
-                for (i, &x) in ranks.iter().enumerate() {
-                    if x >= n {
-                        return Err(format!("comm {id}: members must be below {n}"));
+                let known = self.members.get(id).filter(|m| m.list.as_slice() == ranks.as_slice()).cloned();
+                let m = match known {
+                    Some(m) => m,
+                    None => {
+                        let mut index = IntMap::default();
+                        for (i, &x) in ranks.iter().enumerate() {
+                            if x >= n {
+                                return Err(format!("comm {id}: members must be below {n}"));
+                            }
+                            index.entry(x).or_insert(i as u32);
+                        }
+                        let identity = ranks.len() == n as usize && ranks.iter().enumerate().all(|(i, &x)| x == i as u32);
+                        let m = std::rc::Rc::new(Members { list: ranks.clone(), index, identity });
+                        self.members.insert(*id, std::rc::Rc::clone(&m));
+                        m
                     }
-                    identity &= x == i as u32;
-                    if x == r && me.is_none() {
-                        me = Some(i);
-                    }
-                }
-                let me = me.ok_or_else(|| format!("comm {id}: rank {r} is not a member"))?;
+                };
+                let me = *m.index.get(&r).ok_or_else(|| format!("comm {id}: rank {r} is not a member"))?;
                 let size = ranks.len() as u32;
-                let members = if identity { None } else { Some(std::rc::Rc::new(ranks.clone())) };
-                self.ranks[r as usize].comms.insert(*id, CommView { id: *id, members, me: me as u32, size });
+                let members = if m.identity { None } else { Some(m) };
+                self.ranks[r as usize].comms.insert(*id, CommView { id: *id, members, me, size });
             }
             A::Send { to, bytes, tag, comm, buffered } => {
                 let c = self.comm(r, *comm)?;
@@ -824,7 +906,8 @@ impl Sim {
                 }
             }
         }
-        self.ranks[r as usize].micros.extend(out);
+        self.ranks[r as usize].micros.extend(out.drain(..));
+        self.scratch = out;
         Ok(())
     }
 
@@ -891,7 +974,7 @@ impl Sim {
                 } else {
                     ids
                 };
-                let mut ops = Vec::with_capacity(ids.len());
+                let mut ops = std::mem::take(&mut rank.spare);
                 for id in ids {
                     ops.extend(self.take_req(r, id)?);
                 }
@@ -1116,6 +1199,13 @@ impl Sim {
         }
         let wait = (matched.min(t1) - w.t0).max(0.0);
         let rank = &mut self.ranks[ri];
+        let mut ops = w.ops;
+        ops.clear();
+        if rank.temps.capacity() == 0 {
+            rank.temps = ops;
+        } else {
+            rank.spare = ops;
+        }
         rank.wait_s += wait;
         rank.comm_s += (t1 - w.t0) - wait;
         if overhead > 0.0 {
@@ -1235,7 +1325,7 @@ impl Sim {
         let makespan = self.ranks.iter().map(|r| r.clock).fold(0.0, f64::max);
         let mut warnings = std::mem::take(&mut self.warnings);
         let left = |async_rx: bool| -> usize {
-            self.inbox.iter().zip(&self.async_rx).filter(|(_, a)| **a == async_rx).map(|(q, _)| q.unexpected.order.len()).sum()
+            self.inbox.iter().zip(&self.async_rx).filter(|(_, a)| **a == async_rx).map(|(q, _)| q.unexpected.len()).sum()
         };
         let superseded = left(true);
         if superseded > 0 {
