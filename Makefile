@@ -31,6 +31,7 @@ bench: build
 	@./scripts/bench_machine.sh
 	@./scripts/bench_replay.sh
 	@./scripts/bench_predict.sh
+	@ANALYTIC=1 SIZES=1024 ./scripts/bench_predict.sh
 	@./scripts/bench_scale.sh
 	@./scripts/bench_p2pdc.sh
 

@@ -5,7 +5,8 @@
 # (the static evaluation and the trace), the last run's simulation time, the messages simulated and
 # how many of the main loop's iterations steady-state folding simulated (- when it did not fold;
 # in brackets, how many of the iterations of a loop nested in it each of them simulated).
-# SIZES="16 256" picks the rank counts.
+# SIZES="16 256" picks the rank counts; ANALYTIC=1 replays by formula (--analytic) instead of in
+# SimGrid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/mpicast
@@ -17,7 +18,7 @@ for ex in pi_dartboard matmul_mw jacobi2d stencil3d_torus; do
         walls=(); evals=(); sim=0; msgs=0
         for _ in $(seq "$runs"); do
             out=$("$bin" predict "examples/$ex.c" -n "$n" --platform platforms/cluster-ib.xml \
-                --machine "$machine" --json - )
+                --machine "$machine" ${ANALYTIC:+--analytic} --json - )
             walls+=("$(echo "$out" | sed -n 's/^ *"wall_s": *\([0-9.eE+-]*\).*/\1/p')")
             evals+=("$(python3 -c 'import json, sys; p = json.load(sys.stdin); print(p["wall_s"] - p["simulation_wall_s"])' <<<"$out")")
             read -r sim msgs folded < <(python3 -c '

@@ -65,7 +65,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(spec) = &args.bench {
-        print!("{}", crate::report::halo_bench_text(&crate::sim::bench::halo(spec, &args.cfg)?));
+        print!("{}", crate::report::halo_bench_text(&crate::sim::bench::halo(spec, &args.cfg, args.analytic)?));
         return Ok(ExitCode::SUCCESS);
     }
     let result = replay_dir(&ReplayRequest {

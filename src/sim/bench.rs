@@ -75,7 +75,7 @@ pub fn write_halo(dir: &Path, ranks: u32, iters: u64, bytes: u64, compute_s: f64
 /// `--bench RANKSxITERS`: the halo exchange replayed on a generated cluster of 16-core hosts
 /// (MPICAST_BENCH_CORES), bandwidth 1.25 GBps and latency 1 us (MPICAST_BENCH_BB adds a
 /// backbone), ranks in blocks; how long it took.
-pub fn halo(spec: &str, cfg: &[String]) -> Result<HaloBench> {
+pub fn halo(spec: &str, cfg: &[String], analytic: bool) -> Result<HaloBench> {
     let (ranks, iters) = spec
         .split_once('x')
         .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u64>().ok()?)))
@@ -115,6 +115,7 @@ pub fn halo(spec: &str, cfg: &[String]) -> Result<HaloBench> {
     let t1 = Instant::now();
     let opts = ReplayOptions {
         link_usage: false,
+        analytic,
         ..ReplayOptions::default()
     };
     let r = super::replay(
