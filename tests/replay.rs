@@ -1041,13 +1041,16 @@ fn the_analytic_replay_times_what_simgrid_does_without_contention() {
         ("allreduce 1 MB", collective(7, A::Allreduce { bytes: 1 << 20, comm: 0 })),
         ("reduce 64 KiB", collective(8, A::Reduce { bytes: 65536, root: 0, comm: 0 })),
         ("gather 4 KiB", collective(8, A::Gather { bytes: 4096, root: 1, comm: 0 })),
-        ("allgather 1 KiB", collective(8, A::Allgather { bytes: 1024, comm: 0 })),
         ("scan 8 B", collective(8, A::Scan { bytes: 8, comm: 0 })),
         ("master-worker", master_worker(7, 4)),
     ];
     for (name, ranks) in cases {
         let (sg, an) = replay_both(name, ranks, &cluster(), &[]);
         let diff = (an.makespan_s - sg.makespan_s).abs() / sg.makespan_s;
+        eprintln!("{name}: analytic {} s, SimGrid {} s ({:.3}% apart)", an.makespan_s, sg.makespan_s, 100.0 * diff);
+        if std::env::var_os("MPICAST_ANALYTIC_REPORT").is_some() {
+            continue;
+        }
         assert!(diff <= 0.01, "{name}: analytic {} s, SimGrid {} s ({:.2}% apart)", an.makespan_s, sg.makespan_s, 100.0 * diff);
         for (a, s) in an.ranks.iter().zip(&sg.ranks) {
             assert!((a.finish_s - s.finish_s).abs() <= 0.01 * s.finish_s, "{name}: rank {} ends at {} s, SimGrid {} s", a.rank, a.finish_s, s.finish_s);
@@ -1102,6 +1105,28 @@ fn the_analytic_replay_charges_a_shared_link_its_bytes() {
     let want = L + 2.0 * mb as f64 / B;
     exact(sg.makespan_s, want, "SimGrid, two transfers sharing the link");
     exact(an.makespan_s, want, "analytic, two transfers sharing the link");
+}
+
+/// Where transfers share links the analytic replay approximates SimGrid's sharing: a transfer
+/// ends no earlier than its links can carry its bytes and the bytes it has in common with each
+/// transfer given to them after it. A halo exchange of 64 ranks on 16 hosts (four to a host, so
+/// that each host link carries up to 16 transfers at once) and the recursive-doubling allgather,
+/// whose rounds overlap on the host links, stay within 5% of SimGrid.
+#[test]
+fn the_analytic_replay_approximates_shared_links() {
+    let cases: Vec<(&str, Vec<Vec<A>>)> = vec![
+        ("halo 8x8, 4 ranks a host", halo(8, 8, 30_000)),
+        ("allgather 1 KiB", collective(8, A::Allgather { bytes: 1024, comm: 0 })),
+    ];
+    for (name, ranks) in cases {
+        let (sg, an) = replay_both(name, ranks, &cluster(), &[]);
+        let diff = (an.makespan_s - sg.makespan_s).abs() / sg.makespan_s;
+        eprintln!("{name}: analytic {} s, SimGrid {} s ({:.3}% apart)", an.makespan_s, sg.makespan_s, 100.0 * diff);
+        if std::env::var_os("MPICAST_ANALYTIC_REPORT").is_some() {
+            continue;
+        }
+        assert!(diff <= 0.05, "{name}: analytic {} s, SimGrid {} s ({:.2}% apart)", an.makespan_s, sg.makespan_s, 100.0 * diff);
+    }
 }
 
 /// A receive nobody sends to: the analytic replay reports the deadlock as SimGrid's does,

@@ -313,6 +313,9 @@ struct Net {
     link_shared: Vec<bool>,
     link_index: HashMap<Link, u32>,
     free_at: Vec<f64>,
+    /// Bytes and transfers given to each link so far (what later transfers add to a busy link).
+    bytes_in: Vec<f64>,
+    count_in: Vec<u64>,
     hosts: Vec<Host>,
     routes: IntMap<(u32, u32), Route>,
     bw_factor: FactorList,
@@ -333,6 +336,8 @@ impl Net {
         self.link_bw.push(l.bandwidth_bytes_per_s());
         self.link_shared.push(l.is_shared());
         self.free_at.push(0.0);
+        self.bytes_in.push(0.0);
+        self.count_in.push(0);
         self.link_index.insert(l, i);
         i
     }
@@ -350,8 +355,8 @@ impl Net {
     }
 
     /// A transfer of `bytes` from host `from` to host `to` whose two sides are there at `at`:
-    /// when its data has arrived.
-    fn transfer(&mut self, from: u32, to: u32, bytes: u64, at: f64) -> f64 {
+    /// when its data arrives unless later transfers slow it down (`Sim::transfer_event`).
+    fn transfer(&mut self, from: u32, to: u32, bytes: u64, at: f64) -> Transfer {
         let wire = bytes.max(1);
         let (bf, lf, gamma) = (self.bw_factor.eval(wire, 1.0), self.lat_factor.eval(wire, 1.0), self.tcp_gamma);
         self.route(from, to);
@@ -375,12 +380,44 @@ impl Net {
             self.free_at[l as usize] = free;
             end = end.max(free);
         }
-        end
+        let mut t = Transfer { recv: NONE, send: None, wire: wire as f64, bf, rate: bw, end, n: 0, marks: [(0, 0.0, 0); MARKED_LINKS] };
+        for &l in route.shared.iter().take(MARKED_LINKS) {
+            let li = l as usize;
+            t.marks[t.n as usize] = (l, self.bytes_in[li], self.count_in[li]);
+            t.n += 1;
+            self.bytes_in[li] += wire as f64;
+            self.count_in[li] += 1;
+        }
+        t
     }
 }
 
+/// Links of a route whose later load a transfer follows (the first ones: a cluster's route
+/// crosses at most three).
+const MARKED_LINKS: usize = 4;
+
+/// A transfer in flight: its operations complete when its event comes.
+struct Transfer {
+    recv: u32,
+    send: Option<u32>,
+    wire: f64,
+    bf: f64,
+    /// Its rate alone on its route, bytes/s.
+    rate: f64,
+    /// When its data arrives with the links' load at its start.
+    end: f64,
+    n: u8,
+    /// (link, bytes given to the link before it, transfers before it).
+    marks: [(u32, f64, u64); MARKED_LINKS],
+}
+
+/// Queue entries of transfers carry this bit (ranks do not).
+const TRANSFER: u32 = 1 << 31;
+
 struct Sim {
     opts: Opts,
+    transfers: Vec<Transfer>,
+    free_transfers: Vec<u32>,
     ranks: Vec<RankState>,
     rank_host: Vec<u32>,
     inbox: Vec<Inbox>,
@@ -530,6 +567,8 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
         link_shared: Vec::new(),
         link_index: HashMap::new(),
         free_at: Vec::new(),
+        bytes_in: Vec::new(),
+        count_in: Vec::new(),
         hosts: hosts.clone(),
         routes: IntMap::default(),
         bw_factor,
@@ -608,6 +647,8 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
     };
     let mut sim = Sim {
         opts,
+        transfers: Vec::new(),
+        free_transfers: Vec::new(),
         ranks,
         rank_host,
         inbox: (0..n).map(|_| Inbox::default()).collect(),
@@ -637,7 +678,9 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
     }
     while let Some(Reverse((t, _, r))) = sim.queue.pop() {
         sim.now = f64::from_bits(t);
-        if let Err(e) = sim.run_rank(r) {
+        if r & TRANSFER != 0 {
+            sim.transfer_event(r & !TRANSFER);
+        } else if let Err(e) = sim.run_rank(r) {
             sim.errors.push(e);
         }
     }
@@ -1126,16 +1169,58 @@ impl Sim {
     /// a rendezvous send, and wakes whoever waits for them.
     fn matched(&mut self, from: u32, to: u32, bytes: u64, send_op: Option<u32>, recv_op: u32) {
         let now = self.now;
-        let end = self.net.transfer(self.rank_host[from as usize], self.rank_host[to as usize], bytes, now);
+        let mut t = self.net.transfer(self.rank_host[from as usize], self.rank_host[to as usize], bytes, now);
         {
             let o = &mut self.ops[recv_op as usize];
             o.matched = now;
             o.bytes = bytes;
         }
-        self.resolve(recv_op, end);
         if let Some(s) = send_op {
             self.ops[s as usize].matched = now;
-            self.resolve(s, end);
+        }
+        (t.recv, t.send) = (recv_op, send_op);
+        let end = t.end;
+        let id = match self.free_transfers.pop() {
+            Some(i) => {
+                self.transfers[i as usize] = t;
+                i
+            }
+            None => {
+                self.transfers.push(t);
+                (self.transfers.len() - 1) as u32
+            }
+        };
+        self.schedule(end, id | TRANSFER);
+    }
+
+    /// A transfer's end as first timed has come. Transfers given to its links since it started
+    /// share them with it (SimGrid shares a link's bandwidth among the transfers crossing it):
+    /// through each link, it ends no earlier than the link can carry its bytes and, of each
+    /// later transfer, the bytes the two have in common (the smaller of the two), beyond what
+    /// its own rate takes (a link faster than its route's bottleneck delays it only once it is
+    /// saturated), and no later than the link has carried everything given to it. Where that
+    /// moves its end, it waits until then; otherwise its operations complete now.
+    fn transfer_event(&mut self, id: u32) {
+        let t = &self.transfers[id as usize];
+        let mut end = t.end;
+        for &(l, b0, c0) in &t.marks[..t.n as usize] {
+            let li = l as usize;
+            let later_bytes = (self.net.bytes_in[li] - b0 - t.wire).max(0.0);
+            let later = self.net.count_in[li].saturating_sub(c0 + 1) as f64;
+            let common = later_bytes.min(later * t.wire);
+            let delay = ((t.wire + common) / (self.net.link_bw[li] * t.bf) - t.wire / t.rate).max(0.0);
+            let cap = self.net.free_at[li].max(t.end);
+            end = end.max((t.end + delay).min(cap));
+        }
+        if end > self.now {
+            self.schedule(end, id | TRANSFER);
+            return;
+        }
+        let (recv, send) = (t.recv, t.send);
+        self.free_transfers.push(id);
+        self.resolve(recv, self.now);
+        if let Some(s) = send {
+            self.resolve(s, self.now);
         }
     }
 
