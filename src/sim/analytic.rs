@@ -380,7 +380,7 @@ impl Net {
             self.free_at[l as usize] = free;
             end = end.max(free);
         }
-        let mut t = Transfer { recv: NONE, send: None, wire: wire as f64, bf, rate: bw, end, n: 0, marks: [(0, 0.0, 0); MARKED_LINKS] };
+        let mut t = Transfer { recv: NONE, send: None, wire: wire as f64, bf, rate: bw, end, checks: 0, n: 0, marks: [(0, 0.0, 0); MARKED_LINKS] };
         for &l in route.shared.iter().take(MARKED_LINKS) {
             let li = l as usize;
             t.marks[t.n as usize] = (l, self.bytes_in[li], self.count_in[li]);
@@ -406,10 +406,15 @@ struct Transfer {
     rate: f64,
     /// When its data arrives with the links' load at its start.
     end: f64,
+    /// Times its end was checked against what came after it.
+    checks: u8,
     n: u8,
     /// (link, bytes given to the link before it, transfers before it).
     marks: [(u32, f64, u64); MARKED_LINKS],
 }
+
+/// Times a transfer's end moves at most for transfers that came after it.
+const MAX_CHECKS: u8 = 2;
 
 /// Queue entries of transfers carry this bit (ranks do not).
 const TRANSFER: u32 = 1 << 31;
@@ -1212,7 +1217,10 @@ impl Sim {
             let cap = self.net.free_at[li].max(t.end);
             end = end.max((t.end + delay).min(cap));
         }
-        if end > self.now {
+        // Checked twice at most: a link that stays saturated would otherwise move it again at
+        // every check (65,536 ranks through one backbone).
+        if end > self.now && t.checks < MAX_CHECKS {
+            self.transfers[id as usize].checks += 1;
             self.schedule(end, id | TRANSFER);
             return;
         }
