@@ -111,9 +111,10 @@ pub struct Args {
     #[arg(long)]
     no_fold: bool,
     /// Time the replay by formula in one event queue instead of simulating it in SimGrid: a
-    /// message takes the platform's latency and bandwidth (SMPI's factors and overheads), and
-    /// links carry one transfer at a time where SimGrid shares them. For rank counts SimGrid
-    /// cannot reach in reasonable time; SimGrid stays the reference.
+    /// message takes the platform's latency and bandwidth (SMPI's factors and overheads), and a
+    /// link's later transfers delay the earlier ones by the bytes they have in common (SimGrid's
+    /// sharing, approximated). For rank counts SimGrid cannot reach in reasonable time; SimGrid
+    /// stays the reference.
     #[arg(long)]
     analytic: bool,
     /// Also write the HTML report (source view, timeline, tables) to FILE.

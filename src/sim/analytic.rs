@@ -11,12 +11,13 @@
 //! A message of `s` bytes (1 for an empty one) on a route of latency L and bottleneck bandwidth B
 //! takes SMPI's `lat_factor(s) L + s / (bw_factor(s) B)` (bounded by TCP-gamma / 2L where the
 //! configuration sets one), from the moment both sides are there. That is SimGrid's time where
-//! no other transfer shares a link. Where transfers meet, each link of the route other than
-//! fat pipes serves them one after the other, in the order they start (a link busy with an
-//! earlier transfer delays the data of the next by what is left of it), where SimGrid shares the
-//! bandwidth among them: the total time through a busy link is the same, the order within it is
-//! not. Hosts running more ranks than cores compute at cores / ranks of their speed throughout.
-//! Cross traffic (`network/crosstraffic`) is not modelled. SimGrid stays the reference; this
+//! no other transfer shares a link. Where transfers meet, each shared link (not fat pipes)
+//! accounts the bytes given to it, and a transfer's end, an event of its own, moves for the
+//! transfers given to its links after it (`Sim::transfer_event`): SimGrid's bandwidth sharing,
+//! approximated. Hosts running more ranks than cores compute at cores / ranks of their speed
+//! throughout.
+//! Cross traffic (`network/crosstraffic`) loads the links of the way back at 5%, as SimGrid's
+//! CM02 model does. SimGrid stays the reference; this
 //! replay is an option for sizes SimGrid cannot reach in reasonable time (LogGOPSim's approach:
 //! one event queue, no stack per rank).
 
