@@ -22,7 +22,7 @@
 //! one event queue, no stack per rank).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -145,7 +145,7 @@ impl Unexpected {
     fn take(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Option<Envelope> {
         if let Some(m) = self.many.as_mut() {
             let e = m.take(from, tag, ctx);
-            if m.order.is_empty() {
+            if m.is_empty() {
                 self.many = None;
             }
             return e;
@@ -155,59 +155,29 @@ impl Unexpected {
     }
 
     fn len(&self) -> usize {
-        self.many.as_ref().map_or(self.few.len(), |m| m.order.len())
+        self.many.as_ref().map_or(self.few.len(), |m| m.len())
     }
 
     fn first(&self) -> Option<&Envelope> {
         match &self.many {
-            Some(m) => m.first(),
+            Some(m) => m.front(),
             None => self.few.front(),
         }
     }
 }
 
-/// Many waiting messages, by source and in arrival order (a receive from one source does not
-/// scan the others').
-#[derive(Default)]
-struct Indexed {
-    seq: u64,
-    by_src: IntMap<u32, VecDeque<(u64, Envelope)>>,
-    order: BTreeMap<u64, u32>,
-}
+/// Many waiting messages, by source and in arrival order.
+type Indexed = crate::sim::unexpected::Unexpected<Envelope>;
 
-impl Indexed {
-    fn push(&mut self, e: Envelope) {
-        let s = self.seq;
-        self.seq += 1;
-        self.order.insert(s, e.src);
-        self.by_src.entry(e.src).or_default().push_back((s, e));
+impl crate::sim::unexpected::Envelope for Envelope {
+    fn src(&self) -> u32 {
+        self.src
     }
-
-    fn take(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Option<Envelope> {
-        let ok = |e: &Envelope| fits(e, None, tag, ctx);
-        let (src, idx) = match from {
-            Some(s) => {
-                let q = self.by_src.get(&s)?;
-                (s, q.iter().position(|(_, e)| ok(e))?)
-            }
-            None => self.order.iter().find_map(|(&seq, &src)| {
-                let q = self.by_src.get(&src)?;
-                let i = q.iter().position(|(s2, _)| *s2 == seq)?;
-                ok(&q[i].1).then_some((src, i))
-            })?,
-        };
-        let q = self.by_src.get_mut(&src)?;
-        let (seq, e) = q.remove(idx)?;
-        if q.is_empty() {
-            self.by_src.remove(&src);
-        }
-        self.order.remove(&seq);
-        Some(e)
+    fn tag(&self) -> i32 {
+        self.tag
     }
-
-    fn first(&self) -> Option<&Envelope> {
-        let (&seq, &src) = self.order.iter().next()?;
-        self.by_src.get(&src)?.iter().find(|(s, _)| *s == seq).map(|(_, e)| e)
+    fn ctx(&self) -> Ctx {
+        self.ctx
     }
 }
 

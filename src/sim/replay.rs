@@ -82,54 +82,17 @@ struct Queues {
     unexpected: Unexpected,
 }
 
-/// Messages that arrived before their receive, indexed by source (a receive from one source
-/// does not scan the others': a master receiving from each of 65,535 workers in turn stays
-/// linear) and by arrival order (for receives from any source: the earliest matching one).
-#[derive(Default)]
-struct Unexpected {
-    seq: u64,
-    by_src: HashMap<u32, VecDeque<(u64, Envelope)>>,
-    order: std::collections::BTreeMap<u64, u32>,
-}
+type Unexpected = crate::sim::unexpected::Unexpected<Envelope>;
 
-impl Unexpected {
-    fn push(&mut self, e: Envelope) {
-        let s = self.seq;
-        self.seq += 1;
-        self.order.insert(s, e.src);
-        self.by_src.entry(e.src).or_default().push_back((s, e));
+impl crate::sim::unexpected::Envelope for Envelope {
+    fn src(&self) -> u32 {
+        self.src
     }
-
-    /// The earliest message from `from` (any source: None) with this tag and context.
-    fn take(&mut self, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> Option<Envelope> {
-        let ok = |e: &Envelope| e.ctx == ctx && tag.is_none_or(|t| t == e.tag);
-        let (src, idx) = match from {
-            Some(s) => {
-                let q = self.by_src.get(&s)?;
-                (s, q.iter().position(|(_, e)| ok(e))?)
-            }
-            None => self.order.iter().find_map(|(&seq, &src)| {
-                let q = self.by_src.get(&src)?;
-                let i = q.iter().position(|(s2, _)| *s2 == seq)?;
-                ok(&q[i].1).then_some((src, i))
-            })?,
-        };
-        let q = self.by_src.get_mut(&src)?;
-        let (seq, e) = q.remove(idx)?;
-        if q.is_empty() {
-            self.by_src.remove(&src);
-        }
-        self.order.remove(&seq);
-        Some(e)
+    fn tag(&self) -> i32 {
+        self.tag
     }
-
-    fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    fn front(&self) -> Option<&Envelope> {
-        let (&seq, &src) = self.order.iter().next()?;
-        self.by_src.get(&src)?.iter().find(|(s, _)| *s == seq).map(|(_, e)| e)
+    fn ctx(&self) -> Ctx {
+        self.ctx
     }
 }
 
