@@ -35,7 +35,7 @@ use crate::platform::smpi::FactorList;
 use crate::sim::coll::{self, PointToPoint};
 use crate::sim::engine::{Engine, EngineOptions, Host, Link};
 use crate::sim::job::DEFAULT_NETWORK_MODEL;
-use crate::sim::replay::{action_name, map_ranks, p2p_ctx, Ctx, MIN_COMPUTE_S};
+use crate::sim::replay::{action_name, map_ranks, open_rank, p2p_ctx, Ctx, Opts, MIN_COMPUTE_S};
 use crate::trace::{rank_file, TraceReader};
 
 /// SimGrid 3.32's defaults for the SMPI network model, thresholds ascending.
@@ -421,17 +421,6 @@ struct Sim {
     scratch: Vec<Micro>,
 }
 
-struct Opts {
-    eager_threshold: u64,
-    reduce_flops_per_byte: f64,
-    min_sleep_s: f64,
-    block_seconds: HashMap<u32, f64>,
-    timeline: bool,
-    mark_at: Vec<u64>,
-    inner_at: Vec<u64>,
-    os: FactorList,
-    or: FactorList,
-}
 
 /// Collective steps as `coll` plays them, recorded in order (the algorithms' traffic does not
 /// depend on time).
@@ -515,7 +504,6 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
     eng.load_platform(&job.platform)?;
     let placement = map_ranks(&eng, &job.mapping, n)?;
     let text = std::fs::read_to_string(&job.platform).unwrap_or_default();
-    let (os, or) = crate::platform::message_overheads(&text).map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
     let props = crate::platform::config_props(&text).map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
     let bw_factor = factor_list(cfg_value(&job.cfg, &props, "smpi/bw-factor").unwrap_or(DEFAULT_BW_FACTOR), "smpi/bw-factor")?;
     let lat_factor = factor_list(cfg_value(&job.cfg, &props, "smpi/lat-factor").unwrap_or(DEFAULT_LAT_FACTOR), "smpi/lat-factor")?;
@@ -555,41 +543,11 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
     for l in &links {
         net.link(*l);
     }
-    let opts = Opts {
-        eager_threshold: job.options.eager_threshold_bytes,
-        reduce_flops_per_byte: job.options.reduce_flops_per_byte,
-        min_sleep_s: job
-            .cfg
-            .iter()
-            .rev()
-            .find_map(|c| c.strip_prefix("precision/timing:").or_else(|| c.strip_prefix("surf/precision:")))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(1e-9),
-        block_seconds: job.options.block_seconds.iter().copied().collect(),
-        timeline: job.options.timeline,
-        mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
-        inner_at: job.options.marks.as_ref().and_then(|m| m.inner.as_ref()).map(|i| i.at.clone()).unwrap_or_default(),
-        os,
-        or,
-    };
+    let opts = Opts::new(job, &text)?;
     let mut ranks = Vec::with_capacity(n as usize);
     for r in 0..n {
         let h = rank_host[r as usize] as usize;
-        let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
-        if let Some(m) = &job.options.marks {
-            reader.mark_loop(m.loop_index);
-            if let Some(i) = &m.inner {
-                reader.mark_inner(i.loop_index);
-            }
-        }
-        if reader.header.rank != r || reader.header.size != n {
-            bail!(
-                "{}:1: header says rank {} size {}, expected rank {r} size {n}",
-                reader.file(),
-                reader.header.rank,
-                reader.header.size
-            );
-        }
+        let reader = open_rank(job, r)?;
         let speed = hosts[h].speed_flops();
         let share = (hosts[h].core_count() as f64 / on_host[h] as f64).min(1.0);
         ranks.push(RankState {
@@ -882,23 +840,7 @@ impl Sim {
                 out.push(Micro::WaitTemps);
             }
             other => {
-                let comm = match other {
-                    A::Barrier { comm }
-                    | A::Bcast { comm, .. }
-                    | A::Reduce { comm, .. }
-                    | A::Allreduce { comm, .. }
-                    | A::Gather { comm, .. }
-                    | A::Gatherv { comm, .. }
-                    | A::Scatter { comm, .. }
-                    | A::Scatterv { comm, .. }
-                    | A::Allgather { comm, .. }
-                    | A::Allgatherv { comm, .. }
-                    | A::Alltoall { comm, .. }
-                    | A::Alltoallv { comm, .. }
-                    | A::ReduceScatter { comm, .. }
-                    | A::Scan { comm, .. } => *comm,
-                    _ => unreachable!("point-to-point actions are handled above"),
-                };
+                let comm = coll::comm_of(other).expect("point-to-point actions are handled above");
                 let c = self.comm(r, comm)?;
                 let mut rec = Recorder { size: c.size, rank: c.me, steps: Vec::new() };
                 coll::run(&mut rec, other)?;

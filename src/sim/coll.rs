@@ -83,6 +83,28 @@ impl<P: PointToPoint> C<'_, P> {
     }
 }
 
+/// The communicator of a collective action (None for the others).
+pub(crate) fn comm_of(a: &TraceAction) -> Option<u32> {
+    use TraceAction as A;
+    match a {
+        A::Barrier { comm }
+        | A::Bcast { comm, .. }
+        | A::Reduce { comm, .. }
+        | A::Allreduce { comm, .. }
+        | A::Gather { comm, .. }
+        | A::Gatherv { comm, .. }
+        | A::Scatter { comm, .. }
+        | A::Scatterv { comm, .. }
+        | A::Allgather { comm, .. }
+        | A::Allgatherv { comm, .. }
+        | A::Alltoall { comm, .. }
+        | A::Alltoallv { comm, .. }
+        | A::ReduceScatter { comm, .. }
+        | A::Scan { comm, .. } => Some(*comm),
+        _ => None,
+    }
+}
+
 /// Plays collective action `a` as this rank's part of it. An error says what is wrong with the
 /// action (a root or a count list that does not fit the communicator, not a collective).
 pub(crate) fn run(p: &mut impl PointToPoint, a: &TraceAction) -> Result<(), String> {

@@ -199,22 +199,68 @@ pub(crate) struct Req {
     pending: Pending,
 }
 
-struct Opts {
-    eager_threshold: u64,
-    reduce_flops_per_byte: f64,
+/// What both replays read of a job's options and platform.
+pub(crate) struct Opts {
+    pub eager_threshold: u64,
+    pub reduce_flops_per_byte: f64,
     /// SimGrid's timing precision (`precision/timing`, 1e-9 s unless `--cfg` sets it): the
     /// shortest compute done by sleeping.
-    min_sleep_s: f64,
-    block_seconds: HashMap<u32, f64>,
-    timeline: bool,
+    pub min_sleep_s: f64,
+    pub block_seconds: HashMap<u32, f64>,
+    pub timeline: bool,
     /// The marked iterations of `ReplayOptions::marks` (empty: none).
-    mark_at: Vec<u64>,
+    pub mark_at: Vec<u64>,
     /// The marked iterations of its inner loop, in each run (empty: none).
-    inner_at: Vec<u64>,
+    pub inner_at: Vec<u64>,
     /// The platform's per-message overheads (`platform::message_overheads`): the sender's
     /// before each send, the receiver's after each receive.
-    os: crate::platform::smpi::FactorList,
-    or: crate::platform::smpi::FactorList,
+    pub os: crate::platform::smpi::FactorList,
+    pub or: crate::platform::smpi::FactorList,
+}
+
+impl Opts {
+    /// A job's options, with the overheads of its platform (`text`, the platform file's).
+    pub(crate) fn new(job: &ReplayJob, text: &str) -> Result<Opts> {
+        let (os, or) = crate::platform::message_overheads(text).map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
+        Ok(Opts {
+            eager_threshold: job.options.eager_threshold_bytes,
+            reduce_flops_per_byte: job.options.reduce_flops_per_byte,
+            min_sleep_s: job
+                .cfg
+                .iter()
+                .rev()
+                .find_map(|c| c.strip_prefix("precision/timing:").or_else(|| c.strip_prefix("surf/precision:")))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(1e-9),
+            block_seconds: job.options.block_seconds.iter().copied().collect(),
+            timeline: job.options.timeline,
+            mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
+            inner_at: job.options.marks.as_ref().and_then(|m| m.inner.as_ref()).map(|i| i.at.clone()).unwrap_or_default(),
+            os,
+            or,
+        })
+    }
+}
+
+/// Rank `r`'s trace, its loops marked as the job asks, its header checked.
+pub(crate) fn open_rank(job: &ReplayJob, r: u32) -> Result<TraceReader> {
+    let n = job.ranks;
+    let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
+    if let Some(m) = &job.options.marks {
+        reader.mark_loop(m.loop_index);
+        if let Some(i) = &m.inner {
+            reader.mark_inner(i.loop_index);
+        }
+    }
+    if reader.header.rank != r || reader.header.size != n {
+        bail!(
+            "{}:1: header says rank {} size {}, expected rank {r} size {n}",
+            reader.file(),
+            reader.header.rank,
+            reader.header.size
+        );
+    }
+    Ok(reader)
 }
 
 /// A communicator as seen by one rank: its members (world ranks) and this rank's index.
@@ -946,23 +992,7 @@ impl Rank {
                 self.complete(&mut [rr, sr]);
             }
             other => {
-                let c = match other {
-                    A::Barrier { comm }
-                    | A::Bcast { comm, .. }
-                    | A::Reduce { comm, .. }
-                    | A::Allreduce { comm, .. }
-                    | A::Gather { comm, .. }
-                    | A::Gatherv { comm, .. }
-                    | A::Scatter { comm, .. }
-                    | A::Scatterv { comm, .. }
-                    | A::Allgather { comm, .. }
-                    | A::Allgatherv { comm, .. }
-                    | A::Alltoall { comm, .. }
-                    | A::Alltoallv { comm, .. }
-                    | A::ReduceScatter { comm, .. }
-                    | A::Scan { comm, .. } => self.comm(*comm)?,
-                    _ => unreachable!("point-to-point actions are handled above"),
-                };
+                let c = self.comm(coll::comm_of(other).expect("point-to-point actions are handled above"))?;
                 let mut traffic = CollTraffic {
                     rank: self,
                     comm: &c,
@@ -1282,25 +1312,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
         async_pairs: HashSet::new(),
     }));
     let text = std::fs::read_to_string(&job.platform).unwrap_or_default();
-    let (os, or) = crate::platform::message_overheads(&text)
-        .map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
-    let opts = Rc::new(Opts {
-        eager_threshold: job.options.eager_threshold_bytes,
-        reduce_flops_per_byte: job.options.reduce_flops_per_byte,
-        min_sleep_s: job
-            .cfg
-            .iter()
-            .rev()
-            .find_map(|c| c.strip_prefix("precision/timing:").or_else(|| c.strip_prefix("surf/precision:")))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(1e-9),
-        block_seconds: job.options.block_seconds.iter().copied().collect(),
-        timeline: job.options.timeline,
-        mark_at: job.options.marks.as_ref().map(|m| m.at.clone()).unwrap_or_default(),
-        inner_at: job.options.marks.as_ref().and_then(|m| m.inner.as_ref()).map(|i| i.at.clone()).unwrap_or_default(),
-        os,
-        or,
-    });
+    let opts = Rc::new(Opts::new(job, &text)?);
 
     // Ranks alone on their cores compute by sleeping: the time is the same (an execution on a
     // host with a free core runs at one core's speed) and one simcall replaces SimGrid's five for
@@ -1315,21 +1327,7 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     for r in 0..n {
         let host = placement[r as usize];
         let sleeps = !varying && on_host[&host] <= host.core_count();
-        let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
-        if let Some(m) = &job.options.marks {
-            reader.mark_loop(m.loop_index);
-            if let Some(i) = &m.inner {
-                reader.mark_inner(i.loop_index);
-            }
-        }
-        if reader.header.rank != r || reader.header.size != n {
-            bail!(
-                "{}:1: header says rank {} size {}, expected rank {r} size {n}",
-                reader.file(),
-                reader.header.rank,
-                reader.header.size
-            );
-        }
+        let reader = open_rank(job, r)?;
         let rank = Box::new(Rank {
             me: r,
             world: Rc::clone(&world),
