@@ -21,8 +21,7 @@
 //! replay is an option for sizes SimGrid cannot reach in reasonable time (LogGOPSim's approach:
 //! one event queue, no stack per rank).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -35,6 +34,7 @@ use crate::platform::smpi::FactorList;
 use crate::sim::coll::{self, PointToPoint};
 use crate::sim::engine::{Engine, EngineOptions, Host, Link};
 use crate::sim::job::DEFAULT_NETWORK_MODEL;
+use crate::sim::queue::EventQueue;
 use crate::sim::replay::{action_name, map_ranks, open_rank, p2p_ctx, Ctx, Opts, MIN_COMPUTE_S};
 use crate::trace::{rank_file, TraceReader};
 
@@ -400,8 +400,7 @@ struct Sim {
     ops: Vec<Op>,
     free_ops: Vec<u32>,
     net: Net,
-    queue: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    seq: u64,
+    queue: EventQueue,
     now: f64,
     messages: u64,
     bytes: f64,
@@ -457,11 +456,6 @@ impl PointToPoint for Recorder {
     fn reduce(&mut self, bytes: u64) {
         self.steps.push(Step::Reduce(bytes));
     }
-}
-
-fn key(t: f64) -> u64 {
-    // Non-negative finite times order like their bit patterns.
-    t.max(0.0).to_bits()
 }
 
 /// The value of a SimGrid configuration item: the last `--cfg name:value`, else the platform's
@@ -589,8 +583,7 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
         ops: Vec::new(),
         free_ops: Vec::new(),
         net,
-        queue: BinaryHeap::with_capacity(n as usize),
-        seq: 0,
+        queue: EventQueue::new(),
         now: 0.0,
         messages: 0,
         bytes: 0.0,
@@ -610,8 +603,8 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
     for r in 0..n {
         sim.schedule(0.0, r);
     }
-    while let Some(Reverse((t, _, r))) = sim.queue.pop() {
-        sim.now = f64::from_bits(t);
+    while let Some((t, r)) = sim.queue.pop() {
+        sim.now = t;
         if r & TRANSFER != 0 {
             sim.transfer_event(r & !TRANSFER);
         } else if let Err(e) = sim.run_rank(r) {
@@ -623,8 +616,7 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
 
 impl Sim {
     fn schedule(&mut self, t: f64, r: u32) {
-        self.seq += 1;
-        self.queue.push(Reverse((key(t), self.seq, r)));
+        self.queue.push(t, r);
     }
 
     fn new_op(&mut self, op: Op) -> u32 {

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod job;
 pub mod replay;
 pub mod replay_dir;
+mod queue;
 mod unexpected;
 
 use std::path::{Path, PathBuf};
