@@ -585,7 +585,7 @@ const TRACE_DICT: &[&str] = &[
 fn list_entries(a: &mpicast::model::trace::TraceAction) -> usize {
     use mpicast::model::trace::TraceAction::*;
     match a {
-        CommDef { ranks, .. } => ranks.len(),
+        CommDef { ranks, .. } => ranks.runs().len(),
         Gatherv { counts, .. } | Scatterv { counts, .. } | Allgatherv { counts, .. } | ReduceScatter { counts, .. } => counts.len(),
         Alltoallv { send, recv, .. } => send.len() + recv.len(),
         _ => 0,

@@ -313,7 +313,7 @@ fn communicators_and_nonblocking_requests() {
     // comm 1 = world ranks {1, 3}: a bcast inside it, while 0 and 2 exchange with isend/irecv.
     let def = A::CommDef {
         id: 1,
-        ranks: vec![1, 3],
+        ranks: vec![1, 3].into(),
     };
     let r = replay(
         vec![

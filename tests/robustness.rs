@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use mpicast::model::trace::TraceAction;
+
 use crate::util::{exe, root, two_hosts};
 
 fn bad(rel: &str) -> PathBuf {
@@ -872,19 +874,24 @@ fn fuzz_findings_stay_fixed() {
     let f = Expr::parse("(2*n)^1024*(3*m)^1024").unwrap();
     let _ = (f.to_string(), f.value());
     // `comm 1 0-16777215` lines in a loop body: the body is bounded by its list entries too.
+    // A rank list is held as runs (a few words each), so such a body is read; its count lists
+    // are what weigh.
     let tmp = tempfile::tempdir().unwrap();
     let body = "comm 1 0-4000000\n".repeat(8);
+    std::fs::write(tmp.path().join("rank-0.trace"), format!("mpicast-trace 1 rank 0 size 1\nloop 2\n{body}end\n")).unwrap();
+    let e = mpicast::trace::validate_dir(tmp.path(), 1).unwrap_err();
+    assert!(e.msg.contains("members must be world ranks"), "{e}");
+    let mut rd = mpicast::trace::TraceReader::open(&tmp.path().join("rank-0.trace")).unwrap();
+    let Some((TraceAction::CommDef { ranks, .. }, _)) = rd.next_action().unwrap() else { panic!("a communicator") };
+    assert_eq!((ranks.len(), ranks.runs().len()), (4_000_001, 1));
+    let body = "gatherv counts=4x4000000\n".repeat(8);
     std::fs::write(
         tmp.path().join("rank-0.trace"),
         format!("mpicast-trace 1 rank 0 size 1\nloop 2\n{body}end\n"),
     )
     .unwrap();
     let e = mpicast::trace::validate_dir(tmp.path(), 1).unwrap_err();
-    assert!(
-        e.msg.contains("rank and count list entries")
-            || e.msg.contains("members must be world ranks"),
-        "{e}"
-    );
+    assert!(e.msg.contains("counts for a communicator of size 1"), "{e}");
     let mut rd = mpicast::trace::TraceReader::open(&tmp.path().join("rank-0.trace")).unwrap();
     let e = rd.next_action().unwrap_err();
     assert!(e.msg.contains("loop body holds more than"), "{e}");

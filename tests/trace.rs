@@ -232,7 +232,7 @@ fn jacobi2d_expected(rank: u32, n: u64, iters: u64, k: u64) -> Vec<TraceAction> 
     v.extend([
         TraceAction::CommDef {
             id: 1,
-            ranks: vec![0, 1, 2, 3],
+            ranks: vec![0, 1, 2, 3].into(),
         },
         TraceAction::Barrier { comm: 1 },
     ]);
@@ -378,7 +378,7 @@ fn stencil3d_torus_trace_has_nonblocking_faces_with_reused_request_ids() {
         v.extend([
             TraceAction::CommDef {
                 id: 1,
-                ranks: vec![0, 1, 2, 3],
+                ranks: vec![0, 1, 2, 3].into(),
             },
             TraceAction::Reduce {
                 bytes: 8,
@@ -953,7 +953,7 @@ fn wildcards_communicators_v_collectives_and_requests_are_recorded() {
         }
         let half: Vec<u32> = (0..4).filter(|r| r % 2 == rank % 2).collect();
         v.extend(made_over(0, true));
-        v.push(TraceAction::CommDef { id: 1, ranks: half });
+        v.push(TraceAction::CommDef { id: 1, ranks: half.into() });
         v.push(TraceAction::Bcast {
             bytes: 32,
             root: 0,
@@ -962,7 +962,7 @@ fn wildcards_communicators_v_collectives_and_requests_are_recorded() {
         v.extend(made_over(0, false));
         v.push(TraceAction::CommDef {
             id: 2,
-            ranks: vec![0, 1, 2, 3],
+            ranks: vec![0, 1, 2, 3].into(),
         });
         v.push(TraceAction::Scan { bytes: 4, comm: 2 });
         v.push(TraceAction::Gatherv {
@@ -1208,4 +1208,19 @@ fn polls_that_find_nothing_are_charged() {
     assert!((written - poll_s).abs() <= 0.01 * poll_s, "the trace holds {written} s of polls, the run {poll_s} s");
     let timed = trace_ok(&s, &fixture("polls.c"), 2, &["--time-blocks"], &["2000"]);
     assert!(timed.meta().rank_traces.iter().all(|r| r.polls.is_none()), "{:?}", timed.meta().rank_traces);
+}
+
+/// A communicator's members are kept as runs: the world reversed (MPICH's harness splits it with
+/// key size - rank) is one run counting down, `3-0`, printed and read back as such.
+#[test]
+fn a_communicator_counting_down_is_one_run() {
+    use mpicast::trace::{format_action, parse_line, Line};
+    let Some(Line::Action(a)) = parse_line("comm 1 1048575-0").unwrap() else { panic!("a comm line is an action") };
+    let TraceAction::CommDef { ranks, .. } = &a else { panic!("a communicator") };
+    assert_eq!((ranks.len(), ranks.runs().len(), ranks.position(0), ranks.first()), (1 << 20, 1, Some(1_048_575), Some(1_048_575)));
+    assert_eq!(format_action(&a), "comm 1 1048575-0");
+    let Some(Line::Action(b)) = parse_line("comm 1 3-0,5,6-7").unwrap() else { panic!("a comm line is an action") };
+    let TraceAction::CommDef { ranks, .. } = &b else { panic!("a communicator") };
+    assert_eq!(ranks.to_vec(), vec![3, 2, 1, 0, 5, 6, 7]);
+    assert_eq!(format_action(&b), "comm 1 3-0,5-7");
 }

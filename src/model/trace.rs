@@ -14,6 +14,148 @@ use super::Artifact;
 /// (`comm ID RANKS`) before their first use.
 pub const COMM_WORLD: u32 = 0;
 
+/// A communicator's members in communicator-rank order, as runs of consecutive world ranks: a
+/// run (first, last) counts up from `first` to `last`, or down where `last < first`. The world of
+/// a million ranks, and its reverse, are one run each (as its `comm` line shows them: `0-1048575`),
+/// where a list would hold 4 MB in each of a million ranks' traces. Runs are kept merged, so two
+/// lists of the same members are equal. In JSON, the list of members.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "Vec<u32>", into = "Vec<u32>")]
+pub struct RankList {
+    runs: Vec<(u32, u32)>,
+    len: usize,
+}
+
+fn step(a: u32, b: u32) -> i64 {
+    (b as i64 - a as i64).signum()
+}
+
+impl RankList {
+    /// Appends one member.
+    pub fn push(&mut self, x: u32) {
+        self.len += 1;
+        if let Some((a, b)) = self.runs.last_mut() {
+            let d = step(*a, *b);
+            let next = x as i64 - *b as i64;
+            if (d == 0 && next.abs() == 1) || (d != 0 && next == d) {
+                *b = x;
+                return;
+            }
+        }
+        self.runs.push((x, x));
+    }
+
+    /// Appends the members `first` to `last` (counting down where `last < first`).
+    pub fn push_run(&mut self, first: u32, last: u32) {
+        self.push(first);
+        if first == last {
+            return;
+        }
+        let d = step(first, last);
+        self.len += (last as i64 - first as i64).unsigned_abs() as usize;
+        let (a, b) = self.runs.last_mut().expect("a member was pushed");
+        if *a == *b || step(*a, *b) == d {
+            *b = last;
+        } else {
+            self.runs.push(((first as i64 + d) as u32, last));
+        }
+    }
+
+    /// The world ranks `0 .. n` in order.
+    pub fn world(n: u32) -> RankList {
+        let mut l = RankList::default();
+        if n > 0 {
+            l.push_run(0, n - 1);
+        }
+        l
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The runs (first, last), in order.
+    pub fn runs(&self) -> &[(u32, u32)] {
+        &self.runs
+    }
+
+    /// Whether the members are the world ranks `0 .. n` in order.
+    pub fn is_world(&self, n: u32) -> bool {
+        n > 0 && self.runs.len() == 1 && self.runs[0] == (0, n - 1) && (n == 1 || self.len == n as usize)
+    }
+
+    /// The members in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.runs.iter().flat_map(|&(a, b)| {
+            let up = b >= a;
+            let n = (b as i64 - a as i64).unsigned_abs() as u32 + 1;
+            (0..n).map(move |i| if up { a + i } else { a - i })
+        })
+    }
+
+    /// The communicator rank of world rank `x` (its first place).
+    pub fn position(&self, x: u32) -> Option<usize> {
+        let mut at = 0usize;
+        for &(a, b) in &self.runs {
+            let (lo, hi) = (a.min(b), a.max(b));
+            if (lo..=hi).contains(&x) {
+                return Some(at + (x as i64 - a as i64).unsigned_abs() as usize);
+            }
+            at += (hi - lo) as usize + 1;
+        }
+        None
+    }
+
+    pub fn contains(&self, x: u32) -> bool {
+        self.runs.iter().any(|&(a, b)| (a.min(b)..=a.max(b)).contains(&x))
+    }
+
+    /// The largest member.
+    pub fn max(&self) -> Option<u32> {
+        self.runs.iter().map(|&(a, b)| a.max(b)).max()
+    }
+
+    pub fn first(&self) -> Option<u32> {
+        self.runs.first().map(|r| r.0)
+    }
+
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+}
+
+impl FromIterator<u32> for RankList {
+    fn from_iter<I: IntoIterator<Item = u32>>(it: I) -> RankList {
+        let mut l = RankList::default();
+        for x in it {
+            l.push(x);
+        }
+        l
+    }
+}
+
+impl From<Vec<u32>> for RankList {
+    fn from(v: Vec<u32>) -> RankList {
+        v.into_iter().collect()
+    }
+}
+
+impl From<&[u32]> for RankList {
+    fn from(v: &[u32]) -> RankList {
+        v.iter().copied().collect()
+    }
+}
+
+impl From<RankList> for Vec<u32> {
+    fn from(l: RankList) -> Vec<u32> {
+        l.to_vec()
+    }
+}
+
 /// How long a compute burst lasts.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
@@ -78,7 +220,7 @@ pub enum TraceAction {
     /// Declares communicator `id` as these world ranks, in communicator-rank order.
     CommDef {
         id: u32,
-        ranks: Vec<u32>,
+        ranks: RankList,
     },
     Send {
         to: u32,
@@ -578,4 +720,51 @@ pub struct RankTrace {
     pub polls: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll_s: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RankList;
+
+    #[test]
+    fn rank_lists_keep_their_members_in_order_as_merged_runs() {
+        let cases: [&[u32]; 7] = [&[0, 1, 2, 3], &[3, 2, 1, 0], &[5, 6, 5, 4, 9], &[7], &[2, 2, 3], &[0, 2, 4], &[1, 0, 1, 2, 8, 7]];
+        for v in cases {
+            let l = RankList::from(v.to_vec());
+            assert_eq!(l.to_vec(), v, "{v:?}: {:?}", l.runs());
+            assert_eq!(l.len(), v.len());
+            for (i, &x) in v.iter().enumerate() {
+                assert_eq!(l.position(x), v.iter().position(|&y| y == x), "{v:?} {x}");
+                assert!(l.contains(x));
+                let _ = i;
+            }
+            assert_eq!(l.max(), v.iter().copied().max());
+            // Appending runs makes the same list as appending members.
+            let mut by_runs = RankList::default();
+            for &(a, b) in l.runs() {
+                by_runs.push_run(a, b);
+            }
+            assert_eq!(by_runs, l);
+        }
+        assert_eq!(RankList::from(vec![0, 1, 2, 3]).runs(), &[(0, 3)]);
+        assert_eq!(RankList::from(vec![5, 6, 5, 4, 9]).runs(), &[(5, 6), (5, 4), (9, 9)]);
+        // A run that turns back after a single member is split where members alone split it.
+        let mut l = RankList::default();
+        l.push(5);
+        l.push_run(6, 4);
+        assert_eq!(l, RankList::from(vec![5, 6, 5, 4]));
+    }
+
+    #[test]
+    fn the_world_and_its_reverse_are_one_run_each() {
+        let n = 1 << 20;
+        let w = RankList::world(n);
+        assert!(w.is_world(n) && !w.is_world(n - 1));
+        assert_eq!((w.len(), w.runs().len(), w.position(777), w.contains(n)), (n as usize, 1, Some(777), false));
+        let r: RankList = (0..n).rev().collect();
+        assert_eq!((r.runs(), r.position(0), r.position(n - 1)), (&[(n - 1, 0)][..], Some(n as usize - 1), Some(0)));
+        assert!(!r.is_world(n));
+        assert!(RankList::world(1).is_world(1));
+        assert_eq!(serde_json::to_string(&RankList::from(vec![2, 1, 0, 5])).unwrap(), "[2,1,0,5]");
+    }
 }

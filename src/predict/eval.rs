@@ -5543,7 +5543,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         };
         self.comms.insert(id, Rc::new(members.clone()));
         self.flush(sink)?;
-        sink.action(TraceAction::CommDef { id, ranks: members })?;
+        sink.action(TraceAction::CommDef { id, ranks: members.into() })?;
         Ok(Val::Comm(id))
     }
 
@@ -5637,7 +5637,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         {
             self.comms.insert(COMM_SELF, Rc::new(vec![self.rank]));
             self.flush(sink)?;
-            sink.action(TraceAction::CommDef { id: COMM_SELF, ranks: vec![self.rank] })?;
+            sink.action(TraceAction::CommDef { id: COMM_SELF, ranks: vec![self.rank].into() })?;
         }
         // A constructor's own collectives over its parent (as the trace runtime records them).
         if let Some((gather, reduces)) = crate::frontend::mpi::constructor_collectives(name) {

@@ -23,7 +23,7 @@ use crate::model::expr::{Expr, FormulaKey};
 use crate::model::machine::{MachineTable, Variant};
 use crate::model::ops::OpClass;
 use crate::model::prediction::{BlockCost, ChainShare, FunctionCost, MachineRef, MemoryShare, Prediction};
-use crate::model::trace::{Mapping, RankTrace, ReplayOptions, TraceAction};
+use crate::model::trace::{Mapping, RankList, RankTrace, ReplayOptions, TraceAction};
 use crate::platform;
 use crate::trace::TraceWriter;
 use skeleton::{Program, Sink, Unresolved};
@@ -447,7 +447,7 @@ struct TraceSink<'w> {
     /// Compute seconds not yet written: consecutive bursts become one line.
     unwritten: f64,
     /// Members of each communicator the rank defines, in order.
-    comms: Vec<Vec<u32>>,
+    comms: Vec<RankList>,
 }
 
 /// What costs a rank's blocks: the model, a cost table and its bounds, the rank's formula
@@ -581,7 +581,7 @@ pub struct Skeletons {
     /// scaling compares between two sizes), empty above.
     pub rank_execs: Vec<Vec<f64>>,
     /// Per rank, the members of each communicator it defines, in order (kept like rank_execs).
-    pub rank_comms: Vec<Vec<Vec<u32>>>,
+    pub rank_comms: Vec<Vec<RankList>>,
     /// Per rank compute seconds: nominal, low, high.
     pub compute: Vec<[f64; 3]>,
     pub assumptions: Vec<String>,

@@ -123,8 +123,8 @@ impl Graph {
                 let send = |to: u32, comm: u32, g: &mut Graph| g.peers[r].entry(world(comm, to)).or_default().0 += m;
                 match a {
                     TraceAction::CommDef { id, ranks } => {
-                        comms.insert(*id, ranks.clone());
-                        g.comms.entry(*id).or_insert_with(|| ranks.clone());
+                        comms.insert(*id, ranks.to_vec());
+                        g.comms.entry(*id).or_insert_with(|| ranks.to_vec());
                     }
                     TraceAction::Send { to, comm, .. } | TraceAction::Isend { to, comm, .. } => send(*to, *comm, &mut g),
                     TraceAction::Recv { from, comm, .. } | TraceAction::Irecv { from, comm, .. } => match from {

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::model::analysis::ProgramModel;
 use crate::model::prediction::{ScaledBlock, Scaling};
-use crate::model::trace::TraceMeta;
+use crate::model::trace::{RankList, TraceMeta};
 use crate::mpi::cart::dims_create;
 
 pub use detect::Topology;
@@ -44,7 +44,7 @@ pub struct Evaluated {
     pub rank_execs: (Vec<Vec<f64>>, Vec<Vec<f64>>),
     /// Each rank's communicators (members, in the order the rank defines them), at K and at N'
     /// (empty where not kept).
-    pub rank_comms: (Vec<Vec<Vec<u32>>>, Vec<Vec<Vec<u32>>>),
+    pub rank_comms: (Vec<Vec<RankList>>, Vec<Vec<RankList>>),
 }
 
 impl Evaluated {
@@ -52,21 +52,21 @@ impl Evaluated {
     /// `origin` defined one of `traced` members at K: the one at the same place in the new
     /// rank's own list, when the evaluation at K gave the origin the traced communicators and
     /// every place holding `traced` gives the new rank the same members.
-    pub fn communicator(&self, origin: u32, rank: u32, traced: &[u32]) -> Option<Vec<u32>> {
+    pub fn communicator(&self, origin: u32, rank: u32, traced: &RankList) -> Option<RankList> {
         let (at_k, at_n) = (self.rank_comms.0.get(origin as usize)?, self.rank_comms.1.get(rank as usize)?);
         if at_k.len() != at_n.len() {
             return None;
         }
-        let mut found: Option<&Vec<u32>> = None;
+        let mut found: Option<&RankList> = None;
         for (k, n) in at_k.iter().zip(at_n) {
-            if k.as_slice() == traced {
+            if k == traced {
                 match found {
                     Some(f) if f != n => return None,
                     _ => found = Some(n),
                 }
             }
         }
-        found.filter(|m| m.contains(&rank)).cloned()
+        found.filter(|m| m.contains(rank)).cloned()
     }
 }
 

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use anyhow::{bail, Result};
 
-use crate::model::trace::{Peer, Tag, TraceAction};
+use crate::model::trace::{Peer, RankList, Tag, TraceAction};
 use crate::mpi::cart::{cart_coords, cart_rank};
 
 use super::items::Item;
@@ -111,29 +111,33 @@ fn resize_counts(c: &[u64], n: u32, origin_of: &dyn Fn(u32) -> u32) -> Vec<u64> 
 /// `rank` defines it, and whether they came from the static path's evaluation: the world (also
 /// reversed, as MPICH's test harness splits it with key size - rank), the new rank's group where
 /// groups of consecutive ranks tile the world, else the members the program computes at N'.
-fn scaled_members(ctx: &Ctx, ranks: &[u32], origin: u32, rank: u32) -> Option<(Vec<u32>, bool)> {
+fn scaled_members(ctx: &Ctx, ranks: &RankList, origin: u32, rank: u32) -> Option<(RankList, bool)> {
     let g = ranks.len() as u32;
-    let first = ranks.first().copied().unwrap_or(0);
-    let consecutive = ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32);
-    let reversed = g == ctx.k && ranks.iter().enumerate().all(|(i, r)| *r == g - 1 - i as u32);
+    let first = ranks.first().unwrap_or(0);
+    let consecutive = ranks.runs().len() == 1 && ranks.runs()[0].1 >= first;
+    let reversed = g == ctx.k && g > 1 && ranks.runs() == [(g - 1, 0)];
     if consecutive && g == ctx.k {
-        Some(((0..ctx.n).collect(), false))
+        Some((RankList::world(ctx.n), false))
     } else if reversed {
-        Some(((0..ctx.n).rev().collect(), false))
+        let mut l = RankList::default();
+        l.push_run(ctx.n - 1, 0);
+        Some((l, false))
     } else if consecutive && g > 0 && first % g == 0 && ctx.k % g == 0 {
         // Groups of g consecutive ranks tiling the world (MPI_Comm_split by rank / g, e.g.
         // P2PDC's hybrid groups): the new rank's group. Ranks 0-2 of 4 are no such group
         // (MPICH's comm_group_half: ranks up to size / 2), and scaled as groups of 3 they gave
         // 16 ranks a 3-rank barrier where the program makes a 9-rank one.
         let b = rank / g * g;
-        Some(((b..(b + g).min(ctx.n)).collect(), false))
+        let mut l = RankList::default();
+        l.push_run(b, (b + g).min(ctx.n) - 1);
+        Some((l, false))
     } else {
         ctx.scaler.evaluated.communicator(origin, rank, ranks).map(|m| (m, true))
     }
 }
 
 /// The communicators a rank's trace defines (members), in order.
-fn comm_defs(items: &[Item]) -> Vec<Vec<u32>> {
+fn comm_defs(items: &[Item]) -> Vec<RankList> {
     let mut out = Vec::new();
     super::items::walk(items, 1, &mut |a, _| {
         if let TraceAction::CommDef { ranks, .. } = a {
@@ -159,7 +163,7 @@ pub(super) fn common(ctx: &Ctx, a: &TraceAction, origin: u32, old: &HashMap<Stri
                     }
                     TraceAction::CommDef { id: *id, ranks: m }
                 }
-                None => bail!("communicator {id} holds ranks {ranks:?}: only communicators of every rank, of groups of consecutive ranks, or whose members the static path evaluates at both sizes can be scaled"),
+                None => bail!("communicator {id} holds ranks {:?}: only communicators of every rank, of groups of consecutive ranks, or whose members the static path evaluates at both sizes can be scaled", ranks.to_vec()),
             }
         }
         TraceAction::Gatherv { counts, root, comm } => TraceAction::Gatherv { counts: resize_counts(counts, ctx.n, origin_of), root: *root, comm: *comm },
@@ -215,13 +219,13 @@ pub fn independent(ctx: &Ctx, traces: &[Vec<Item>], emit: &mut dyn FnMut(u32, Ve
     let origins: Vec<u32> = if ev.rank_comms.0.is_empty() || ev.rank_comms.1.is_empty() {
         (0..ctx.n).map(near).collect()
     } else {
-        let defs: Vec<Vec<Vec<u32>>> = traces.iter().map(|t| comm_defs(t)).collect();
+        let defs: Vec<Vec<RankList>> = traces.iter().map(|t| comm_defs(t)).collect();
         let fits = |o: u32, r: u32| -> bool {
             let same_count = match (ev.rank_comms.0.get(o as usize), ev.rank_comms.1.get(r as usize)) {
                 (Some(a), Some(b)) => a.len() == b.len(),
                 _ => false,
             };
-            same_count && defs[o as usize].iter().all(|d| scaled_members(ctx, d, o, r).is_some_and(|(m, _)| m.contains(&r)))
+            same_count && defs[o as usize].iter().all(|d| scaled_members(ctx, d, o, r).is_some_and(|(m, _)| m.contains(r)))
         };
         (0..ctx.n)
             .map(|r| {
@@ -660,8 +664,8 @@ impl<'c, 'a> Grid<'c, 'a> {
             super::items::walk(t, 1, &mut |a, _| {
                 if let TraceAction::CommDef { ranks, .. } = a {
                     let g = ranks.len() as u32;
-                    let first = ranks.first().copied().unwrap_or(0);
-                    if g > 1 && g < ctx.k && first % g == 0 && ctx.k % g == 0 && ranks.iter().enumerate().all(|(i, r)| *r == first + i as u32) {
+                    let first = ranks.first().unwrap_or(0);
+                    if g > 1 && g < ctx.k && first % g == 0 && ctx.k % g == 0 && ranks.runs() == [(first, first + g - 1)] {
                         group = Some(g);
                     }
                 }
@@ -1331,9 +1335,9 @@ mod tests {
         let ctx = Ctx { k: 3, n: 5, scaler: &scaler, base_env: HashMap::new() };
         let env = HashMap::new();
         let id = |j: u32| j;
-        let def = |ranks: Vec<u32>| common(&ctx, &TraceAction::CommDef { id: 2, ranks }, 0, &env, &env, 1.0, &id);
+        let def = |ranks: Vec<u32>| common(&ctx, &TraceAction::CommDef { id: 2, ranks: ranks.into() }, 0, &env, &env, 1.0, &id);
         let Some(TraceAction::CommDef { ranks, .. }) = def(vec![2, 1, 0]).unwrap() else { panic!("a communicator") };
-        assert_eq!(ranks, vec![4, 3, 2, 1, 0]);
+        assert_eq!(ranks.to_vec(), vec![4, 3, 2, 1, 0]);
         assert!(def(vec![1, 2, 0]).is_err());
     }
 
@@ -1347,9 +1351,9 @@ mod tests {
         let ctx = Ctx { k: 4, n: 8, scaler: &scaler, base_env: HashMap::new() };
         let new = HashMap::from([("rank".to_string(), 5.0)]);
         let id = |j: u32| j;
-        let def = |ranks: Vec<u32>| common(&ctx, &TraceAction::CommDef { id: 2, ranks }, 0, &new, &new, 1.0, &id);
+        let def = |ranks: Vec<u32>| common(&ctx, &TraceAction::CommDef { id: 2, ranks: ranks.into() }, 0, &new, &new, 1.0, &id);
         let Some(TraceAction::CommDef { ranks, .. }) = def(vec![2, 3]).unwrap() else { panic!("a communicator") };
-        assert_eq!(ranks, vec![4, 5]);
+        assert_eq!(ranks.to_vec(), vec![4, 5]);
         assert!(def(vec![0, 1, 2]).is_err());
     }
 
@@ -1363,20 +1367,20 @@ mod tests {
         let mut scaler = Scaler::new(&model, Mode::Program, Vec::new());
         let half_and_one = |n: u32| (0..=n / 2).collect::<Vec<u32>>();
         let reversed = |n: u32| (0..n / 2).rev().collect::<Vec<u32>>();
-        let comms = |n: u32| -> Vec<Vec<Vec<u32>>> {
-            (0..n).map(|r| [half_and_one(n), reversed(n)].into_iter().filter(|c| c.contains(&r)).collect()).collect()
+        let comms = |n: u32| -> Vec<Vec<RankList>> {
+            (0..n).map(|r| [half_and_one(n), reversed(n)].into_iter().filter(|c| c.contains(&r)).map(RankList::from).collect()).collect()
         };
         scaler.evaluated.rank_comms = (comms(4), comms(8));
         let ctx = Ctx { k: 4, n: 8, scaler: &scaler, base_env: HashMap::new() };
         let id = |j: u32| j;
         let def = |origin: u32, rank: u32, ranks: Vec<u32>| {
             let new = HashMap::from([("rank".to_string(), rank as f64)]);
-            common(&ctx, &TraceAction::CommDef { id: 3, ranks }, origin, &new, &new, 1.0, &id)
+            common(&ctx, &TraceAction::CommDef { id: 3, ranks: ranks.into() }, origin, &new, &new, 1.0, &id)
         };
         let Some(TraceAction::CommDef { ranks, .. }) = def(1, 3, vec![0, 1, 2]).unwrap() else { panic!("a communicator") };
-        assert_eq!(ranks, vec![0, 1, 2, 3, 4]);
+        assert_eq!(ranks.to_vec(), vec![0, 1, 2, 3, 4]);
         let Some(TraceAction::CommDef { ranks, .. }) = def(1, 3, vec![1, 0]).unwrap() else { panic!("a communicator") };
-        assert_eq!(ranks, vec![3, 2, 1, 0]);
+        assert_eq!(ranks.to_vec(), vec![3, 2, 1, 0]);
         assert_eq!(scaler.stats.borrow().comms_evaluated, 2);
         // Rank 4 is in the first half and one at 8 ranks but not in the reversed half: its own
         // list has one communicator where rank 1's had two.

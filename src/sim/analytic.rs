@@ -27,7 +27,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 
 use crate::model::trace::{
-    Compute, HostStats, LinkStats, Peer, RankMark, RankStats, ReplayJob, ReplayResult, Tag, TimelineEvent,
+    Compute, HostStats, LinkStats, Peer, RankList, RankMark, RankStats, ReplayJob, ReplayResult, Tag, TimelineEvent,
     TraceAction, COMM_WORLD,
 };
 use crate::platform::smpi::FactorList;
@@ -218,10 +218,12 @@ struct Waiting {
 
 /// A communicator's members as its `comm` lines list them, checked once for all of them.
 struct Members {
+    /// As the trace lists them (runs: compared in a few words).
+    runs: RankList,
+    /// Each member, and each member's rank in the communicator (empty for every world rank in
+    /// order, which maps ranks like the world).
     list: Vec<u32>,
-    /// Each member's rank in the communicator.
     index: IntMap<u32, u32>,
-    /// Every world rank in order (no member list needed).
     identity: bool,
 }
 
@@ -764,24 +766,28 @@ impl Sim {
                 // Every member of a communicator reads the same list: it is checked once and
                 // shared (a communicator of 65,536 ranks, read by each: a comparison each).
                 let n = self.ranks.len() as u32;
-                let known = self.members.get(id).filter(|m| m.list.as_slice() == ranks.as_slice()).cloned();
+                let known = self.members.get(id).filter(|m| m.runs == *ranks).cloned();
                 let m = match known {
                     Some(m) => m,
                     None => {
-                        let mut index = IntMap::default();
-                        for (i, &x) in ranks.iter().enumerate() {
-                            if x >= n {
-                                return Err(format!("comm {id}: members must be below {n}"));
-                            }
-                            index.entry(x).or_insert(i as u32);
+                        if ranks.max().is_some_and(|x| x >= n) {
+                            return Err(format!("comm {id}: members must be below {n}"));
                         }
-                        let identity = ranks.len() == n as usize && ranks.iter().enumerate().all(|(i, &x)| x == i as u32);
-                        let m = std::rc::Rc::new(Members { list: ranks.clone(), index, identity });
+                        let identity = ranks.is_world(n);
+                        let (mut list, mut index) = (Vec::new(), IntMap::default());
+                        if !identity {
+                            list = ranks.to_vec();
+                            for (i, &x) in list.iter().enumerate() {
+                                index.entry(x).or_insert(i as u32);
+                            }
+                        }
+                        let m = std::rc::Rc::new(Members { runs: ranks.clone(), list, index, identity });
                         self.members.insert(*id, std::rc::Rc::clone(&m));
                         m
                     }
                 };
-                let me = *m.index.get(&r).ok_or_else(|| format!("comm {id}: rank {r} is not a member"))?;
+                let me = if m.identity { Some(&r) } else { m.index.get(&r) };
+                let me = *me.ok_or_else(|| format!("comm {id}: rank {r} is not a member"))?;
                 let size = ranks.len() as u32;
                 let members = if m.identity { None } else { Some(m) };
                 self.ranks[r as usize].comms.insert(*id, CommView { id: *id, members, me, size });

@@ -841,11 +841,8 @@ impl Rank {
                 self.flops(flops);
             }
             A::CommDef { id, ranks } => {
-                let me = ranks
-                    .iter()
-                    .position(|&r| r == self.me)
-                    .ok_or_else(|| Stop(format!("comm {id}: rank {} is not a member", self.me)))?;
-                if ranks.iter().any(|&r| r >= self.world_size) {
+                let me = ranks.position(self.me).ok_or_else(|| Stop(format!("comm {id}: rank {} is not a member", self.me)))?;
+                if ranks.max().is_some_and(|r| r >= self.world_size) {
                     return Err(Stop(format!(
                         "comm {id}: members must be below {}",
                         self.world_size
@@ -855,12 +852,12 @@ impl Rank {
                 // A communicator of every rank in order (a Cartesian one without reordering)
                 // maps ranks like the world: no member list per rank (65,536 ranks would hold
                 // 16 GiB of them).
-                let identity = size == self.world_size && ranks.iter().enumerate().all(|(i, &r)| r == i as u32);
+                let identity = ranks.is_world(self.world_size);
                 self.comms.insert(
                     *id,
                     CommView {
                         id: *id,
-                        members: if identity { None } else { Some(Rc::new(ranks.clone())) },
+                        members: if identity { None } else { Some(Rc::new(ranks.to_vec())) },
                         me: me as u32,
                         size,
                     },

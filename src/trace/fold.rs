@@ -62,7 +62,7 @@ fn action_hash(a: &TraceAction) -> u64 {
         }
         TraceAction::Compute { .. } => format_action(a).hash(&mut h),
         TraceAction::CommDef { id, ranks } => {
-            ("comm", *id, crate::trace::runs(ranks)).hash(&mut h);
+            ("comm", *id, ranks).hash(&mut h);
         }
         _ => a.hash(&mut h),
     }

@@ -12,7 +12,7 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use crate::model::trace::{Compute, Counts, Peer, Tag, TraceAction, COMM_WORLD};
+use crate::model::trace::{Compute, Counts, Peer, RankList, Tag, TraceAction, COMM_WORLD};
 
 /// The first word of a trace file's header line.
 pub const FORMAT_NAME: &str = "mpicast-trace";
@@ -124,17 +124,18 @@ pub fn parse_counts(s: &str) -> Result<Counts, String> {
 }
 
 /// `0-3,8,10` -> [0, 1, 2, 3, 8, 10]
-fn parse_ranks(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
+/// A rank list: ranks and runs `a-b` (counting down where b < a), kept as runs.
+fn parse_ranks(s: &str) -> Result<RankList, String> {
+    let mut out = RankList::default();
     for part in s.split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
                 let a: u32 = num(a, "rank")?;
                 let b: u32 = num(b, "rank")?;
-                if b < a || (b - a) as usize >= MAX_LIST_LEN - out.len().min(MAX_LIST_LEN) {
+                if a.abs_diff(b) as usize >= MAX_LIST_LEN - out.len().min(MAX_LIST_LEN) {
                     return Err(format!("bad rank range {part:?}"));
                 }
-                out.extend(a..=b);
+                out.push_run(a, b);
             }
             None => out.push(num(part, "rank")?),
         }
@@ -422,29 +423,6 @@ fn parse_header(text: &str) -> Result<Header, String> {
 }
 
 /// Formats an action as one trace line (the inverse of [`parse_line`]).
-/// A communicator's members as runs of consecutive ranks (first, last), as its `comm` line
-/// shows them. One run (a communicator of every rank) is found without a branch per element: a
-/// world of 65,536 ranks is checked in every rank's trace.
-pub(crate) fn runs(ranks: &[u32]) -> Vec<(u32, u32)> {
-    if let (Some(&first), Some(&last)) = (ranks.first(), ranks.last()) {
-        let consecutive = ranks.iter().zip(&ranks[1..]).fold(true, |ok, (a, b)| ok & (*b == a.wrapping_add(1)));
-        if consecutive && last >= first {
-            return vec![(first, last)];
-        }
-    }
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j].checked_add(1) == Some(ranks[j + 1]) {
-            j += 1;
-        }
-        out.push((ranks[i], ranks[j]));
-        i = j + 1;
-    }
-    out
-}
-
 pub fn format_action(a: &TraceAction) -> String {
     fn comm(c: u32) -> String {
         if c == COMM_WORLD {
@@ -523,9 +501,10 @@ pub fn format_action(a: &TraceAction) -> String {
         }
         TraceAction::CommDef { id, ranks } => {
             // Runs of consecutive ranks as `a-b`: a communicator of every rank is one word.
-            let parts: Vec<String> = runs(ranks)
-                .into_iter()
-                .map(|(a, b)| if b > a { format!("{a}-{b}") } else { a.to_string() })
+            let parts: Vec<String> = ranks
+                .runs()
+                .iter()
+                .map(|&(a, b)| if b != a { format!("{a}-{b}") } else { a.to_string() })
                 .collect();
             format!("comm {id} {}", parts.join(","))
         }
@@ -748,13 +727,13 @@ pub struct TraceReader {
 
 /// Loop bodies are held in memory while they repeat; this bounds one body.
 const MAX_LOOP_BODY_LINES: usize = 1 << 20;
-/// ... and the rank and count lists it holds (`comm 1 0-1048575` is a million entries).
+/// ... and the entries of the count lists it holds, and the runs of its rank lists.
 const MAX_LOOP_BODY_ENTRIES: usize = 1 << 24;
 
 /// What an action weighs in a loop body held in memory: its list entries.
 fn list_entries(a: &TraceAction) -> usize {
     match a {
-        TraceAction::CommDef { ranks, .. } => ranks.len(),
+        TraceAction::CommDef { ranks, .. } => ranks.runs().len(),
         TraceAction::Waitall { reqs } => reqs.len(),
         TraceAction::Gatherv { counts, .. }
         | TraceAction::Scatterv { counts, .. }
@@ -1247,12 +1226,12 @@ fn check_action(
     };
     match a {
         A::CommDef { id, ranks: members } => {
-            if members.is_empty() || members.iter().any(|&m| m >= ranks) {
+            if members.is_empty() || members.max().is_some_and(|m| m >= ranks) {
                 return Err(format!(
                     "comm {id}: members must be world ranks below {ranks}"
                 ));
             }
-            if !members.contains(&me) {
+            if !members.contains(me) {
                 return Err(format!("comm {id}: this rank ({me}) is not a member"));
             }
             comms.insert(*id, members.len() as u32);
