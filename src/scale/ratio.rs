@@ -93,7 +93,22 @@ pub struct Scaler<'m> {
     /// Per communication site of the model: its family, whether its peer is a constant, and
     /// the variable its peer is when it is a single one (`bytes_formula`, once per action).
     site_peers: Vec<SitePeer>,
+    /// Per family of [`FAMILIES`]: the memo key of its sites' byte and peer formulas, and whether
+    /// its sites read the old peer (a constant peer) or both peers (a peer variable).
+    byte_keys: FormulaKeys,
+    byte_peers: Vec<(bool, bool)>,
+    /// Per environment (rank, size and number of variables): its terms and its key per family.
+    env_keys: RefCell<HashMap<(u64, u64, usize), (KeyTerms, Vec<Option<Vec<u64>>>)>>,
+    /// `bytes_formula`'s answers per family, traced size, peers read and the keys of both
+    /// environments: ranks of a decomposition that differ only by their coordinates share them
+    /// (65,536 ranks of jacobi2d evaluated every site's formula for each of their messages).
+    byte_memo: RefCell<HashMap<ByteKey, Option<u64>>>,
 }
+
+type ByteKey = (usize, u64, Option<u32>, Option<u32>, Vec<u64>, Vec<u64>);
+
+/// The families of actions that communication sites are matched with (`family`).
+const FAMILIES: [&str; 11] = ["send", "recv", "sendrecv", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall", "scan"];
 
 /// What `bytes_formula` reads of a communication site's peer.
 struct SitePeer {
@@ -139,6 +154,10 @@ impl<'m> Scaler<'m> {
             params,
             block_of_id,
             keys: FormulaKeys::default(),
+            byte_keys: FormulaKeys::default(),
+            byte_peers: Vec::new(),
+            env_keys: RefCell::new(HashMap::new()),
+            byte_memo: RefCell::new(HashMap::new()),
             rank_keys: RefCell::new((None, KeyTerms::default(), Vec::new())),
             memo: RefCell::new(HashMap::new()),
             stats: RefCell::new(Stats::default()),
@@ -161,6 +180,10 @@ impl<'m> Scaler<'m> {
                 })
                 .collect(),
         };
+        let sites_of = |f: &'static str| model.comm.iter().zip(&s.site_peers).filter(move |(_, sp)| sp.family == Some(f));
+        let byte_keys = FormulaKeys::new(FAMILIES.iter().map(|f| FormulaKey::new(sites_of(f).flat_map(|(site, _)| site.bytes.iter().chain(site.peer_expr.iter())))).collect());
+        let byte_peers = FAMILIES.iter().map(|f| (sites_of(f).any(|(_, sp)| sp.constant), sites_of(f).any(|(_, sp)| sp.var.is_some()))).collect();
+        (s.byte_keys, s.byte_peers) = (byte_keys, byte_peers);
         s.keys = FormulaKeys::new(
             (0..model.blocks.len())
                 .map(|b| {
@@ -445,6 +468,30 @@ impl<'m> Scaler<'m> {
             return None;
         }
         let family = family(a)?;
+        let f = FAMILIES.iter().position(|x| *x == family)?;
+        let (constant, var) = self.byte_peers[f];
+        let key = (f, bytes, peers.0.filter(|_| constant || var), peers.1.filter(|_| var), self.env_key(f, old), self.env_key(f, new));
+        if let Some(r) = self.byte_memo.borrow().get(&key) {
+            return *r;
+        }
+        let r = self.bytes_by_sites(family, bytes, old, new, peers);
+        self.byte_memo.borrow_mut().insert(key, r);
+        r
+    }
+
+    /// Family `f`'s key of the byte formulas in `env`, its terms kept per environment.
+    fn env_key(&self, f: usize, env: &HashMap<String, f64>) -> Vec<u64> {
+        let bits = |v: &str| env.get(v).copied().unwrap_or(f64::NAN).to_bits();
+        let id = (bits("rank"), bits("size"), env.len());
+        let mut c = self.env_keys.borrow_mut();
+        if c.len() > 256 && !c.contains_key(&id) {
+            c.clear();
+        }
+        let (terms, keys) = c.entry(id).or_insert_with(|| (self.byte_keys.terms(), vec![None; FAMILIES.len()]));
+        keys[f].get_or_insert_with(|| self.byte_keys.key(f, env, terms)).clone()
+    }
+
+    fn bytes_by_sites(&self, family: &str, bytes: u64, old: &HashMap<String, f64>, new: &HashMap<String, f64>, peers: (Option<u32>, Option<u32>)) -> Option<u64> {
         // Sites whose peer is the action's peer as a constant come first; sites whose peer is a
         // variable (a master's loop over workers) are tried with it bound to the peer.
         for exact_peer in [true, false] {
