@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod expr;
+pub mod hash;
 pub mod load;
 pub mod machine;
 pub mod network;

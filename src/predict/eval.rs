@@ -437,35 +437,10 @@ fn scaled_counts(changed: &[(usize, usize, Val, Val)], scale: f64) -> HashMap<us
 
 /// Hashes heap indices with one multiplication per word (the standard library's SipHash
 /// took a fifth of the evaluation's time on programs with large arrays).
-#[derive(Default, Clone, Copy)]
-struct CellHasher(u64);
-
-impl std::hash::Hasher for CellHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.write_u64(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        for b in chunks.remainder() {
-            self.write_u64(*b as u64);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-}
-
 /// Names to cells, blocks by place: hashed as cells are.
-type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<CellHasher>>;
-type CellMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<CellHasher>>;
-type CellSet = HashSet<usize, std::hash::BuildHasherDefault<CellHasher>>;
-type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<CellHasher>>;
+use crate::model::hash::{FastMap, FastSet};
+type CellMap<V> = FastMap<usize, V>;
+type CellSet = FastSet<usize>;
 
 /// A map from cells that can log its changes and undo them (a prefix run's changes to the
 /// cells' types; copying the maps of a program with large arrays cost more than the run).

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use crate::model::analysis::{BlockKind, ProgramModel};
 use crate::model::expr::{Expr, FormulaKey, FormulaKeys, KeyTerms};
+use crate::model::hash::FastMap;
 use crate::model::trace::{Compute, TraceAction};
 
 /// How compute and message sizes change with the number of ranks.
@@ -79,7 +80,7 @@ pub struct Scaler<'m> {
     rank_keys: RefCell<(Option<(u64, u64, usize)>, KeyTerms, Vec<Option<Vec<u64>>>)>,
     /// Per block, rank and the values its ratio reads: the ratio and whether formulas gave it,
     /// or None where it comes from the static path's executions of the rank at each size.
-    memo: RefCell<HashMap<(usize, u32, Vec<u64>), Option<(f64, bool)>>>,
+    memo: RefCell<FastMap<(usize, u32, Vec<u64>), Option<(f64, bool)>>>,
     pub stats: RefCell<Stats>,
     /// The static path's evaluation at both sizes (the program's own arithmetic): the trips of
     /// loops the front end cannot count, and the executions of blocks whose total the formulas
@@ -98,11 +99,14 @@ pub struct Scaler<'m> {
     byte_keys: FormulaKeys,
     byte_peers: Vec<(bool, bool)>,
     /// Per environment (rank, size and number of variables): its terms and its key per family.
-    env_keys: RefCell<HashMap<(u64, u64, usize), (KeyTerms, Vec<Option<Vec<u64>>>)>>,
+    env_keys: RefCell<FastMap<(u64, u64, usize), (KeyTerms, Vec<Option<Vec<u64>>>)>>,
     /// `bytes_formula`'s answers per family, traced size, peers read and the keys of both
     /// environments: ranks of a decomposition that differ only by their coordinates share them
     /// (65,536 ranks of jacobi2d evaluated every site's formula for each of their messages).
-    byte_memo: RefCell<HashMap<ByteKey, Option<u64>>>,
+    byte_memo: RefCell<FastMap<ByteKey, Option<u64>>>,
+    /// The ratios of the rank last asked for (its environment's rank, size and number of
+    /// variables, and its origin), per block: a rank's bursts name the same blocks again.
+    rank_ratios: RefCell<(Option<(u64, u64, usize, u32)>, Vec<Option<(f64, bool)>>)>,
 }
 
 type ByteKey = (usize, u64, Option<u32>, Option<u32>, Vec<u64>, Vec<u64>);
@@ -156,10 +160,11 @@ impl<'m> Scaler<'m> {
             keys: FormulaKeys::default(),
             byte_keys: FormulaKeys::default(),
             byte_peers: Vec::new(),
-            env_keys: RefCell::new(HashMap::new()),
-            byte_memo: RefCell::new(HashMap::new()),
+            env_keys: RefCell::new(FastMap::default()),
+            byte_memo: RefCell::new(FastMap::default()),
+            rank_ratios: RefCell::new((None, Vec::new())),
             rank_keys: RefCell::new((None, KeyTerms::default(), Vec::new())),
-            memo: RefCell::new(HashMap::new()),
+            memo: RefCell::new(FastMap::default()),
             stats: RefCell::new(Stats::default()),
             evaluated: Default::default(),
             approximated: std::cell::Cell::new(false),
@@ -218,6 +223,7 @@ impl<'m> Scaler<'m> {
         let model: &'m ProgramModel = self.model;
         let mut i = Some(b);
         let f = &model.blocks[b].function;
+        let start = out.len();
         while let Some(x) = i {
             let blk = &model.blocks[x];
             if &blk.function != f {
@@ -227,9 +233,16 @@ impl<'m> Scaler<'m> {
             out.extend(local_factor(model, x));
             i = self.parent[x];
         }
+        // A call's arguments matter where the function's own formulas read its parameters: a
+        // helper without loops (stencil3d's block_size(n, parts, cart_coord0)) runs once per
+        // call whatever its arguments, and their values gave every rank its own key.
+        let params = self.params.get(f).map(Vec::as_slice).unwrap_or_default();
+        let reads_params = out[start..].iter().any(|e| e.vars().iter().any(|v| params.contains(v)));
         for &c in self.calls_of.get(f).map(Vec::as_slice).unwrap_or_default() {
             let call = &model.calls[c];
-            out.extend(call.args.iter().flatten());
+            if reads_params {
+                out.extend(call.args.iter().flatten());
+            }
             if let Some(cb) = self.block_of_id.get(&call.block) {
                 self.block_exprs(*cb, depth + 1, out);
             }
@@ -243,6 +256,25 @@ impl<'m> Scaler<'m> {
             Mode::Strong => return (f64::NAN, false),
             Mode::Program => {}
         }
+        let bits = |v: &str| new.get(v).copied().unwrap_or(f64::NAN).to_bits();
+        let id = (bits("rank"), bits("size"), new.len(), origin);
+        {
+            let mut c = self.rank_ratios.borrow_mut();
+            if c.0 != Some(id) {
+                *c = (Some(id), vec![None; self.model.blocks.len()]);
+            }
+            if let Some(r) = c.1.get(b).copied().flatten() {
+                return r;
+            }
+        }
+        let r = self.block_ratio_of_rank(b, origin, old, new);
+        if let Some(x) = self.rank_ratios.borrow_mut().1.get_mut(b) {
+            *x = Some(r);
+        }
+        r
+    }
+
+    fn block_ratio_of_rank(&self, b: usize, origin: u32, old: &HashMap<String, f64>, new: &HashMap<String, f64>) -> (f64, bool) {
         // Whether the static path evaluated the block at the new size for this rank decides
         // between its figure and the formulas' below: part of the key.
         let mut key = self.rank_key(b, new);

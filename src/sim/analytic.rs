@@ -50,28 +50,7 @@ const CROSS_WEIGHT: f64 = 0.05;
 
 const NONE: u32 = u32::MAX;
 
-/// A multiplicative hasher for the small integer keys here (routes by host pair, requests, links).
-#[derive(Default)]
-struct IntHasher(u64);
-
-impl std::hash::Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type IntMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IntHasher>>;
+type IntMap<K, V> = crate::model::hash::FastMap<K, V>;
 
 fn coll_ctx(comm: u32) -> Ctx {
     u64::from(comm) * 2 + 1
