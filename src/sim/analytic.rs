@@ -51,6 +51,7 @@ const CROSS_WEIGHT: f64 = 0.05;
 const NONE: u32 = u32::MAX;
 
 type IntMap<K, V> = crate::model::hash::FastMap<K, V>;
+type IntSet<K> = crate::model::hash::FastSet<K>;
 
 fn coll_ctx(comm: u32) -> Ctx {
     u64::from(comm) * 2 + 1
@@ -231,8 +232,9 @@ struct RankState {
     /// An empty list kept for the next wait's operations.
     spare: Vec<u32>,
     reqs: IntMap<u64, u32>,
-    tested_done: HashSet<u64>,
-    comms: HashMap<u32, CommView>,
+    tested_done: IntSet<u64>,
+    /// The communicators it declared (a few: searched in order).
+    comms: Vec<CommView>,
     waiting: Option<Waiting>,
     /// Seconds per flop (1 / speed, slowed down where the host runs more ranks than cores).
     sec_per_flop: f64,
@@ -269,7 +271,9 @@ struct Net {
     bytes_in: Vec<f64>,
     count_in: Vec<u64>,
     hosts: Vec<Host>,
-    routes: IntMap<(u32, u32), Route>,
+    /// Routes by host pair, and their index in `route_list` (a lookup per message: one probe).
+    routes: IntMap<(u32, u32), u32>,
+    route_list: Vec<Route>,
     bw_factor: FactorList,
     lat_factor: FactorList,
     tcp_gamma: f64,
@@ -294,16 +298,19 @@ impl Net {
         i
     }
 
-    fn route(&mut self, from: u32, to: u32) -> &Route {
-        if !self.routes.contains_key(&(from, to)) {
-            let links = self.hosts[from as usize].route_links(self.hosts[to as usize]);
-            let idx: Vec<u32> = links.iter().map(|l| self.link(*l)).collect();
-            let latency = links.iter().map(|l| l.latency_s()).sum();
-            let bandwidth = idx.iter().map(|&i| self.link_bw[i as usize]).fold(f64::INFINITY, f64::min);
-            let shared = idx.iter().copied().filter(|&i| self.link_shared[i as usize]).collect();
-            self.routes.insert((from, to), Route { shared, all: idx.into(), latency, bandwidth });
+    fn route(&mut self, from: u32, to: u32) -> u32 {
+        if let Some(&i) = self.routes.get(&(from, to)) {
+            return i;
         }
-        &self.routes[&(from, to)]
+        let links = self.hosts[from as usize].route_links(self.hosts[to as usize]);
+        let idx: Vec<u32> = links.iter().map(|l| self.link(*l)).collect();
+        let latency = links.iter().map(|l| l.latency_s()).sum();
+        let bandwidth = idx.iter().map(|&i| self.link_bw[i as usize]).fold(f64::INFINITY, f64::min);
+        let shared = idx.iter().copied().filter(|&i| self.link_shared[i as usize]).collect();
+        self.route_list.push(Route { shared, all: idx.into(), latency, bandwidth });
+        let i = (self.route_list.len() - 1) as u32;
+        self.routes.insert((from, to), i);
+        i
     }
 
     /// A transfer of `bytes` from host `from` to host `to` whose two sides are there at `at`:
@@ -311,11 +318,9 @@ impl Net {
     fn transfer(&mut self, from: u32, to: u32, bytes: u64, at: f64) -> Transfer {
         let wire = bytes.max(1);
         let (bf, lf, gamma) = (self.bw_factor.eval(wire, 1.0), self.lat_factor.eval(wire, 1.0), self.tcp_gamma);
-        self.route(from, to);
-        if self.crosstraffic {
-            self.route(to, from);
-        }
-        let route = &self.routes[&(from, to)];
+        let there = self.route(from, to) as usize;
+        let back = if self.crosstraffic { Some(self.route(to, from) as usize) } else { None };
+        let route = &self.route_list[there];
         let latency = route.latency * lf;
         let mut bw = route.bandwidth * bf;
         if gamma > 0.0 && route.latency > 0.0 {
@@ -325,7 +330,10 @@ impl Net {
         let mut end = if bw.is_finite() { data_at + wire as f64 / bw } else { data_at };
         // Each shared link carries the bytes given to it at its rate, one transfer's after the
         // other's: a transfer ends no earlier than its link has carried what came before it.
-        let back: &[u32] = if self.crosstraffic { &self.routes[&(to, from)].shared } else { &[] };
+        let back: &[u32] = match back {
+            Some(b) => &self.route_list[b].shared,
+            None => &[],
+        };
         let weighted = route.shared.iter().map(|&l| (l, 1.0)).chain(back.iter().map(|&l| (l, CROSS_WEIGHT)));
         for (l, w) in weighted {
             let free = self.free_at[l as usize].max(data_at) + w * wire as f64 / (self.link_bw[l as usize] * bf);
@@ -510,6 +518,7 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
         count_in: Vec::new(),
         hosts: hosts.clone(),
         routes: IntMap::default(),
+        route_list: Vec::new(),
         bw_factor,
         lat_factor,
         tcp_gamma,
@@ -532,8 +541,8 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
             temps: Vec::new(),
             spare: Vec::new(),
             reqs: IntMap::default(),
-            tested_done: HashSet::new(),
-            comms: HashMap::new(),
+            tested_done: IntSet::default(),
+            comms: Vec::new(),
             waiting: None,
             sec_per_flop: 1.0 / (speed * share),
             speed,
@@ -692,7 +701,7 @@ impl Sim {
         if id == COMM_WORLD {
             return Ok(CommView { id, members: None, me: r, size: self.ranks.len() as u32 });
         }
-        self.ranks[r as usize].comms.get(&id).cloned().ok_or_else(|| format!("communicator {id} used before its `comm` line"))
+        self.ranks[r as usize].comms.iter().find(|c| c.id == id).cloned().ok_or_else(|| format!("communicator {id} used before its `comm` line"))
     }
 
     fn peer(c: &CommView, p: Peer) -> Result<Option<u32>, String> {
@@ -769,7 +778,12 @@ impl Sim {
                 let me = *me.ok_or_else(|| format!("comm {id}: rank {r} is not a member"))?;
                 let size = ranks.len() as u32;
                 let members = if m.identity { None } else { Some(m) };
-                self.ranks[r as usize].comms.insert(*id, CommView { id: *id, members, me, size });
+                let view = CommView { id: *id, members, me, size };
+                let comms = &mut self.ranks[r as usize].comms;
+                match comms.iter_mut().find(|c| c.id == *id) {
+                    Some(c) => *c = view,
+                    None => comms.push(view),
+                }
             }
             A::Send { to, bytes, tag, comm, buffered } => {
                 let c = self.comm(r, *comm)?;
@@ -1202,8 +1216,8 @@ impl Sim {
             return;
         }
         let (hf, ht) = (self.rank_host[from as usize], self.rank_host[to as usize]);
-        self.net.route(hf, ht);
-        let route = &self.net.routes[&(hf, ht)].all;
+        let ri = self.net.route(hf, ht) as usize;
+        let route = &self.net.route_list[ri].all;
         let rank = &self.ranks[from as usize];
         let span = rank.marks.len().checked_sub(1);
         let per = self.opts.inner_at.len();
