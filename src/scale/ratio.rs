@@ -204,8 +204,7 @@ impl<'m> Scaler<'m> {
     /// Block `b`'s key in the environment of a rank at the new size, computed once per rank
     /// (every burst of the rank asks again).
     fn rank_key(&self, b: usize, new: &HashMap<String, f64>) -> Vec<u64> {
-        let bits = |v: &str| new.get(v).copied().unwrap_or(f64::NAN).to_bits();
-        let id = (bits("rank"), bits("size"), new.len());
+        let id = env_id(new);
         let mut c = self.rank_keys.borrow_mut();
         if c.0 != Some(id) {
             *c = (Some(id), self.keys.terms(), vec![None; self.model.blocks.len()]);
@@ -256,8 +255,8 @@ impl<'m> Scaler<'m> {
             Mode::Strong => return (f64::NAN, false),
             Mode::Program => {}
         }
-        let bits = |v: &str| new.get(v).copied().unwrap_or(f64::NAN).to_bits();
-        let id = (bits("rank"), bits("size"), new.len(), origin);
+        let (rank, size, len) = env_id(new);
+        let id = (rank, size, len, origin);
         {
             let mut c = self.rank_ratios.borrow_mut();
             if c.0 != Some(id) {
@@ -513,8 +512,7 @@ impl<'m> Scaler<'m> {
 
     /// Family `f`'s key of the byte formulas in `env`, its terms kept per environment.
     fn env_key(&self, f: usize, env: &HashMap<String, f64>) -> Vec<u64> {
-        let bits = |v: &str| env.get(v).copied().unwrap_or(f64::NAN).to_bits();
-        let id = (bits("rank"), bits("size"), env.len());
+        let id = env_id(env);
         let mut c = self.env_keys.borrow_mut();
         if c.len() > 256 && !c.contains_key(&id) {
             c.clear();
@@ -571,6 +569,13 @@ impl<'m> Scaler<'m> {
         }
         None
     }
+}
+
+/// What tells a rank's environment from another's in the per-rank caches: its rank, its size and
+/// its number of variables.
+fn env_id(env: &HashMap<String, f64>) -> (u64, u64, usize) {
+    let bits = |v: &str| env.get(v).copied().unwrap_or(f64::NAN).to_bits();
+    (bits("rank"), bits("size"), env.len())
 }
 
 /// Which kind of call an action is, to match it with communication sites.
