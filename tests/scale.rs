@@ -96,6 +96,50 @@ fn predict(src: &str, n: u32, trace: &std::path::Path, args: &[&str], extra: &[&
     mpicast::model::read_artifact(&json).unwrap()
 }
 
+/// Costed traces written into one packed file, as predictions of 16,384 ranks or more write them
+/// (`MPICAST_PACK_RANKS` lowers the threshold), predict what rank files do, in SimGrid and in the
+/// analytic replay, with steady-state folding (jacobi2d's 150 iterations) and without, and
+/// `--save-traces` writes the same rank files from either.
+#[test]
+fn packed_costed_traces_predict_what_rank_files_do() {
+    let s = Scratch::new("mpicast-scale-packed");
+    let (m, plat) = (fixed_machine(), platform("cluster-gige"));
+    let mut folded = 0;
+    for (name, args) in [("stencil3d_torus", &["16", "3"][..]), ("jacobi2d", &["48", "150", "3"][..])] {
+        let src = example(name);
+        let small = s.trace(&format!("{name}-4"), &src, 4, args);
+        for replay in [&[][..], &["--analytic"][..]] {
+            let run = |pack: Option<&str>, tag: &str| -> (Prediction, std::path::PathBuf) {
+                let saved = s.path().join(format!("{name}-{tag}-{}", replay.len()));
+                let json = s.path().join(format!("{name}-{tag}-{}.json", replay.len()));
+                let mut cmd = std::process::Command::new(crate::util::exe());
+                cmd.args(["predict", src.to_str().unwrap(), "-n", "16", "--trace", small.to_str().unwrap()]);
+                cmd.args(["--machine", m.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+                cmd.arg("--save-traces").arg(&saved).args(replay).arg("--").args(args);
+                match pack {
+                    Some(p) => cmd.env("MPICAST_PACK_RANKS", p),
+                    None => cmd.env("MPICAST_PACK_RANKS", "1000000000"),
+                };
+                let out = cmd.output().unwrap();
+                assert!(out.status.success(), "{name} {tag}: {}", String::from_utf8_lossy(&out.stderr));
+                (mpicast::model::read_artifact(&json).unwrap(), saved)
+            };
+            let (files, a) = run(None, "files");
+            let (packed, b) = run(Some("2"), "packed");
+            assert!(files.scaling.is_some(), "{name}: scaled");
+            assert_eq!(packed.predicted_s, files.predicted_s, "{name} {replay:?}");
+            assert_eq!(packed.messages, files.messages, "{name} {replay:?}");
+            assert_eq!(packed.folded.as_ref().map(|f| f.simulated), files.folded.as_ref().map(|f| f.simulated), "{name} {replay:?}");
+            folded += usize::from(files.folded.is_some());
+            for r in 0..16 {
+                let file = |d: &std::path::Path| std::fs::read_to_string(mpicast::trace::rank_file(d, r)).unwrap();
+                assert_eq!(file(&a), file(&b), "{name} rank {r}");
+            }
+        }
+    }
+    assert_eq!(folded, 2, "jacobi2d's loop folds in both replays");
+}
+
 /// Predicting N ranks from a K-rank trace scaled gives what the N-rank trace gives.
 fn scaled_matches_real(s: &Scratch, name: &str, k: u32, n: u32, args: &[&str], topology: &str) {
     let src = example(name);

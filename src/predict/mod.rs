@@ -1202,11 +1202,18 @@ fn predict_set_from(
     };
     let out = crate::trace::scratch_dir("mpicast-costed", out_ranks)
         .context("cannot create a temporary directory")?;
+    let pack = match crate::trace::pack::packs(out_ranks) {
+        true => Some(std::rc::Rc::new(std::cell::RefCell::new(
+            crate::trace::pack::PackWriter::create(out.path(), out_ranks).with_context(|| format!("{}: cannot write", out.path().display()))?,
+        ))),
+        false => None,
+    };
     let mut costing = Costing {
         model: &model,
         costs: &costs,
         base_env: opts.bindings.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         out: out.path(),
+        pack,
         ranks: out_ranks,
         factor: opts.what_if.compute_factor(),
         counter_s,
@@ -1289,7 +1296,11 @@ fn predict_set_from(
         }
     }
     let ranks = out_ranks;
-    let Costing { execs, compute, .. } = costing;
+    let Costing { execs, compute, pack, .. } = costing;
+    if let Some(p) = pack {
+        let p = std::rc::Rc::into_inner(p).expect("the rank writers are done").into_inner();
+        p.finish().with_context(|| format!("{}: cannot write", out.path().display()))?;
+    }
     let sk = Skeletons {
         dir: out,
         execs,
@@ -1328,6 +1339,8 @@ struct Costing<'a> {
     costs: &'a Costs,
     base_env: HashMap<String, f64>,
     out: &'a Path,
+    /// Where the costed traces go when they are packed (`trace::pack::packs`).
+    pack: Option<crate::trace::pack::SharedPack>,
     /// Ranks of the costed traces.
     ranks: u32,
     /// The what-if compute factor.
@@ -1360,9 +1373,11 @@ impl Costing<'_> {
         let secs = [(&c.nominal, &c.bounds), (&c.low, &c.bounds_low), (&c.high, &c.bounds_high)]
             .map(|(t, b)| self.memo.get_keyed(key.clone(), model, t, b, &env));
         let nb = model.blocks.len();
-        let mut w = crate::trace::fold::FoldingWriter::new(
-            TraceWriter::create(self.out, r, ranks).with_context(|| format!("{}: cannot write", self.out.display()))?,
-        );
+        let writer = match &self.pack {
+            Some(p) => TraceWriter::create_packed(p, r, ranks),
+            None => TraceWriter::create(self.out, r, ranks),
+        };
+        let mut w = crate::trace::fold::FoldingWriter::new(writer.with_context(|| format!("{}: cannot write", self.out.display()))?);
         let execs = &mut self.execs;
         let mut row = [0.0; 3];
         let mut pending = 0.0;
@@ -1537,10 +1552,11 @@ fn finish(
 ) -> Result<Prediction> {
     if let Some(d) = &opts.save_traces {
         std::fs::create_dir_all(d).with_context(|| format!("{}: cannot create", d.display()))?;
+        let from = crate::trace::pack::TraceDir::open(sk.dir.path())?;
         for r in 0..opts.ranks {
-            let from = crate::trace::rank_file(sk.dir.path(), r);
             let to = crate::trace::rank_file(d, r);
-            std::fs::copy(&from, &to).with_context(|| format!("{}: cannot write", to.display()))?;
+            let text = from.text(r).with_context(|| format!("{}: cannot read", crate::trace::rank_file(sk.dir.path(), r).display()))?;
+            std::fs::write(&to, text).with_context(|| format!("{}: cannot write", to.display()))?;
         }
     }
     let platform = platform::edit::prepare(&opts.platform, &opts.what_if.platform_edits())?;

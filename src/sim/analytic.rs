@@ -228,6 +228,11 @@ struct RankState {
     reader: Option<TraceReader>,
     clock: f64,
     micros: VecDeque<Micro>,
+    /// The rest of the collective being played, one step expanded into micro-steps at a time
+    /// (in world ranks; a million-rank allreduce holds 20 steps a rank, not 80 micro-steps).
+    steps: VecDeque<Step>,
+    /// The context of those steps.
+    steps_ctx: Ctx,
     temps: Vec<u32>,
     /// An empty list kept for the next wait's operations.
     spare: Vec<u32>,
@@ -529,15 +534,18 @@ pub fn run_analytic(job: &ReplayJob) -> Result<ReplayResult> {
     }
     let opts = Opts::new(job, &text)?;
     let mut ranks = Vec::with_capacity(n as usize);
+    let dir = crate::trace::pack::TraceDir::open(&job.trace_dir)?;
     for r in 0..n {
         let h = rank_host[r as usize] as usize;
-        let reader = open_rank(job, r)?;
+        let reader = open_rank(job, &dir, r)?;
         let speed = hosts[h].speed_flops();
         let share = (hosts[h].core_count() as f64 / on_host[h] as f64).min(1.0);
         ranks.push(RankState {
             reader: Some(reader),
             clock: 0.0,
             micros: VecDeque::new(),
+            steps: VecDeque::new(),
+            steps_ctx: 0,
             temps: Vec::new(),
             spare: Vec::new(),
             reqs: IntMap::default(),
@@ -646,7 +654,9 @@ impl Sim {
                 if self.ranks[r as usize].finished {
                     return Ok(());
                 }
-                self.fetch(r)?;
+                if !self.next_step(r) {
+                    self.fetch(r)?;
+                }
                 continue;
             };
             if !self.play(r, m)? {
@@ -835,32 +845,52 @@ impl Sim {
                 let c = self.comm(r, comm)?;
                 let mut rec = Recorder { size: c.size, rank: c.me, steps: Vec::new() };
                 coll::run(&mut rec, other)?;
-                let ctx = coll_ctx(c.id);
-                for s in rec.steps {
-                    match s {
-                        Step::Send(to, bytes, tag) => {
-                            out.push(Micro::Overhead(os(bytes)));
-                            out.push(Micro::Send { to: c.world_rank(to), bytes, tag, ctx, req: None, buffered: false });
-                            out.push(Micro::WaitTemps);
-                        }
-                        Step::Recv(from, tag) => {
-                            out.push(Micro::Recv { from: Some(c.world_rank(from)), tag: Some(tag), ctx, req: None });
-                            out.push(Micro::WaitTemps);
-                        }
-                        Step::SendRecv(to, bytes, from, tag) => {
-                            out.push(Micro::Recv { from: Some(c.world_rank(from)), tag: Some(tag), ctx, req: None });
-                            out.push(Micro::Overhead(os(bytes)));
-                            out.push(Micro::Send { to: c.world_rank(to), bytes, tag, ctx, req: None, buffered: false });
-                            out.push(Micro::WaitTemps);
-                        }
-                        Step::Reduce(bytes) => out.push(Micro::Compute(bytes as f64 * self.opts.reduce_flops_per_byte)),
-                    }
-                }
+                let rank = &mut self.ranks[r as usize];
+                rank.steps_ctx = coll_ctx(c.id);
+                rank.steps.extend(rec.steps.into_iter().map(|s| match s {
+                    Step::Send(to, bytes, tag) => Step::Send(c.world_rank(to), bytes, tag),
+                    Step::Recv(from, tag) => Step::Recv(c.world_rank(from), tag),
+                    Step::SendRecv(to, bytes, from, tag) => Step::SendRecv(c.world_rank(to), bytes, c.world_rank(from), tag),
+                    Step::Reduce(bytes) => Step::Reduce(bytes),
+                }));
             }
         }
         self.ranks[r as usize].micros.extend(out.drain(..));
         self.scratch = out;
         Ok(())
+    }
+
+    /// Expands the next step of the rank's collective into micro-steps: false when it has none.
+    fn next_step(&mut self, r: u32) -> bool {
+        let rank = &mut self.ranks[r as usize];
+        let Some(s) = rank.steps.pop_front() else {
+            if rank.steps.capacity() > 64 {
+                rank.steps = VecDeque::new();
+            }
+            return false;
+        };
+        let ctx = rank.steps_ctx;
+        let os = |b: u64| self.opts.os.eval(b, 0.0);
+        let m = &mut rank.micros;
+        match s {
+            Step::Send(to, bytes, tag) => {
+                m.push_back(Micro::Overhead(os(bytes)));
+                m.push_back(Micro::Send { to, bytes, tag, ctx, req: None, buffered: false });
+                m.push_back(Micro::WaitTemps);
+            }
+            Step::Recv(from, tag) => {
+                m.push_back(Micro::Recv { from: Some(from), tag: Some(tag), ctx, req: None });
+                m.push_back(Micro::WaitTemps);
+            }
+            Step::SendRecv(to, bytes, from, tag) => {
+                m.push_back(Micro::Recv { from: Some(from), tag: Some(tag), ctx, req: None });
+                m.push_back(Micro::Overhead(os(bytes)));
+                m.push_back(Micro::Send { to, bytes, tag, ctx, req: None, buffered: false });
+                m.push_back(Micro::WaitTemps);
+            }
+            Step::Reduce(bytes) => m.push_back(Micro::Compute(bytes as f64 * self.opts.reduce_flops_per_byte)),
+        }
+        true
     }
 
     /// Plays one micro-step: false when the rank stops for now (its clock moved on, or it waits).

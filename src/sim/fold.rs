@@ -86,8 +86,14 @@ fn top_level_loops(path: &Path) -> Result<(Vec<u64>, Vec<f64>, f64)> {
     Ok((l.counts, l.sizes, l.total))
 }
 
+#[cfg(test)]
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))
+}
+
+/// Rank `r`'s text in a directory of rank files or a packed one.
+fn read_rank(dir: &crate::trace::pack::TraceDir, r: u32) -> Result<String> {
+    dir.text(r).with_context(|| format!("{}: cannot read", crate::trace::rank_file(dir.path(), r).display()))
 }
 
 /// The [`Loops`] of a trace's text.
@@ -159,7 +165,8 @@ pub fn plan(dir: &Path, ranks: u32) -> Result<Option<Plan>> {
 /// rank 0 alone decides whether a plan can exist). Reading every trace a second time for that
 /// copy cost pi_dartboard scaled to 65,536 ranks about half a second.
 fn plan_writing(dir: &Path, ranks: u32, first: Option<(u64, &Path)>) -> Result<Option<Plan>> {
-    let text0 = read(&crate::trace::rank_file(dir, 0))?;
+    let dir = &crate::trace::pack::TraceDir::open(dir)?;
+    let text0 = read_rank(dir, 0)?;
     let loops = loops_of(&text0);
     let (counts, sizes, total) = (&loops.counts, &loops.sizes, loops.total);
     let best = counts.iter().enumerate().max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i)));
@@ -180,7 +187,7 @@ fn plan_writing(dir: &Path, ranks: u32, first: Option<(u64, &Path)>) -> Result<O
         let text = if r == 0 {
             &text0
         } else {
-            other = read(&crate::trace::rank_file(dir, r))?;
+            other = read_rank(dir, r)?;
             &other
         };
         if r > 0 {
@@ -199,7 +206,7 @@ fn plan_writing(dir: &Path, ranks: u32, first: Option<(u64, &Path)>) -> Result<O
         }
     }
     if let (Some((k, out)), true) = (first, rewrite) {
-        truncated(dir, ranks, plan, k, None, out)?;
+        truncated(dir.path(), ranks, plan, k, None, out)?;
     }
     Ok(Some(plan))
 }
@@ -212,8 +219,9 @@ fn first_inner(plan: Plan) -> Option<u64> {
 /// Copies the traces into `out` with the planned loop run `k` times, and its inner loop `m`
 /// times in each iteration when given.
 fn truncated(dir: &Path, ranks: u32, plan: Plan, k: u64, m: Option<u64>, out: &Path) -> Result<()> {
+    let dir = crate::trace::pack::TraceDir::open(dir)?;
     for r in 0..ranks {
-        write_truncated(&read(&crate::trace::rank_file(dir, r))?, plan, k, m, &crate::trace::rank_file(out, r))?;
+        write_truncated(&read_rank(&dir, r)?, plan, k, m, &crate::trace::rank_file(out, r))?;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ use crate::model::trace::{
 use crate::sim::coll::{self, PointToPoint};
 use crate::sim::engine::{self, Comm, Engine, EngineOptions, Host, Link, Mailbox};
 use crate::sim::job::DEFAULT_NETWORK_MODEL;
+use crate::trace::pack::TraceDir;
 use crate::trace::{rank_file, TraceReader};
 
 /// A matching context: a communicator's point-to-point traffic or its collectives' traffic.
@@ -243,9 +244,9 @@ impl Opts {
 }
 
 /// Rank `r`'s trace, its loops marked as the job asks, its header checked.
-pub(crate) fn open_rank(job: &ReplayJob, r: u32) -> Result<TraceReader> {
+pub(crate) fn open_rank(job: &ReplayJob, dir: &TraceDir, r: u32) -> Result<TraceReader> {
     let n = job.ranks;
-    let mut reader = TraceReader::open(&rank_file(&job.trace_dir, r))?;
+    let mut reader = dir.reader(r)?;
     if let Some(m) = &job.options.marks {
         reader.mark_loop(m.loop_index);
         if let Some(i) = &m.inner {
@@ -1321,10 +1322,11 @@ pub fn run_replay(job: &ReplayJob) -> Result<ReplayResult> {
     for h in &placement {
         *on_host.entry(*h).or_insert(0) += 1;
     }
+    let dir = TraceDir::open(&job.trace_dir)?;
     for r in 0..n {
         let host = placement[r as usize];
         let sleeps = !varying && on_host[&host] <= host.core_count();
-        let reader = open_rank(job, r)?;
+        let reader = open_rank(job, &dir, r)?;
         let rank = Box::new(Rank {
             me: r,
             world: Rc::clone(&world),

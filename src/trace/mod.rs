@@ -4,6 +4,7 @@
 //! time-independent format (`smpi`).
 
 pub mod fold;
+pub mod pack;
 pub mod set;
 pub mod smpi;
 
@@ -646,6 +647,8 @@ pub fn format_action(a: &TraceAction) -> String {
 /// of ranks can be read at once without holding a file descriptor each.
 struct ChunkedLines {
     path: PathBuf,
+    /// A packed set's rank (`pack`), read from there in place of `path`.
+    packed: Option<(Rc<pack::Pack>, u32)>,
     offset: u64,
     buf: Vec<u8>,
     pos: usize,
@@ -660,31 +663,57 @@ impl ChunkedLines {
             if let Some(nl) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
                 let line = String::from_utf8_lossy(&self.buf[self.pos..self.pos + nl]).into_owned();
                 self.pos += nl + 1;
+                self.release_read();
                 return Ok(Some(line));
             }
             if self.eof {
                 if self.pos < self.buf.len() {
                     let line = String::from_utf8_lossy(&self.buf[self.pos..]).into_owned();
                     self.pos = self.buf.len();
+                    self.release_read();
                     return Ok(Some(line));
                 }
                 return Ok(None);
             }
             self.buf.drain(..self.pos);
             self.pos = 0;
-            let mut f = File::open(&self.path)?;
-            f.seek(SeekFrom::Start(self.offset))?;
             let old = self.buf.len();
             self.buf.resize(old + CHUNK_BYTES, 0);
-            let n = f.read(&mut self.buf[old..])?;
-            self.buf.truncate(old + n);
-            self.offset += n as u64;
-            if n == 0 {
-                self.eof = true;
+            let mut got = 0;
+            if let Some((p, r)) = &self.packed {
+                got = p.read_at(*r, self.offset, &mut self.buf[old..])?;
+            } else {
+                let mut f = File::open(&self.path)?;
+                f.seek(SeekFrom::Start(self.offset))?;
+                while old + got < self.buf.len() {
+                    match f.read(&mut self.buf[old + got..]) {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
             }
-            if self.buf.capacity() > 4 * CHUNK_BYTES && self.buf.len() < CHUNK_BYTES {
+            self.buf.truncate(old + got);
+            self.offset += got as u64;
+            if got < CHUNK_BYTES {
+                // The file's end: what is left of it is all the buffer holds from now on (a
+                // scaled rank's trace of 2 KB read whole keeps 2 KB, not a chunk, while a
+                // million ranks wait).
+                self.eof = true;
+                self.buf.shrink_to_fit();
+            } else if self.buf.capacity() > 4 * CHUNK_BYTES && self.buf.len() < CHUNK_BYTES {
                 self.buf.shrink_to(2 * CHUNK_BYTES);
             }
+        }
+    }
+
+    /// Past the file's end, gives back the lines read once they are half the buffer.
+    fn release_read(&mut self) {
+        if self.eof && self.pos >= 256 && 2 * self.pos >= self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.buf.shrink_to_fit();
+            self.pos = 0;
         }
     }
 }
@@ -755,10 +784,20 @@ pub const MAX_UNFOLDED_ACTIONS: u64 = 1_000_000_000_000;
 impl TraceReader {
     /// Opens a rank's file and reads its header line.
     pub fn open(path: &Path) -> Result<TraceReader, TraceError> {
+        Self::open_from(path, None)
+    }
+
+    /// Opens rank `r` of a packed set (`pack::TraceDir::reader`); `path` names it in errors.
+    fn open_packed(path: &Path, pack: Rc<pack::Pack>, r: u32) -> Result<TraceReader, TraceError> {
+        Self::open_from(path, Some((pack, r)))
+    }
+
+    fn open_from(path: &Path, packed: Option<(Rc<pack::Pack>, u32)>) -> Result<TraceReader, TraceError> {
         note_rank_file_read(path);
         let file = path.display().to_string();
         let mut lines = ChunkedLines {
-            path: path.to_path_buf(),
+            path: if packed.is_some() { PathBuf::new() } else { path.to_path_buf() },
+            packed,
             offset: 0,
             buf: Vec::new(),
             pos: 0,
@@ -1031,9 +1070,13 @@ fn shm_limit() -> Option<u64> {
     Some(kb * 1024 / 2)
 }
 
-/// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present.
+/// Counts the ranks of a trace directory: files rank-0.trace .. rank-(N-1).trace, all present,
+/// or the ranks its pack's index lists (`pack`).
 pub fn discover(dir: &Path) -> anyhow::Result<u32> {
     use anyhow::{bail, Context};
+    if let Some(n) = pack::listed_ranks(dir)? {
+        return Ok(n);
+    }
     let mut n = 0u32;
     let mut max = None::<u32>;
     for e in std::fs::read_dir(dir)
@@ -1281,9 +1324,36 @@ fn check_action(
 
 /// Writes one rank's trace file, line by line. Loops nest: `begin_loop(n)` ... `end_loop()`.
 pub struct TraceWriter {
-    out: BufWriter<File>,
+    out: Out,
     path: PathBuf,
     depth: usize,
+}
+
+/// Where a rank's lines go: its file, or memory until `finish` adds them to a pack.
+enum Out {
+    File(BufWriter<File>),
+    Packed { text: Vec<u8>, pack: pack::SharedPack, rank: u32 },
+}
+
+impl Write for Out {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Out::File(f) => f.write(b),
+            Out::Packed { text, .. } => text.write(b),
+        }
+    }
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Out::File(f) => f.write_all(b),
+            Out::Packed { text, .. } => text.write_all(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Out::File(f) => f.flush(),
+            Out::Packed { .. } => Ok(()),
+        }
+    }
 }
 
 impl TraceWriter {
@@ -1291,7 +1361,7 @@ impl TraceWriter {
     pub fn create(dir: &Path, rank: u32, size: u32) -> std::io::Result<TraceWriter> {
         std::fs::create_dir_all(dir)?;
         let path = rank_file(dir, rank);
-        let mut out = BufWriter::new(File::create(&path)?);
+        let mut out = Out::File(BufWriter::new(File::create(&path)?));
         writeln!(
             out,
             "{FORMAT_NAME} {FORMAT_VERSION} rank {rank} size {size}"
@@ -1301,6 +1371,14 @@ impl TraceWriter {
             path,
             depth: 0,
         })
+    }
+
+    /// Writes rank `rank`'s trace into a pack (added to it at `finish`).
+    pub fn create_packed(pack: &pack::SharedPack, rank: u32, size: u32) -> std::io::Result<TraceWriter> {
+        let path = rank_file(pack.borrow().dir(), rank);
+        let mut out = Out::Packed { text: Vec::with_capacity(2048), pack: Rc::clone(pack), rank };
+        writeln!(out, "{FORMAT_NAME} {FORMAT_VERSION} rank {rank} size {size}")?;
+        Ok(TraceWriter { out, path, depth: 0 })
     }
 
     pub fn path(&self) -> &Path {
@@ -1347,7 +1425,7 @@ impl TraceWriter {
     }
 
     /// Flushes the file; loops left open are an error.
-    pub fn finish(mut self) -> std::io::Result<()> {
+    pub fn finish(self) -> std::io::Result<()> {
         if self.depth != 0 {
             return Err(std::io::Error::other(format!(
                 "{}: {} loop(s) left open",
@@ -1355,7 +1433,10 @@ impl TraceWriter {
                 self.depth
             )));
         }
-        self.out.flush()
+        match self.out {
+            Out::File(mut f) => f.flush(),
+            Out::Packed { text, pack, rank } => pack.borrow_mut().add(rank, &text),
+        }
     }
 }
 
