@@ -34,11 +34,11 @@ pub fn packs(ranks: u32) -> bool {
 /// The ranks the pack of `dir` holds by its index's first line, None when it has no index.
 pub fn listed_ranks(dir: &Path) -> Result<Option<u32>, TraceError> {
     let index = dir.join(INDEX_FILE);
-    let f = match File::open(&index) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(TraceError { file: index.display().to_string(), line: 0, msg: format!("cannot read: {e}") }),
-    };
+    // Not there (or `dir` is no directory): the directory's own reader says what it is.
+    if !index.exists() {
+        return Ok(None);
+    }
+    let f = File::open(&index).map_err(|e| TraceError { file: index.display().to_string(), line: 0, msg: format!("cannot read: {e}") })?;
     let mut head = String::new();
     BufReader::new(f)
         .read_line(&mut head)
@@ -71,11 +71,10 @@ impl Pack {
     pub fn open(dir: &Path) -> Result<Option<Pack>, TraceError> {
         let index = dir.join(INDEX_FILE);
         let bad = |line: u64, msg: String| TraceError { file: index.display().to_string(), line, msg };
-        let f = match File::open(&index) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(bad(0, format!("cannot read: {e}"))),
-        };
+        if !index.exists() {
+            return Ok(None);
+        }
+        let f = File::open(&index).map_err(|e| bad(0, format!("cannot read: {e}")))?;
         let mut lines = BufReader::new(f).lines();
         let head = lines.next().transpose().map_err(|e| bad(1, format!("cannot read: {e}")))?.unwrap_or_default();
         let ranks = parse_head(&index, &head)? as usize;
