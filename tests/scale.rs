@@ -98,8 +98,8 @@ fn predict(src: &str, n: u32, trace: &std::path::Path, args: &[&str], extra: &[&
 
 /// Costed traces written into one packed file, as predictions of 16,384 ranks or more write them
 /// (`MPICAST_PACK_RANKS` lowers the threshold), predict what rank files do, in SimGrid and in the
-/// analytic replay, with steady-state folding (jacobi2d's 150 iterations) and without, and
-/// `--save-traces` writes the same rank files from either.
+/// analytic replay, with steady-state folding (jacobi2d's 150 iterations) and without;
+/// `--save-traces` writes the same rank files from either, and those files packed replay alike.
 #[test]
 fn packed_costed_traces_predict_what_rank_files_do() {
     let s = Scratch::new("mpicast-scale-packed");
@@ -135,6 +135,24 @@ fn packed_costed_traces_predict_what_rank_files_do() {
                 let file = |d: &std::path::Path| std::fs::read_to_string(mpicast::trace::rank_file(d, r)).unwrap();
                 assert_eq!(file(&a), file(&b), "{name} rank {r}");
             }
+            // The saved rank files packed by hand replay as they do (`mpicast replay` reads,
+            // checks and folds a packed directory too).
+            let c = s.path().join(format!("{name}-repacked-{}", replay.len()));
+            let mut w = mpicast::trace::pack::PackWriter::create(&c, 16).unwrap();
+            for r in (0..16).rev() {
+                w.add(r, &std::fs::read(mpicast::trace::rank_file(&a, r)).unwrap()).unwrap();
+            }
+            w.finish().unwrap();
+            let makespan = |d: &std::path::Path| -> f64 {
+                let json = d.with_extension("replay.json");
+                let mut args = vec!["replay", d.to_str().unwrap(), "--platform", plat.to_str().unwrap(), "--json", json.to_str().unwrap()];
+                args.extend_from_slice(replay);
+                let out = mpicast(&args);
+                assert!(out.status.success(), "replay {}: {}", d.display(), String::from_utf8_lossy(&out.stderr));
+                mpicast::model::read_artifact::<mpicast::model::trace::ReplayResult>(&json).unwrap().makespan_s
+            };
+            assert!(!c.join("rank-0.trace").exists());
+            assert_eq!(makespan(&c), makespan(&a), "{name} {replay:?}: the packed copy replays as the rank files");
         }
     }
     assert_eq!(folded, 2, "jacobi2d's loop folds in both replays");

@@ -13,6 +13,18 @@ pub use crate::trace::fold::Item;
 pub fn read(path: &Path) -> Result<Vec<Item>> {
     crate::trace::note_rank_file_read(path);
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    parse(&text, path)
+}
+
+/// Reads rank `r` of a directory of rank files or a packed one into its tree.
+pub fn read_in(dir: &crate::trace::pack::TraceDir, r: u32) -> Result<Vec<Item>> {
+    let path = crate::trace::rank_file(dir.path(), r);
+    let text = dir.text(r).with_context(|| format!("{}: cannot read", path.display()))?;
+    parse(&text, &path)
+}
+
+/// A rank's text as its tree; `path` names it in errors.
+fn parse(text: &str, path: &Path) -> Result<Vec<Item>> {
     let mut stack: Vec<(u64, Vec<Item>)> = vec![(1, Vec::new())];
     let mut header = false;
     for (no, line) in text.lines().enumerate() {

@@ -149,8 +149,9 @@ pub fn scale_dir(dir: &Path, out: &Path, model: &ProgramModel, bindings: &BTreeM
         bail!("cannot scale to 0 ranks");
     }
     let mut traces = Vec::with_capacity(k as usize);
+    let from = crate::trace::pack::TraceDir::open(dir)?;
     for r in 0..k {
-        traces.push(items::read(&crate::trace::rank_file(dir, r))?);
+        traces.push(items::read_in(&from, r)?);
     }
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let info = scale_traces(&traces, model, bindings, cost, req, &mut |r, it| items::write(out, r, n, &it))?;

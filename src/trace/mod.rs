@@ -1113,23 +1113,24 @@ pub fn discover(dir: &Path) -> anyhow::Result<u32> {
 /// Reads every rank's trace once (streaming) and checks its syntax, header, peers, loops and
 /// request ids. Returns the first problem as file:line: message.
 pub fn validate_dir(dir: &Path, ranks: u32) -> Result<(), TraceError> {
+    let dir = pack::TraceDir::open(dir)?;
     for r in 0..ranks {
-        check_rank(dir, r, ranks, None)?;
+        check_rank(&dir, r, ranks, None)?;
     }
     Ok(())
 }
 
-/// Reads rank `r`'s trace of a directory of `ranks` rank files into its tree (loops kept, as
+/// Reads rank `r`'s trace of a directory of `ranks` ranks into its tree (loops kept, as
 /// written), checking it as [`validate_dir`] does, in the same pass.
-pub fn read_rank_checked(dir: &Path, r: u32, ranks: u32) -> Result<Vec<fold::Item>, TraceError> {
+pub fn read_rank_checked(dir: &pack::TraceDir, r: u32, ranks: u32) -> Result<Vec<fold::Item>, TraceError> {
     let mut tree = vec![(0, Vec::new())];
     check_rank(dir, r, ranks, Some(&mut tree))?;
     Ok(tree.pop().map(|f| f.1).unwrap_or_default())
 }
 
 /// Checks one rank's file; with `tree` (one frame: the top level), also builds its tree there.
-fn check_rank(dir: &Path, r: u32, ranks: u32, mut tree: Option<&mut Vec<(u64, Vec<fold::Item>)>>) -> Result<(), TraceError> {
-    let mut rd = TraceReader::open(&rank_file(dir, r))?;
+fn check_rank(dir: &pack::TraceDir, r: u32, ranks: u32, mut tree: Option<&mut Vec<(u64, Vec<fold::Item>)>>) -> Result<(), TraceError> {
+    let mut rd = dir.reader(r)?;
     if rd.header.rank != r {
         return Err(rd.err(
             1,

@@ -49,7 +49,10 @@ impl TraceSet {
     /// once; the first problem (file:line: message) is the answer of every call.
     pub fn traces(&self) -> Result<&[Vec<Item>], TraceError> {
         self.traces
-            .get_or_init(|| (0..self.ranks).map(|r| super::read_rank_checked(&self.dir, r, self.ranks)).collect())
+            .get_or_init(|| {
+                let dir = super::pack::TraceDir::open(&self.dir)?;
+                (0..self.ranks).map(|r| super::read_rank_checked(&dir, r, self.ranks)).collect()
+            })
             .as_deref()
             .map_err(Clone::clone)
     }

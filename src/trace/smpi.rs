@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::model::trace::{Compute, Peer, Tag, TraceAction, COMM_WORLD};
-use crate::trace::{rank_file, TraceReader};
 
 /// Exports ranks 0..n of `dir` into `out`; returns the index file to give `smpirun -replay`.
 /// `reduce_flops_per_byte` sets the computation charged by reduce/allreduce/reduce_scatter
@@ -33,10 +32,11 @@ pub fn export_dir_with(
 ) -> Result<PathBuf> {
     std::fs::create_dir_all(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let mut index = String::new();
+    let from = crate::trace::pack::TraceDir::open(dir)?;
     for r in 0..n {
         let path = out.join(format!("smpi-{r}.txt"));
         export_rank(
-            &rank_file(dir, r),
+            &from,
             r,
             n,
             &path,
@@ -50,8 +50,8 @@ pub fn export_dir_with(
     Ok(idx)
 }
 
-fn export_rank(src: &Path, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> Result<()> {
-    let mut rd = TraceReader::open(src)?;
+fn export_rank(src: &crate::trace::pack::TraceDir, r: u32, n: u32, dst: &Path, speed: f64, fpb: f64) -> Result<()> {
+    let mut rd = src.reader(r)?;
     let mut out = BufWriter::new(
         File::create(dst).with_context(|| format!("{}: cannot write", dst.display()))?,
     );
