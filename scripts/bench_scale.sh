@@ -5,8 +5,8 @@
 # for comparison, the strong and weak assumptions. Part 2: 65,536 ranks predicted by scaling a
 # 4-rank trace, wall time and peak memory (target: under 30 s and 4 GiB), in SimGrid and by the
 # analytic replay (MODES="analytic" for the latter alone); MILLION=1 adds 1,048,576 ranks. BIG_RUNS
-# (default 1) runs each of part 2's predictions that many times and prints the min and median wall
-# time and the largest process over the runs (MILLION_RUNS for the million-rank ones); PART=2 skips part 1.
+# (default 1) runs each of part 2's predictions that many times and prints the min, median and max
+# wall time and the largest process over the runs (MILLION_RUNS for the million-rank ones); PART=2 skips part 1.
 # Real traces at 16 ranks run oversubscribed on small machines; their counts do not depend on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,7 +113,7 @@ PY
 [ "${PART:-all}" = 1 ] && exit 0
 echo
 echo "65,536 ranks scaled from a 4-rank trace (platform cluster-ib, 16,384 hosts of 4 cores), simulated in SimGrid and by the analytic replay (--analytic):"
-printf '%-16s %-9s %12s %10s %10s %10s %10s %12s %5s\n' example replay predicted_s min_wall_s med_wall_s sim_s rss_GiB messages runs
+printf '%-16s %-9s %12s %10s %10s %10s %10s %10s %12s %5s\n' example replay predicted_s min_wall_s med_wall_s max_wall_s sim_s rss_GiB messages runs
 big_cases=("pi_dartboard|1000000 10" "stencil3d_torus|256 5" "jacobi2d|4096 10 10")
 big() { # example ranks hosts mode args...
     local ex=$1 n=$2 hosts=$3 mode=$4; shift 4
@@ -133,7 +133,7 @@ import json, statistics, sys
 p = json.load(open(sys.argv[1]))
 walls = sorted(float(w) for w in sys.argv[5:])
 med = walls[(len(walls) - 1) // 2]
-print('%-16s %-9s %12.6g %10.1f %10.1f %10.1f %10.2f %12d %5d' % (sys.argv[2], sys.argv[3], p['predicted_s'], walls[0], med, p['simulation_wall_s'], int(sys.argv[4]) / 2**20, p['messages'], len(walls)))
+print('%-16s %-9s %12.6g %10.1f %10.1f %10.1f %10.1f %10.2f %12d %5d' % (sys.argv[2], sys.argv[3], p['predicted_s'], walls[0], med, walls[-1], p['simulation_wall_s'], int(sys.argv[4]) / 2**20, p['messages'], len(walls)))
 PY
 }
 for c in "${big_cases[@]}"; do

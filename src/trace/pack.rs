@@ -81,7 +81,8 @@ impl Pack {
         let pack = dir.join(PACK_FILE);
         let file = File::open(&pack).map_err(|e| TraceError { file: pack.display().to_string(), line: 0, msg: format!("cannot read: {e}") })?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut spans = Vec::with_capacity(ranks);
+        // The header is not trusted with an allocation: the list grows as lines come.
+        let mut spans = Vec::with_capacity(ranks.min(1 << 20));
         for (i, l) in lines.enumerate() {
             let no = i as u64 + 2;
             let l = l.map_err(|e| bad(no, format!("cannot read: {e}")))?;
@@ -267,6 +268,10 @@ mod tests {
         std::fs::write(dir.path().join(INDEX_FILE), "mpicast-pack 2 ranks 1\n0 31\n").unwrap();
         let e = TraceDir::open(dir.path()).err().unwrap().to_string();
         assert!(e.contains("index version 2, this mpicast reads version 1"), "{e}");
+        // A header that claims more ranks than the index lists allocates nothing for them.
+        std::fs::write(dir.path().join(INDEX_FILE), "mpicast-pack 1 ranks 4000000000\n0 30\n").unwrap();
+        let e = TraceDir::open(dir.path()).err().unwrap().to_string();
+        assert!(e.ends_with("ranks.index:3: 1 ranks listed, the header says 4000000000"), "{e}");
         // No index: a directory of rank files.
         std::fs::remove_file(dir.path().join(INDEX_FILE)).unwrap();
         assert!(!TraceDir::open(dir.path()).unwrap().is_packed());
