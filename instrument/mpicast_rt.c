@@ -29,7 +29,8 @@
  * iteration of a loop uses the same ids and folds. Communicators created by Comm_split,
  * Comm_split_type, Comm_dup, Comm_create, Cart_create and Cart_sub get an id agreed by the
  * members of the parent (one MPI_Allreduce of the next free id at creation) and a
- * `comm ID RANKS` line. Calls with MPI_PROC_NULL as peer write nothing (a Sendrecv with one
+ * `comm ID RANKS` line, after the collectives OpenMPI runs over the parent to make it and a
+ * `ctor split|dup MEMBERS` line (the member's own work there, which the platform prices). Calls with MPI_PROC_NULL as peer write nothing (a Sendrecv with one
  * null side becomes a send or a recv). MPI_Comm_rank, MPI_Comm_size, MPI_Wtime and the like
  * are not wrapped: they end no burst.
  *
@@ -707,7 +708,7 @@ static void event_of_call(double t_in, line_t *l, int *first)
  * synchronise there): a split's allgather of colour and key (`gathers`), then the context id's
  * two allreduces and the activation's one (frontend/mpi.rs, constructor_collectives, says the
  * same for the static path). */
-static void constructor_events(double t_in, MPI_Comm parent, int gathers, int *first)
+static void constructor_events(double t_in, MPI_Comm parent, MPI_Comm created, int gathers, int *first)
 {
     if (!rt_on || comm_size(parent) < 2)
         return;
@@ -717,6 +718,11 @@ static void constructor_events(double t_in, MPI_Comm parent, int gathers, int *f
         ln_comm(&l, parent);
         event_of_call(t_in, &l, first);
     }
+    /* The member's own work beyond those collectives, by the new communicator's size. */
+    line_t l = {0};
+    ln_str(&l, gathers ? "ctor split " : "ctor dup ");
+    ln_u64(&l, created == MPI_COMM_NULL ? 0ULL : (unsigned long long)comm_size(created));
+    event_of_call(t_in, &l, first);
 }
 
 static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created, int gathers)
@@ -728,16 +734,26 @@ static void comm_created(double t_in, MPI_Comm parent, MPI_Comm created, int gat
     if (inter)
         return;
     int first = 1;
-    constructor_events(t_in, parent, gathers, &first);
+    constructor_events(t_in, parent, created, gathers, &first);
     unsigned mine = next_comm_id, agreed = mine;
     PMPI_Allreduce(&mine, &agreed, 1, MPI_UNSIGNED, MPI_MAX, parent);
     next_comm_id = agreed + 1;
-    if (created == MPI_COMM_NULL || !rt_on)
-        return;
-    comm_add(created, agreed);
-    line_t l = {0};
-    comm_line(&l, agreed, created);
-    event_of_call(t_in, &l, &first);
+    if (created != MPI_COMM_NULL && rt_on) {
+        comm_add(created, agreed);
+        line_t l = {0};
+        comm_line(&l, agreed, created);
+        event_of_call(t_in, &l, &first);
+    }
+    /* A constructor's own work is costed from the machine table and the platform (its
+     * comm_create op, its `ctor` line), the id's agreement is the runtime's: neither is in a
+     * burst. Without a line here (a parent of one rank and no communicator made) the burst
+     * before the call is still open and leaves the call's time out. */
+    if (rt_on && rt_time) {
+        if (first)
+            t_exit += now() - t_in;
+        else
+            t_exit = now();
+    }
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
@@ -1736,6 +1752,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *newcomm)
 
 int MPI_Comm_free(MPI_Comm *comm)
 {
+    double t = enter();
     for (int i = ncomms - 1; i >= 0; i--) {
         if (comms[i].handle == *comm) {
             comms[i] = comms[ncomms - 1];
@@ -1743,5 +1760,9 @@ int MPI_Comm_free(MPI_Comm *comm)
             break;
         }
     }
-    return PMPI_Comm_free(comm);
+    int rc = PMPI_Comm_free(comm);
+    /* Freeing is part of the comm_create op (made and freed): out of the burst around it. */
+    if (rt_on && rt_time)
+        t_exit += now() - t;
+    return rc;
 }

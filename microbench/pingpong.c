@@ -10,12 +10,23 @@
  *   bx SIZE N MIN_S MEDIAN_S                             bidirectional exchange: both ranks send
  *                                                        SIZE to each other at once; per exchange
  *   coll NAME SIZE N MEAN_S MIN_S                        per call, slowest rank's mean
+ *   ctor NAME MEMBERS N MEAN_S                           communicator constructors over the
+ *                                                        world, per call made and freed, slowest
+ *                                                        rank's mean (MEMBERS: the new
+ *                                                        communicator's size, 0 for none)
  *   info KEY VALUE
  *
  * Repetitions adapt as in SKaMPI: after a warm-up, samples are taken in chunks until the standard
  * error of the mean is under the target (-e) with at least -m samples, or the per-size time
  * budget (-b) is spent, or -M samples are taken. Only ranks 0 and 1 take part in the ping-pong;
  * all ranks take part in the collectives.
+ *
+ * The constructors (split into the world, into one rank each, MPI_UNDEFINED, a duplicate of
+ * the world) are timed beside what a simulation replays of them: their collectives called
+ * blocking (`ref_gather`: an allgather of 8 bytes; `ref_reduce`: three allreduces of one int)
+ * and a duplicate of MPI_COMM_SELF (`self`, the machine table's comm_create). What a constructor
+ * takes beyond them is its own work over a communicator of several ranks: OpenMPI agrees on a
+ * context id through nonblocking collectives and selects collective modules for it.
  *
  * The exchange against the one-way time of the same size says whether the two directions share
  * the link's bandwidth (about twice the time) or each has its own (about the same time).
@@ -93,6 +104,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nosizes; i++) if (osizes[i] > maxsize) maxsize = osizes[i];
     for (int i = 0; i < nxsizes; i++) if (xsizes[i] > maxsize) maxsize = xsizes[i];
     for (int i = 0; i < ncsizes; i++) if (csizes[i] * (long)nranks > maxsize) maxsize = csizes[i] * (long)nranks;
+    if (8L * nranks > maxsize) maxsize = 8L * nranks; /* the constructors' allgather */
     char *sbuf = malloc((size_t)maxsize), *rbuf = malloc((size_t)maxsize);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "pingpong: rank %d: cannot allocate %ld bytes\n", rank, maxsize);
@@ -300,6 +312,45 @@ int main(int argc, char **argv) {
                     reps = want < 5 ? 5 : (want > 2000 ? 2000 : want);
                 } else if (rank == 0) {
                     printf("coll %s %ld %ld %.9e %.9e\n", names[c], size, reps, slowest, fastest_min);
+                    fflush(stdout);
+                }
+            }
+        }
+    }
+
+    /* Communicator constructors: a fixed count of calls sized from a probe, as the collectives. */
+    {
+        const char *cnames[] = {"ref_gather", "ref_reduce", "self", "split", "split", "split", "dup"};
+        int members[] = {0, 0, 1, nranks, 1, 0, nranks};
+        for (int c = 0; c < 7; c++) {
+            long reps = 20;
+            for (int phase = 0; phase < 2; phase++) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                for (long r = 0; r < reps; r++) {
+                    MPI_Comm nc = MPI_COMM_NULL;
+                    int one = 1, got = 0;
+                    switch (c) {
+                    case 0: MPI_Allgather(sbuf, 8, MPI_BYTE, rbuf, 8, MPI_BYTE, MPI_COMM_WORLD); break;
+                    case 1:
+                        for (int k = 0; k < 3; k++)
+                            MPI_Allreduce(&one, &got, 1, MPI_INT, k == 0 ? MPI_MAX : MPI_MIN, MPI_COMM_WORLD);
+                        break;
+                    case 2: MPI_Comm_dup(MPI_COMM_SELF, &nc); break;
+                    case 3: MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &nc); break;
+                    case 4: MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &nc); break;
+                    case 5: MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, rank, &nc); break;
+                    default: MPI_Comm_dup(MPI_COMM_WORLD, &nc);
+                    }
+                    if (nc != MPI_COMM_NULL) MPI_Comm_free(&nc);
+                }
+                double mine = (MPI_Wtime() - t0) / (double)reps, slowest;
+                MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                if (phase == 0) {
+                    long want = slowest > 0 ? (long)(0.2 * budget_s / slowest) : 100;
+                    reps = want < 20 ? 20 : (want > 20000 ? 20000 : want);
+                } else if (rank == 0) {
+                    printf("ctor %s %d %ld %.9e\n", cnames[c], members[c], reps, slowest);
                     fflush(stdout);
                 }
             }

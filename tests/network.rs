@@ -145,7 +145,7 @@ fn measured_platform_replays_its_own_pingpong() {
     let t = recorded("pingpong_shm.txt");
     let dir = crate::util::Scratch::new("mpicast-replay-pp");
     let xml = dir.path().join("platform.xml");
-    std::fs::write(&xml, platform::measured(&t, 2)).unwrap();
+    std::fs::write(&xml, platform::measured(&t, 2, &Default::default())).unwrap();
     let (os, or) = platform::message_overheads(&std::fs::read_to_string(&xml).unwrap()).unwrap();
     assert!(!os.entries.is_empty() && !or.entries.is_empty(), "the platform carries the overheads");
     children_run_this_mpicast();
@@ -208,7 +208,7 @@ fn smpi_settings_reproduce_recorded_curves_in_the_simulator() {
         }
         let dir = tempfile::tempdir().unwrap();
         let xml = dir.path().join("p.xml");
-        std::fs::write(&xml, platform::measured(&t, 2)).unwrap();
+        std::fs::write(&xml, platform::measured(&t, 2, &Default::default())).unwrap();
         let check = network::self_check(&t, &xml).unwrap();
         assert_eq!(check.rows.len(), t.pingpong.len());
         assert!(
@@ -445,7 +445,7 @@ fn a_run_of_implausible_small_sizes_is_set_aside() {
     }
     let dir = tempfile::tempdir().unwrap();
     let xml = dir.path().join("p.xml");
-    std::fs::write(&xml, platform::measured(&t, 2)).unwrap();
+    std::fs::write(&xml, platform::measured(&t, 2, &Default::default())).unwrap();
     let check = network::self_check(&t, &xml).unwrap();
     assert!(check.max_rel_error <= 0.05, "{:?}", check.rows.iter().filter(|r| r.rel_error > 0.05).collect::<Vec<_>>());
 }
@@ -519,7 +519,7 @@ fn measured_platform_routes_co_located_ranks_through_the_host_and_keeps_directio
     let dir = tempfile::tempdir().unwrap();
     let mut t = recorded_two_hosts();
     let xml = dir.path().join("lan.xml");
-    std::fs::write(&xml, platform::measured(&t, 1)).unwrap();
+    std::fs::write(&xml, platform::measured(&t, 1, &Default::default())).unwrap();
     platform::check_platform(&xml).unwrap();
     let sim = |msgs: &[(&str, &str, u64)]| mpicast::sim::child::simulate(&messages_job(&xml, msgs)).unwrap().end_time_s;
     let mib = 1u64 << 20;
@@ -544,7 +544,7 @@ fn measured_platform_routes_co_located_ranks_through_the_host_and_keeps_directio
     assert!(same_way / between > 1.8, "the same way {same_way} vs one way {between}");
     // A shared link: both ways at once take about twice the time.
     t.duplex.as_mut().unwrap().sharing_policy = "SHARED".into();
-    std::fs::write(&xml, platform::measured(&t, 1)).unwrap();
+    std::fs::write(&xml, platform::measured(&t, 1, &Default::default())).unwrap();
     platform::check_platform(&xml).unwrap();
     let both_shared = sim(&[("a", "b", mib), ("b", "a", mib)]);
     assert!(both_shared / between > 1.8, "both ways on a shared link {both_shared} vs one way {between}");

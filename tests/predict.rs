@@ -1753,3 +1753,38 @@ fn communicator_constructors_cost_their_process_and_synchronise_their_parent() {
         }
     }
 }
+
+/// `platform` with the constructors' own work `costs` (platform::CTOR_PROP) in its zone.
+fn with_ctor_costs(scratch: &Scratch, platform: &str, costs: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(root().join(platform)).unwrap();
+    let at = text.find("<zone ").unwrap();
+    let at = at + text[at..].find('\n').unwrap() + 1;
+    let out = scratch.path().join("ctor.xml");
+    let prop = format!("    <prop id=\"{}\" value=\"{costs}\"/>\n", mpicast::platform::CTOR_PROP);
+    std::fs::write(&out, format!("{}{prop}{}", &text[..at], &text[at..])).unwrap();
+    out
+}
+
+#[test]
+fn communicator_constructors_cost_what_the_platform_says() {
+    // 10 loops of: a split into the world (3 ms each), one that gives rank 0 a communicator
+    // of one (2 ms; the other rank makes none, 1 ms) and a duplicate (4 ms). Rank 0 takes
+    // 9 ms a loop and rank 1 waits for it at the next constructor's collectives: 90 ms more
+    // than on the platform without the figures, in the static path and from a trace.
+    let src = "tests/fixtures/predict/ctor_loop.c";
+    static_matches_run(src, 2, &[], &[]);
+    let scratch = Scratch::new("mpicast-ctor");
+    let costly = with_ctor_costs(&scratch, LOCALHOST, "split:0:1e-3 split:1:2e-3 split:2:3e-3 dup:2:4e-3");
+    let time = |platform: &str, extra: &[&str]| {
+        let mut a = vec![src, "-n", "2", "--platform", platform];
+        a.extend(extra);
+        a.extend(["--", "10"]);
+        let p = json(&a);
+        p["predicted_s"].as_f64().unwrap()
+    };
+    let costly = costly.to_str().unwrap();
+    for extra in [&[][..], &["--analytic"], &["--trace-ranks", "2"]] {
+        let added = time(costly, extra) - time(LOCALHOST, extra);
+        assert!(close(added, 0.090, 0.01), "{extra:?}: the constructors added {added} s, expected 0.090 s");
+    }
+}

@@ -210,13 +210,16 @@ fn block_size(n: u64, parts: u64, coord: u64) -> u64 {
 /// jacobi2d's communication at 4 ranks (a 2x2 non-periodic grid, ranks row-major).
 /// What a communicator constructor records over its parent before the new communicator: a
 /// split's allgather of colour and key, then three allreduces of an int (context id and
-/// activation, as OpenMPI runs them).
-fn made_over(parent: u32, split: bool) -> Vec<TraceAction> {
+/// activation, as OpenMPI runs them), then its own work, by the size of what it made.
+fn made_over(parent: u32, split: bool, members: u32) -> Vec<TraceAction> {
+    use mpicast::model::trace::CtorKind;
     let mut v = Vec::new();
     if split {
         v.push(TraceAction::Allgather { bytes: 8, comm: parent });
     }
     v.extend((0..3).map(|_| TraceAction::Allreduce { bytes: 4, comm: parent }));
+    let kind = if split { CtorKind::Split } else { CtorKind::Dup };
+    v.push(TraceAction::Ctor { kind, members });
     v
 }
 
@@ -228,7 +231,7 @@ fn jacobi2d_expected(rank: u32, n: u64, iters: u64, k: u64) -> Vec<TraceAction> 
     let (up, down, left, right) = (at(r - 1, c), at(r + 1, c), at(r, c - 1), at(r, c + 1));
     let rows = block_size(n, 2, u64::from(c0));
     let cols = block_size(n, 2, u64::from(c1));
-    let mut v = made_over(0, false);
+    let mut v = made_over(0, false, 4);
     v.extend([
         TraceAction::CommDef {
             id: 1,
@@ -374,7 +377,7 @@ fn stencil3d_torus_trace_has_nonblocking_faces_with_reused_request_ids() {
             sizes[0] * sizes[2] * 8,
             sizes[0] * sizes[1] * 8,
         ];
-        let mut v = made_over(0, false);
+        let mut v = made_over(0, false, 4);
         v.extend([
             TraceAction::CommDef {
                 id: 1,
@@ -824,7 +827,7 @@ fn sampled_iterations_run_and_are_marked_for_extrapolation() {
     // Four iterations ran (no residual reduction before the fifth), then the final reduce.
     // (The Cartesian communicator's own allreduces stay.)
     let mut expected = jacobi2d_expected(0, 31, 4, 5);
-    let made = made_over(0, false).len();
+    let made = made_over(0, false, 4).len();
     let mut k = 0;
     expected.retain(|a| {
         k += 1;
@@ -952,14 +955,14 @@ fn wildcards_communicators_v_collectives_and_requests_are_recorded() {
             v.push(send(0, 4, rank as i32, 0));
         }
         let half: Vec<u32> = (0..4).filter(|r| r % 2 == rank % 2).collect();
-        v.extend(made_over(0, true));
+        v.extend(made_over(0, true, 2));
         v.push(TraceAction::CommDef { id: 1, ranks: half.into() });
         v.push(TraceAction::Bcast {
             bytes: 32,
             root: 0,
             comm: 1,
         });
-        v.extend(made_over(0, false));
+        v.extend(made_over(0, false, 4));
         v.push(TraceAction::CommDef {
             id: 2,
             ranks: vec![0, 1, 2, 3].into(),

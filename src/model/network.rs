@@ -42,6 +42,24 @@ pub struct NetworkTable {
     /// ping-pong ran between two hosts: what co-located ranks and messages to oneself cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_host: Option<IntraHost>,
+    /// Communicator constructors over the world at `launch.ranks` ranks, and what a replay
+    /// simulates of them (empty in tables written before they were measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constructors: Vec<CtorPoint>,
+}
+
+/// One constructor timing of the ping-pong's `ctor` lines: `split` (into the world, into one
+/// rank each, MPI_UNDEFINED), `dup` (of the world), and the references a replay simulates:
+/// `ref_gather` (an allgather of 8 bytes), `ref_reduce` (three allreduces of one int), `self`
+/// (a duplicate of MPI_COMM_SELF made and freed: the machine table's comm_create).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CtorPoint {
+    pub name: String,
+    /// The new communicator's size (0: MPI_COMM_NULL; 0 for the collectives).
+    pub members: u32,
+    pub reps: u64,
+    /// Mean time per call (made and freed) of the slowest rank.
+    pub mean_s: f64,
 }
 
 impl Artifact for NetworkTable {

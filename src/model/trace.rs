@@ -352,6 +352,49 @@ pub enum TraceAction {
         bytes: u64,
         comm: u32,
     },
+    /// A communicator constructor over a parent of several ranks, after its collectives (which
+    /// precede it as their own actions): the member's own work beyond them, which the platform
+    /// says (`platform::CtorCosts`); `members` is the new communicator's size (0: none made).
+    Ctor {
+        kind: CtorKind,
+        members: u32,
+    },
+}
+
+/// Which communicator constructor a `ctor` action stands for.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum CtorKind {
+    /// MPI_Comm_split, MPI_Comm_split_type, MPI_Cart_sub: colours gathered first.
+    Split,
+    /// MPI_Comm_dup, MPI_Comm_create, MPI_Cart_create.
+    Dup,
+}
+
+impl CtorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CtorKind::Split => "split",
+            CtorKind::Dup => "dup",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CtorKind> {
+        match s {
+            "split" => Some(CtorKind::Split),
+            "dup" => Some(CtorKind::Dup),
+            _ => None,
+        }
+    }
+
+    /// The kind of an MPI constructor the trace runtime wraps.
+    pub fn of_call(name: &str) -> Option<CtorKind> {
+        match name {
+            "MPI_Comm_split" | "MPI_Comm_split_type" | "MPI_Cart_sub" => Some(CtorKind::Split),
+            "MPI_Comm_dup" | "MPI_Comm_create" | "MPI_Cart_create" => Some(CtorKind::Dup),
+            _ => None,
+        }
+    }
 }
 
 /// Which host each rank runs on.

@@ -146,11 +146,21 @@ pub fn write_platform(table: &NetworkTable, path: &Path) -> Result<SelfCheck> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1) as u32;
-    let xml = crate::platform::measured(table, cores);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create directory", dir.display()))?;
     }
-    std::fs::write(path, xml).with_context(|| format!("{}: cannot write", path.display()))?;
+    let write = |ctors: &crate::platform::CtorCosts| {
+        let xml = crate::platform::measured(table, cores, ctors);
+        std::fs::write(path, xml).with_context(|| format!("{}: cannot write", path.display()))
+    };
+    // The constructors' own work is what they took beyond what this platform replays of their
+    // collectives: the platform is written without it first, their collectives replayed on it.
+    let none = crate::platform::CtorCosts::default();
+    write(&none)?;
+    if !table.constructors.is_empty() {
+        let simulated = super::simulated_ctor_collectives(table, path)?;
+        write(&table.ctor_costs(Some(simulated)))?;
+    }
     super::self_check(table, path).with_context(|| format!("{}: self-check", path.display()))
 }

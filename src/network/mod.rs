@@ -9,7 +9,7 @@ pub mod run;
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::model::network::{
     Duplex, ExchangePoint, FitQuality, IntraHost, NetworkTable, PingPongPoint, Segment, SelfCheck, SelfCheckRow,
@@ -75,6 +75,31 @@ impl NetworkTable {
             .into_iter()
             .filter(|s| !self.fit.outlier_sizes_bytes.contains(s))
             .collect()
+    }
+
+    /// What each constructor measured takes beyond what a replay simulates of it: its
+    /// collectives (`simulated`: an allgather of 8 bytes and three allreduces of 4 bytes as the
+    /// platform replays them, [`simulated_ctor_collectives`]; without it, as MPI ran them
+    /// blocking: `ref_gather`, `ref_reduce`) and a duplicate of MPI_COMM_SELF (`self`, the
+    /// machine table's comm_create), never below 0. Empty when the table has no constructor
+    /// timings.
+    pub fn ctor_costs(&self, simulated: Option<(f64, f64)>) -> platform::CtorCosts {
+        use crate::model::trace::CtorKind;
+        let of = |name: &str| self.constructors.iter().find(|c| c.name == name).map(|c| c.mean_s);
+        let (Some(gather), Some(reduce), Some(own)) = (of("ref_gather"), of("ref_reduce"), of("self")) else {
+            return platform::CtorCosts::default();
+        };
+        let (gather, reduce) = simulated.unwrap_or((gather, reduce));
+        let entries = self
+            .constructors
+            .iter()
+            .filter_map(|c| {
+                let kind = CtorKind::parse(&c.name)?;
+                let simulated = reduce + own + if kind == CtorKind::Split { gather } else { 0.0 };
+                Some((kind, c.members, (c.mean_s - simulated).max(0.0)))
+            })
+            .collect();
+        platform::CtorCosts::new(entries)
     }
 
     /// The SMPI settings rebuilt as factor lists (what `smpi.cfg` says), for evaluation.
@@ -167,6 +192,7 @@ pub fn build_table(raw: run::RunResult, hosts: Vec<String>, duration_s: f64) -> 
         duplex,
         exchange: raw.exchange,
         intra_host: None,
+        constructors: raw.constructors,
     }
 }
 
@@ -205,6 +231,34 @@ pub fn intra_host(raw: run::RunResult) -> IntraHost {
         pingpong: raw.pingpong,
         segments: f.segments,
     }
+}
+
+/// Calls of each reference replayed by [`simulated_ctor_collectives`].
+const REFERENCE_CALLS: usize = 100;
+
+/// What the replay makes of a constructor's collectives on `platform` at the table's rank
+/// count, seconds per call: (an allgather of 8 bytes, three allreduces of 4 bytes), from a
+/// replay (a child process, as predictions run it) of REFERENCE_CALLS of each, ranks
+/// round-robin on the platform's hosts.
+pub fn simulated_ctor_collectives(table: &NetworkTable, platform: &Path) -> Result<(f64, f64)> {
+    use crate::model::trace::{Mapping, ReplayOptions, TraceAction};
+    let ranks = table.launch.ranks.max(2);
+    let gather = TraceAction::Allgather { bytes: 8, comm: 0 };
+    let reduce = TraceAction::Allreduce { bytes: 4, comm: 0 };
+    let mut per_call = [0.0; 2];
+    for (k, body) in [vec![gather], vec![reduce.clone(), reduce.clone(), reduce]].into_iter().enumerate() {
+        let actions: Vec<TraceAction> = (0..REFERENCE_CALLS).flat_map(|_| body.iter().cloned()).collect();
+        let source = crate::sim::TraceSource::Actions(vec![actions; ranks as usize]);
+        let options = ReplayOptions {
+            eager_threshold_bytes: table.eager_threshold(),
+            link_usage: false,
+            ..ReplayOptions::default()
+        };
+        let res = crate::sim::replay(&source, platform, Mapping::RoundRobin, table.smpi.cfg.clone(), options)
+            .with_context(|| format!("{}: replaying a constructor's collectives", platform.display()))?;
+        per_call[k] = res.makespan_s / REFERENCE_CALLS as f64;
+    }
+    Ok((per_call[0], per_call[1]))
 }
 
 /// The simulation job of the self-check: one pair of actors per size, pair i starting at
@@ -316,4 +370,43 @@ pub fn self_check(table: &NetworkTable, platform: &Path) -> Result<SelfCheck> {
         max_rel_error,
         tolerance: SELF_CHECK_TOLERANCE,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constructors_own_work_is_what_it_took_beyond_its_replayed_collectives() {
+        let mut raw = run::RunResult::default();
+        for line in [
+            "pp 0 100 3e-7 3.2e-7 3.5e-7 3.2e-7 0.01",
+            "pp 1024 100 6e-7 6.4e-7 7e-7 6.4e-7 0.01",
+            "ctor ref_gather 0 1000 5.0e-7",
+            "ctor ref_reduce 0 1000 1.5e-6",
+            "ctor self 1 1000 2.0e-6",
+            "ctor split 2 1000 5.6e-6",
+            "ctor split 1 1000 5.4e-6",
+            "ctor split 0 1000 3.0e-6",
+            "ctor dup 2 1000 5.8e-6",
+        ] {
+            assert!(run::parse_line(line, &mut raw), "{line}");
+        }
+        let t = build_table(raw, Vec::new(), 1.0);
+        use crate::model::trace::CtorKind::{Dup, Split};
+        // Against the collectives as the replay makes them: 0.4 us and 1.2 us.
+        let c = t.ctor_costs(Some((4e-7, 1.2e-6)));
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(near(c.seconds(Split, 2), 5.6e-6 - 4e-7 - 1.2e-6 - 2e-6), "{}", c.render());
+        assert!(near(c.seconds(Split, 1), 5.4e-6 - 3.6e-6), "{}", c.render());
+        // Never below zero: MPI_UNDEFINED took less than its collectives and comm_create.
+        assert_eq!(c.seconds(Split, 0), 0.0);
+        // A duplicate gathers nothing.
+        assert!(near(c.seconds(Dup, 2), 5.8e-6 - 1.2e-6 - 2e-6), "{}", c.render());
+        // As MPI ran the collectives when no replay says otherwise.
+        assert!(near(t.ctor_costs(None).seconds(Split, 2), 5.6e-6 - 5e-7 - 1.5e-6 - 2e-6));
+        let mut old = t.clone();
+        old.constructors.clear();
+        assert!(old.ctor_costs(None).is_empty());
+    }
 }

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use crate::model::network::{CollectivePoint, ExchangePoint, Overhead, PingPongPoint};
+use crate::model::network::{CollectivePoint, CtorPoint, ExchangePoint, Overhead, PingPongPoint};
 
 /// The ping-pong source, built into the binary so that mpicast works from any directory.
 pub const PINGPONG_C: &str = include_str!("../../microbench/pingpong.c");
@@ -39,6 +39,7 @@ pub struct RunResult {
     pub overheads: Vec<Overhead>,
     pub collectives: Vec<CollectivePoint>,
     pub exchange: Vec<ExchangePoint>,
+    pub constructors: Vec<CtorPoint>,
 }
 
 /// Sizes 0 B .. `max`: 0, powers of two and the midpoints 3 * 2^(k-1) between them.
@@ -93,13 +94,17 @@ pub fn command_line(spec: &RunSpec, exe: &Path) -> Result<crate::mpi::launch::La
     spec.launch.command(spec.ranks, exe, &arguments(spec), &[])
 }
 
+/// The ping-pong's `ctor` lines: three references and four constructors.
+const CTOR_LINES: usize = 7;
+
 /// Number of result lines the program prints (for progress).
 pub fn expected_lines(spec: &RunSpec) -> u64 {
     (spec.sizes.len()
         + 2 * spec.overhead_sizes.len()
         + spec.exchange_sizes.len()
         + 1
-        + 3 * spec.collective_sizes.len()) as u64
+        + 3 * spec.collective_sizes.len()
+        + CTOR_LINES) as u64
 }
 
 /// Runs the ping-pong; `progress` is called after each result line with the line.
@@ -224,6 +229,17 @@ pub fn parse_line(line: &str, res: &mut RunResult) -> bool {
                     reps,
                     mean_s: mean,
                     min_s: min,
+                });
+                return true;
+            }
+        }
+        Some("ctor") => {
+            if let (Some(name), Some(members), Some(reps), Some(mean)) = (f.get(1), u(2), u(3), d(4)) {
+                res.constructors.push(CtorPoint {
+                    name: name.to_string(),
+                    members: members as u32,
+                    reps,
+                    mean_s: mean,
                 });
                 return true;
             }

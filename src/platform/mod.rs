@@ -589,7 +589,7 @@ fn grid5000(out: &mut String, hosts: usize) {
 /// The platform for a measured network: one host with a loopback link when the ping-pong ran on
 /// one host, else a star of the given hosts whose host-to-host route has the table's link latency
 /// and bandwidth; the table's SMPI settings go into `<config>`.
-pub fn measured(table: &NetworkTable, cores: u32) -> String {
+pub fn measured(table: &NetworkTable, cores: u32, ctors: &CtorCosts) -> String {
     let mut out = String::new();
     let st = &table.smpi;
     let segs: Vec<String> = table
@@ -665,7 +665,7 @@ pub fn measured(table: &NetworkTable, cores: u32) -> String {
         }
     }
     out.push_str("</platform>\n");
-    zone_overheads(&mut out, &st.smpi_only_cfg);
+    zone_overheads(&mut out, &st.smpi_only_cfg, ctors);
     out
 }
 
@@ -675,9 +675,10 @@ pub fn measured(table: &NetworkTable, cores: u32) -> String {
 pub const OS_PROP: &str = "mpicast/smpi-os";
 pub const OR_PROP: &str = "mpicast/smpi-or";
 
-/// Writes `smpi/os` and `smpi/or` of `items` (`name:list`) as props of the platform's first zone.
-fn zone_overheads(out: &mut String, items: &[String]) {
-    let props: String = items
+/// Writes `smpi/os` and `smpi/or` of `items` (`name:list`) as props of the platform's first zone,
+/// and the constructors' own work ([`CTOR_PROP`]) where it was measured.
+fn zone_overheads(out: &mut String, items: &[String], ctors: &CtorCosts) {
+    let mut props: String = items
         .iter()
         .filter_map(|i| {
             let (k, v) = i.split_once(':')?;
@@ -689,6 +690,9 @@ fn zone_overheads(out: &mut String, items: &[String]) {
             Some(format!("    <prop id=\"{id}\" value=\"{}\"/>\n", xml_escape(v)))
         })
         .collect();
+    if !ctors.is_empty() {
+        props.push_str(&format!("    <prop id=\"{CTOR_PROP}\" value=\"{}\"/>\n", ctors.render()));
+    }
     if let Some(at) = out.find("  <zone ").and_then(|z| out[z..].find('\n').map(|e| z + e + 1)) {
         out.insert_str(at, &props);
     }
@@ -733,6 +737,85 @@ pub fn config_props(text: &str) -> std::result::Result<std::collections::HashMap
         }
     }
     Ok(props)
+}
+
+/// The id of a measured platform's communicator constructors' own work ([`CtorCosts`]): a prop
+/// of its zone, which mpicast's replay charges at each `ctor` action.
+pub const CTOR_PROP: &str = "mpicast/comm-ctor";
+
+/// What a communicator constructor costs each member of a parent of several ranks beyond what
+/// a replay simulates of it (its collectives, called blocking, and the machine table's
+/// comm_create op): OpenMPI's context-id agreement through nonblocking collectives and the
+/// collective modules it selects for the new communicator, measured by `mpicast bench
+/// network` at its rank count. Entries `KIND:MEMBERS:SECONDS`, the new communicator's size;
+/// a constructor takes its kind's entry with the largest MEMBERS up to its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CtorCosts {
+    entries: Vec<(crate::model::trace::CtorKind, u32, f64)>,
+}
+
+impl CtorCosts {
+    pub fn new(mut entries: Vec<(crate::model::trace::CtorKind, u32, f64)>) -> CtorCosts {
+        entries.sort_by_key(|e| (e.0 as u8, e.1));
+        CtorCosts { entries }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Seconds of own work for a constructor of `kind` that made a communicator of `members`
+    /// ranks (0: none); 0 where the platform says nothing.
+    pub fn seconds(&self, kind: crate::model::trace::CtorKind, members: u32) -> f64 {
+        self.entries
+            .iter()
+            .filter(|e| e.0 == kind && e.1 <= members)
+            .last()
+            .map_or(0.0, |e| e.2)
+    }
+
+    /// `split:0:1.2e-7 split:2:3.9e-6 ...`.
+    pub fn render(&self) -> String {
+        self.entries
+            .iter()
+            .map(|(k, m, s)| format!("{}:{m}:{s:.4e}", k.as_str()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    pub fn parse(v: &str) -> Option<CtorCosts> {
+        let mut entries = Vec::new();
+        for w in v.split_whitespace() {
+            let mut f = w.split(':');
+            let kind = crate::model::trace::CtorKind::parse(f.next()?)?;
+            let members: u32 = f.next()?.parse().ok()?;
+            let secs: f64 = f.next()?.parse().ok()?;
+            if f.next().is_some() || !secs.is_finite() || secs < 0.0 {
+                return None;
+            }
+            entries.push((kind, members, secs));
+        }
+        Some(CtorCosts::new(entries))
+    }
+}
+
+/// The constructors' own work a platform file carries ([`CTOR_PROP`]; empty where it has none).
+/// The error is one line, `LINE: what is wrong`.
+pub fn ctor_costs(text: &str) -> std::result::Result<CtorCosts, String> {
+    if !text.contains(CTOR_PROP) {
+        return Ok(CtorCosts::default());
+    }
+    let readable = xml::readable(text);
+    let doc = xml::parse(&readable).map_err(|(line, m)| format!("{line}: {m}"))?;
+    let mut costs = CtorCosts::default();
+    for n in doc.descendants().filter(|n| n.has_tag_name("prop") && n.attribute("id") == Some(CTOR_PROP)) {
+        let v = n.attribute("value").unwrap_or("");
+        let line = doc.text_pos_at(n.range().start).row;
+        costs = CtorCosts::parse(v).ok_or_else(|| {
+            format!("{line}: <prop id=\"{CTOR_PROP}\"> value {v:?} is not a list of split|dup:MEMBERS:SECONDS entries")
+        })?;
+    }
+    Ok(costs)
 }
 
 /// Most hosts written as explicit routes (one per ordered pair of hosts).
@@ -1539,6 +1622,25 @@ fn check_platform_text(text: &str) -> std::result::Result<PlatformHosts, (usize,
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_constructor_takes_its_kinds_figure_for_the_largest_size_up_to_its_own() {
+        use crate::model::trace::CtorKind::{Dup, Split};
+        let c = CtorCosts::parse("dup:2:5e-6 split:2:3e-6 split:0:1e-7 split:1:2e-6").unwrap();
+        assert_eq!(c.seconds(Split, 0), 1e-7);
+        assert_eq!(c.seconds(Split, 1), 2e-6);
+        assert_eq!(c.seconds(Split, 64), 3e-6);
+        assert_eq!(c.seconds(Dup, 2), 5e-6);
+        // No entry at or below the size: nothing charged.
+        assert_eq!(c.seconds(Dup, 1), 0.0);
+        assert_eq!(CtorCosts::parse(&c.render()), Some(c.clone()));
+        for bad in ["split:2", "split:2:-1e-6", "cart:2:1e-6", "split:x:1e-6", "split:2:1e-6:3"] {
+            assert_eq!(CtorCosts::parse(bad), None, "{bad}");
+        }
+        let body = format!("<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n<prop id=\"{CTOR_PROP}\" value=\"split:2:oops\"/>\n</zone>\n</platform>\n");
+        let e = ctor_costs(&format!("{HEAD}{body}")).unwrap_err();
+        assert!(e.starts_with("6: ") && e.contains("split|dup:MEMBERS:SECONDS"), "{e}");
+    }
+
     const HEAD: &str = "<?xml version=\"1.0\"?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<!-- a comment -->\n";
 
     /// The checker's (line, message) for a file of HEAD (3 lines) and `body`.
@@ -1630,7 +1732,7 @@ mod tests {
         for hosts in [vec![], vec!["b".to_string(), "a".to_string()], (0..70).map(|k| format!("h{k:02}")).collect()] {
             for intra in [false, true] {
                 let t = measured_table(&hosts, intra);
-                let x = measured(&t, 2);
+                let x = measured(&t, 2, &CtorCosts::default());
                 let checked = check_platform_text(&x).unwrap_or_else(|e| panic!("{} hosts: {e:?}\n{x}", hosts.len()));
                 let ids = host_ids(&x);
                 if hosts.is_empty() {

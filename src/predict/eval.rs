@@ -933,6 +933,9 @@ pub struct Interp<'s, 'p, 'a> {
     remote: FastMap<u32, Vec<u32>>,
     next_group: u32,
     comm_seq: FastMap<u32, u32>,
+    /// The constructor being run over a parent of several ranks, whose `ctor` action goes
+    /// before the communicator it makes (or on its own when it makes none).
+    ctor_pending: Option<crate::model::trace::CtorKind>,
     coll_seq: FastMap<(String, u32), u32>,
     consumed: FastMap<(u32, u32, u32), Vec<bool>>,
     reqs: Vec<(usize, u64)>,
@@ -1075,6 +1078,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             narrow: CellMap::default(),
             next_group: GROUP_BASE + 1,
             comm_seq: FastMap::default(),
+            ctor_pending: None,
             coll_seq: FastMap::default(),
             consumed: FastMap::default(),
             missed_recvs: BTreeMap::new(),
@@ -5486,6 +5490,15 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         }
     }
 
+    /// The constructor being run made no communicator here (MPI_COMM_NULL): its `ctor` action.
+    fn ctor_made_none(&mut self, sink: &mut dyn Sink) -> R<()> {
+        if let Some(kind) = self.ctor_pending.take() {
+            self.flush(sink)?;
+            sink.action(TraceAction::Ctor { kind, members: 0 })?;
+        }
+        Ok(())
+    }
+
     /// A communicator a constructor returns: never equal to its parent, even with the same
     /// members (`if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm)` frees a duplicate).
     fn new_comm(&mut self, parent: u32, members: Vec<u32>, sink: &mut dyn Sink) -> R<Val> {
@@ -5501,6 +5514,10 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             *s
         };
         if !distinct && self.comms.get(&parent).is_some_and(|m| **m == members) {
+            if let Some(kind) = self.ctor_pending.take() {
+                self.flush(sink)?;
+                sink.action(TraceAction::Ctor { kind, members: members.len() as u32 })?;
+            }
             return Ok(Val::Comm(parent));
         }
         let id = {
@@ -5518,6 +5535,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         };
         self.comms.insert(id, Rc::new(members.clone()));
         self.flush(sink)?;
+        if let Some(kind) = self.ctor_pending.take() {
+            sink.action(TraceAction::Ctor { kind, members: members.len() as u32 })?;
+        }
         sink.action(TraceAction::CommDef { id, ranks: members.into() })?;
         Ok(Val::Comm(id))
     }
@@ -5615,9 +5635,11 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
             sink.action(TraceAction::CommDef { id: COMM_SELF, ranks: vec![self.rank].into() })?;
         }
         // A constructor's own collectives over its parent (as the trace runtime records them).
+        self.ctor_pending = None;
         if let Some((gather, reduces)) = crate::frontend::mpi::constructor_collectives(name) {
             let parent = self.comm_id(v.first(), call).ok();
             if let Some(parent) = parent.filter(|p| self.comms[p].len() > 1) {
+                self.ctor_pending = crate::model::trace::CtorKind::of_call(name);
                 self.flush(sink)?;
                 if let Some(bytes) = gather {
                     sink.action(TraceAction::Allgather { bytes, comm: parent })?;
@@ -5889,6 +5911,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     self.write_ptr(out, nc);
                 } else {
                     *self.comm_seq.entry(parent).or_insert(0) += 1;
+                    self.ctor_made_none(sink)?;
                     self.write_ptr(out, Val::I(-1));
                 }
                 return Ok(Val::I(0));
@@ -6204,6 +6227,7 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
                     // Collective over the parent: its sequence counts the split here too, or
                     // the next communicator made on it gets another id here than at the members.
                     *self.comm_seq.entry(c).or_insert(0) += 1;
+                    self.ctor_made_none(sink)?;
                     self.write_ptr(v.get(3), Val::I(-1));
                     return Ok(Val::I(0));
                 }

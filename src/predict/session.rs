@@ -1216,6 +1216,11 @@ pub fn default_platform() -> Result<PathBuf> {
                 "mpicast: the cached network platform was fitted through implausible ping-pong times at {} B: measuring it again",
                 t.implausible_in_fit().iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
             ),
+            // A table measured before the ping-pong timed communicator constructors is
+            // measured again (their own work goes into the platform).
+            Ok(t) if t.constructors.is_empty() => eprintln!(
+                "mpicast: the cached network measurement has no communicator constructors' timings: measuring it again"
+            ),
             // A platform written before platforms carried the per-message overheads is
             // written again from its table (the measurement stands).
             Ok(t) if lacks_overheads(&t, &p) => {

@@ -840,6 +840,12 @@ impl Sim {
                 out.push(Micro::Send { to, bytes: *send_bytes, tag: *send_tag, ctx, req: None, buffered: false });
                 out.push(Micro::WaitTemps);
             }
+            A::Ctor { kind, members } => {
+                let s = self.opts.ctor.seconds(*kind, *members);
+                if s > 0.0 {
+                    out.push(Micro::Compute(s * speed));
+                }
+            }
             other => {
                 let comm = coll::comm_of(other).expect("point-to-point actions are handled above");
                 let c = self.comm(r, comm)?;

@@ -217,12 +217,16 @@ pub(crate) struct Opts {
     /// before each send, the receiver's after each receive.
     pub os: crate::platform::smpi::FactorList,
     pub or: crate::platform::smpi::FactorList,
+    /// The platform's communicator constructors' own work (`platform::ctor_costs`), charged
+    /// as compute at each `ctor` action.
+    pub ctor: crate::platform::CtorCosts,
 }
 
 impl Opts {
     /// A job's options, with the overheads of its platform (`text`, the platform file's).
     pub(crate) fn new(job: &ReplayJob, text: &str) -> Result<Opts> {
         let (os, or) = crate::platform::message_overheads(text).map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
+        let ctor = crate::platform::ctor_costs(text).map_err(|e| anyhow::anyhow!("{}:{e}", job.platform.display()))?;
         Ok(Opts {
             eager_threshold: job.options.eager_threshold_bytes,
             reduce_flops_per_byte: job.options.reduce_flops_per_byte,
@@ -239,6 +243,7 @@ impl Opts {
             inner_at: job.options.marks.as_ref().and_then(|m| m.inner.as_ref()).map(|i| i.at.clone()).unwrap_or_default(),
             os,
             or,
+            ctor,
         })
     }
 }
@@ -989,6 +994,10 @@ impl Rank {
                 let sr = self.post_send(to, *send_bytes, *send_tag, p2p_ctx(*comm));
                 self.complete(&mut [rr, sr]);
             }
+            A::Ctor { kind, members } => {
+                let s = self.opts.ctor.seconds(*kind, *members);
+                self.flops(s * self.speed);
+            }
             other => {
                 let c = self.comm(coll::comm_of(other).expect("point-to-point actions are handled above"))?;
                 let mut traffic = CollTraffic {
@@ -1104,6 +1113,7 @@ pub(crate) fn action_name(a: &TraceAction) -> &'static str {
         A::Alltoallv { .. } => "alltoallv",
         A::ReduceScatter { .. } => "reduce_scatter",
         A::Scan { .. } => "scan",
+        A::Ctor { .. } => "ctor",
     }
 }
 

@@ -350,6 +350,12 @@ pub fn parse_line(text: &str) -> Result<Option<Line>, String> {
                 _ => TraceAction::Scan { bytes, comm },
             }
         }
+        "ctor" => {
+            w.check(2, 2, &[], "ctor split|dup MEMBERS")?;
+            let kind = crate::model::trace::CtorKind::parse(p[0])
+                .ok_or_else(|| format!("ctor: {:?} is no constructor (expected split or dup)", p[0]))?;
+            TraceAction::Ctor { kind, members: num(p[1], "members")? }
+        }
         "gatherv" | "scatterv" => {
             w.check(0, 0, &["counts", "root", "comm"], &format!("{op} counts=B,B,... [root=R] [comm=C]"))?;
             let (counts, root, comm) = (w.counts("counts")?, w.root()?, w.comm()?);
@@ -608,6 +614,7 @@ pub fn format_action(a: &TraceAction) -> String {
         TraceAction::Allgather { bytes, comm: c } => format!("allgather {bytes}{}", comm(*c)),
         TraceAction::Alltoall { bytes, comm: c } => format!("alltoall {bytes}{}", comm(*c)),
         TraceAction::Scan { bytes, comm: c } => format!("scan {bytes}{}", comm(*c)),
+        TraceAction::Ctor { kind, members } => format!("ctor {} {members}", kind.as_str()),
         TraceAction::Gatherv {
             counts: n,
             root: r,
@@ -1280,7 +1287,7 @@ fn check_action(
             }
             comms.insert(*id, members.len() as u32);
         }
-        A::Compute { .. } | A::Wait { .. } | A::Waitall { .. } | A::Test { .. } | A::Cancel { .. } => {}
+        A::Compute { .. } | A::Wait { .. } | A::Waitall { .. } | A::Test { .. } | A::Cancel { .. } | A::Ctor { .. } => {}
         A::Send { to, comm, .. } | A::Isend { to, comm, .. } => {
             rank_ok(*to, size(*comm, comms)?, "destination")?
         }
@@ -1460,5 +1467,19 @@ mod tests {
         // 2 barriers and a compute before the loop; then 3 iterations of 3 actions; the end
         // passes once the final barrier is read.
         assert_eq!(seen, vec![0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4]);
+    }
+
+    #[test]
+    fn a_constructor_line_reads_back_as_written() {
+        use crate::model::trace::CtorKind;
+        for (kind, members) in [(CtorKind::Split, 0), (CtorKind::Split, 2), (CtorKind::Dup, 16)] {
+            let a = TraceAction::Ctor { kind, members };
+            let text = format_action(&a);
+            assert_eq!(parse_line(&text).unwrap(), Some(Line::Action(a)), "{text}");
+        }
+        for (bad, says) in [("ctor create 2", "no constructor"), ("ctor split", "ctor split|dup MEMBERS"), ("ctor dup -1", "members")] {
+            let e = parse_line(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }
