@@ -387,14 +387,6 @@ impl CtorKind {
         }
     }
 
-    /// The kind of an MPI constructor the trace runtime wraps.
-    pub fn of_call(name: &str) -> Option<CtorKind> {
-        match name {
-            "MPI_Comm_split" | "MPI_Comm_split_type" | "MPI_Cart_sub" => Some(CtorKind::Split),
-            "MPI_Comm_dup" | "MPI_Comm_create" | "MPI_Cart_create" => Some(CtorKind::Dup),
-            _ => None,
-        }
-    }
 }
 
 /// Which host each rank runs on.

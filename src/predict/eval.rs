@@ -5639,7 +5639,9 @@ impl<'s, 'p, 'a> Interp<'s, 'p, 'a> {
         if let Some((gather, reduces)) = crate::frontend::mpi::constructor_collectives(name) {
             let parent = self.comm_id(v.first(), call).ok();
             if let Some(parent) = parent.filter(|p| self.comms[p].len() > 1) {
-                self.ctor_pending = crate::model::trace::CtorKind::of_call(name);
+                // A split gathers colours first; the other constructors do not.
+                use crate::model::trace::CtorKind;
+                self.ctor_pending = Some(if gather.is_some() { CtorKind::Split } else { CtorKind::Dup });
                 self.flush(sink)?;
                 if let Some(bytes) = gather {
                     sink.action(TraceAction::Allgather { bytes, comm: parent })?;
