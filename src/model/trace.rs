@@ -386,7 +386,6 @@ impl CtorKind {
             _ => None,
         }
     }
-
 }
 
 /// Which host each rank runs on.
