@@ -34,6 +34,29 @@ void k_mem_stream_store(long iters, struct mtc_ctx *ctx) {
     CLOBBER_MEM();
 }
 
+/* Compute beside a stream: y[j] += a * x[i] (a matrix multiply's inner loop, a daxpy), x read
+ * sequentially over the working set, y the 4 KiB dst buffer, which stays in L1 (loaded, added
+ * and stored back). At the L1 working set it runs at the core's time for the body; further out
+ * src/machine compares it with the core time and the stream load there: how much of the
+ * stream the core's work hides (predict::memory's overlap). x is wbuf, whose bytes are normal
+ * doubles or zero (buf's chase pointers read as doubles are subnormal: microcode assists).
+ * 16 elements per iteration. */
+#define OV_WINDOW (MTC_BYTES / 8)
+void k_mem_overlap(long iters, struct mtc_ctx *ctx) {
+    const double *b = (const double *)ctx->wbuf, *x = b, *end = b + (ctx->bytes / 8 / 16) * 16;
+    double *y = (double *)ctx->dst;
+    double a = mtc_half_d;
+    size_t j = 0;
+#define OV(k) y[j + (k)] += a * x[k];
+    for (long i = 0; i < iters; i++) {
+        X16(OV)
+        x += 16;
+        if (x == end) x = b;
+        j = (j + 16) & (OV_WINDOW - 1);
+    }
+    CLOBBER_MEM();
+}
+
 /* Loads a page and a line apart (65 lines, 4160 bytes), wrapping around the working set: a
  * constant stride that the prefetchers do not follow across pages, as in a column walk of a
  * wide row-major matrix. The addresses do not depend on loaded data (unlike the chases). */

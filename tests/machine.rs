@@ -55,7 +55,19 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     let levels = sets.len();
     // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.
     let shared = if o2.host.cores > 1 { sets.iter().filter(|(l, _)| ["L2+", "L3", "DRAM"].contains(l)).count() } else { 0 };
-    assert_eq!(o2.memory.len(), 5 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load), shared streams, first touch");
+    assert_eq!(o2.memory.len(), 6 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load, overlap), shared streams, first touch");
+    // The overlap kernel (a multiply-add per streamed element) at L1 is the core's time for its
+    // body: at least the stream's there, and a few cycles at most; further out it cannot be
+    // faster than at L1 by more than the noise, and the model's share is in [0, 1].
+    let overlap = |level: &str| o2.memory_cost(level, "overlap", "load").unwrap_or_else(|| panic!("{level}: no overlap figure")).throughput.ns_per_op;
+    let core = overlap(sets[0].0);
+    let l1_stream = o2.memory_cost(sets[0].0, "stream", "load").unwrap().throughput.ns_per_op;
+    assert!(core >= 0.8 * l1_stream && core < 10.0, "overlap at L1 {core} ns, stream load {l1_stream} ns");
+    for (level, _) in &sets[1..] {
+        assert!(overlap(level) > 0.7 * core, "{level}: overlap {} ns, at L1 {core} ns", overlap(level));
+    }
+    let model = mpicast::predict::memory::MemoryModel::from_table(&o2, |m| m.ns_per_op);
+    assert!(model.levels.iter().all(|l| (0.0..=1.0).contains(&l.overlap)), "{:?}", model.levels);
     if o2.host.cores > 1 {
         let c = o2.co_run.as_ref().expect("calibration kernels with every core busy");
         assert!(c.kernels.len() >= 10 && c.factor >= 1.0 && c.cores == o2.host.cores, "{c:?}");

@@ -433,6 +433,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     if full {
         for &(_, ws) in &working_sets {
             keys.extend(mem_kernels(ws));
+            keys.push(key("mem_overlap", ws));
         }
         keys.push(key("mem_first_touch", 0));
         keys.extend(decls.iter().map(|d| key(&d.name, 0)));
@@ -553,6 +554,12 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
                 "stride",
                 "load",
                 results.measure(&st, UNROLL, Some(&empty)),
+                None,
+            ));
+            memory.push(entry(
+                "overlap",
+                "load",
+                results.measure(&key("mem_overlap", ws), UNROLL, Some(&empty)),
                 None,
             ));
         }
