@@ -58,7 +58,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     assert_eq!(o2.memory.len(), 6 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load, overlap), shared streams, first touch");
     // The overlap kernel (a multiply-add per streamed element) at L1 is the core's time for its
     // body: at least the stream's there, and a few cycles at most; further out it cannot be
-    // faster than at L1 by more than the noise, and the model's share is in [0, 1].
+    // faster than at L1 by more than the noise, and the model's exponent is in [0, 1].
     let overlap = |level: &str| o2.memory_cost(level, "overlap", "load").unwrap_or_else(|| panic!("{level}: no overlap figure")).throughput.ns_per_op;
     let core = overlap(sets[0].0);
     let l1_stream = o2.memory_cost(sets[0].0, "stream", "load").unwrap().throughput.ns_per_op;

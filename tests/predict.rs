@@ -1435,19 +1435,19 @@ fn stores_beyond_l1_add_to_a_blocks_time_and_loads_overlap_it() {
 
 /// The same blocks on a host whose cores hide only part of a stream under their work: the
 /// fixture table with overlap-kernel figures added (1 ns at L1, the core's time; at every
-/// other working set the larger of that and the level's stream load plus half the smaller, a
-/// share of one half). The copy's block costs its ops plus half its load stream plus its store
-/// stream; the sum's, the larger of its ops and chain plus half its loads; a table without
-/// the figures (above) keeps a share of 0.
+/// other working set sqrt(1 + m^2) for the level's stream load m: an exponent of one half).
+/// The copy's block costs sqrt(ops^2 + loads^2) plus its store stream; the sum's, the same
+/// of the larger of its ops and chain and its loads; a table without the figures (above)
+/// keeps the larger alone.
 #[test]
-fn a_hosts_overlap_share_adds_part_of_the_shorter_of_core_and_loads() {
+fn a_hosts_overlap_exponent_combines_core_and_loads() {
     let dir = tempfile::tempdir().unwrap();
     let mut t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(MACHINE)).unwrap()).unwrap();
     let memory = t["memory"].as_array().unwrap().clone();
     let mut added = Vec::new();
     for (k, m) in memory.iter().filter(|m| m["pattern"] == "stream" && m["access"] == "load").enumerate() {
         let stream = m["throughput"]["ns_per_op"].as_f64().unwrap();
-        let ns = if k == 0 { 1.0 } else { 1.0f64.max(stream) + 0.5 * 1.0f64.min(stream) };
+        let ns = if k == 0 { 1.0 } else { (1.0 + stream * stream).sqrt() };
         let mut o = m.clone();
         o["pattern"] = "overlap".into();
         for f in ["ns_per_op", "min_ns", "max_ns"] {
@@ -1467,10 +1467,11 @@ fn a_hosts_overlap_share_adds_part_of_the_shorter_of_core_and_loads() {
     let (load, store) = (n * 0.2713177804464932e-9, n * 0.27775174350401666e-9);
     let copy = block_on_line(&p, 14);
     assert!(ops(&copy) > load, "{copy}");
-    assert!(close(copy["seconds"].as_f64().unwrap(), ops(&copy) + 0.5 * load + store, 1e-6), "ops, half the loads, the stores: {copy}");
+    let pair = |a: f64, b: f64| (a * a + b * b).sqrt();
+    assert!(close(copy["seconds"].as_f64().unwrap(), pair(ops(&copy), load) + store, 1e-6), "ops and loads combined, the stores: {copy}");
     let sum = block_on_line(&p, 21);
     let core = ops(&sum).max(n * 1e-9);
-    assert!(close(sum["seconds"].as_f64().unwrap(), core + 0.5 * load, 1e-6), "core plus half its loads: {sum}");
+    assert!(close(sum["seconds"].as_f64().unwrap(), pair(core, load), 1e-6), "core and loads combined: {sum}");
 }
 
 /// A host whose cores run loop bodies slower when all of them are busy (a machine table whose
