@@ -12,7 +12,7 @@
     K(sincos_lat) K(pow_tp) K(pow_lat) K(fabs_tp) K(fabs_lat) K(rand_tp)                     \
     K(mem_stream_load) K(mem_stream_store) K(mem_chase_lat) K(mem_chase_tp)                  \
     K(mem_rand_store) K(mem_lcg_only) K(mem_stride_load) K(mem_first_touch) K(memcpy)         \
-    K(memset) K(mem_overlap)                                                                 \
+    K(memset) K(mem_overlap) K(mem_overlap_store)                                            \
     K(alloc) K(print_call) K(print_int) K(print_fp) K(write)                                 \
     K(cal_dot) K(cal_axpy) K(cal_stencil1d) K(cal_stencil2d) K(cal_dartboard)                \
     K(cal_histogram) K(cal_matmul) K(cal_saxpy_float) K(cal_sqrt_sum) K(cal_horner)          \

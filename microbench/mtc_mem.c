@@ -57,6 +57,24 @@ void k_mem_overlap(long iters, struct mtc_ctx *ctx) {
     CLOBBER_MEM();
 }
 
+/* The same beside a stream of stores: y[i] = a * x[j] + b, y streamed over wbuf (the working
+ * set), x the 4 KiB src buffer in L1 (its bytes are normal doubles). The level takes a stream
+ * of stores at least this fast: src/machine caps a slower pure store figure by it. */
+void k_mem_overlap_store(long iters, struct mtc_ctx *ctx) {
+    double *b = (double *)ctx->wbuf, *y = b, *end = b + (ctx->bytes / 8 / 16) * 16;
+    const double *x = (const double *)ctx->src;
+    double a = mtc_half_d, c = mtc_tiny_d;
+    size_t j = 0;
+#define OVS(k) y[k] = a * x[j + (k)] + c;
+    for (long i = 0; i < iters; i++) {
+        X16(OVS)
+        y += 16;
+        if (y == end) y = b;
+        j = (j + 16) & (OV_WINDOW - 1);
+    }
+    CLOBBER_MEM();
+}
+
 /* Loads a page and a line apart (65 lines, 4160 bytes), wrapping around the working set: a
  * constant stride that the prefetchers do not follow across pages, as in a column walk of a
  * wide row-major matrix. The addresses do not depend on loaded data (unlike the chases). */

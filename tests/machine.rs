@@ -55,7 +55,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     let levels = sets.len();
     // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.
     let shared = if o2.host.cores > 1 { sets.iter().filter(|(l, _)| ["L2+", "L3", "DRAM"].contains(l)).count() } else { 0 };
-    assert_eq!(o2.memory.len(), 6 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load, overlap), shared streams, first touch");
+    assert_eq!(o2.memory.len(), 7 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load, overlap load/store), shared streams, first touch");
     // The overlap kernel (a multiply-add per streamed element) at L1 is the core's time for its
     // body: at least the stream's there, and a few cycles at most; further out it cannot be
     // faster than at L1 by more than the noise, and the model's exponent is in [0, 1].

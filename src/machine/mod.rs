@@ -434,6 +434,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         for &(_, ws) in &working_sets {
             keys.extend(mem_kernels(ws));
             keys.push(key("mem_overlap", ws));
+            keys.push(key("mem_overlap_store", ws));
         }
         keys.push(key("mem_first_touch", 0));
         keys.extend(decls.iter().map(|d| key(&d.name, 0)));
@@ -560,6 +561,12 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
                 "overlap",
                 "load",
                 results.measure(&key("mem_overlap", ws), UNROLL, Some(&empty)),
+                None,
+            ));
+            memory.push(entry(
+                "overlap",
+                "store",
+                results.measure(&key("mem_overlap_store", ws), UNROLL, Some(&empty)),
                 None,
             ));
         }

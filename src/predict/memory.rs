@@ -146,10 +146,13 @@ impl MemoryModel {
             // one table, 1.0 on their own minutes later, while the overlap kernel took 0.95 and
             // 0.87), and the stream costs what the overlap kernel took.
             let ov = get("overlap", "load").map(|m| pick(&m.throughput));
-            let stream_load = match ov {
-                Some(o) if o > 0.0 => pick(&sl.throughput).min(o),
-                _ => pick(&sl.throughput),
+            let capped = |pure: f64, beside: Option<f64>| match beside {
+                Some(o) if o > 0.0 => pure.min(o),
+                _ => pure,
             };
+            let stream_load = capped(pick(&sl.throughput), ov);
+            // Stores likewise, by the kernel that streams them beside work.
+            let stream_store = capped(pick(&ss.throughput), get("overlap", "store").map(|m| pick(&m.throughput)));
             let overlap = match (core, ov) {
                 (Some(c), Some(o)) => overlap_exponent(c, stream_load, o),
                 _ => 0.0,
@@ -159,7 +162,7 @@ impl MemoryModel {
                 ws,
                 capacity: caches.iter().copied().filter(|c| *c >= ws).min_by(f64::total_cmp),
                 stream_load,
-                stream_store: pick(&ss.throughput),
+                stream_store,
                 random_load,
                 random_store: pick(&rs.throughput),
                 stride_load: get("stride", "load").map_or(random_load, |m| pick(&m.throughput)),
@@ -417,7 +420,8 @@ mod tests {
     /// From a table (the fixture's, overlap figures added): the exponent per level from the
     /// kernel at L1 (the core, 1 ns) and at the level; at DRAM the overlap kernel (0.2 ns) ran
     /// faster than the table's stream loads (0.2713 ns): the stream costs 0.2 and nothing
-    /// shows beyond it; L1 keeps its own stream figure.
+    /// shows beyond it, and its store kernel beside work (0.25 ns) caps the stream stores
+    /// (0.2778); L1 keeps its own stream figure.
     #[test]
     fn the_overlap_kernel_sets_the_exponent_and_caps_a_disturbed_stream() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machine/fixed.json");
@@ -434,11 +438,17 @@ mod tests {
         add(&mut t, "L1", 1.0);
         add(&mut t, "L2", (1.0 + l2 * l2).sqrt());
         add(&mut t, "DRAM", 0.2);
+        let mut store = t.memory_cost("DRAM", "stream", "store").unwrap().clone();
+        store.pattern = "overlap".into();
+        store.throughput.ns_per_op = 0.25;
+        t.memory.push(store);
         let m = MemoryModel::from_table(&t, |m| m.ns_per_op);
         let level = |name: &str| m.levels.iter().find(|l| l.name == name).unwrap().clone();
         assert_eq!(level("L1").stream_load, 0.06123427844176107);
         assert!((level("L2").overlap - 0.5).abs() < 1e-9, "{:?}", level("L2"));
         assert_eq!(level("L3").overlap, 0.0, "no figure at L3");
         assert_eq!((level("DRAM").stream_load, level("DRAM").overlap), (0.2, 0.0));
+        assert_eq!(level("DRAM").stream_store, 0.25, "its stores by the store kernel beside work (0.25 < 0.2778)");
+        assert_eq!(level("L3").stream_store, 0.124065084342808, "no store kernel at L3: the pure figure");
     }
 }
