@@ -95,23 +95,23 @@ pub fn data_cache_bytes(caches: &[CacheLevel], level: u32) -> u64 {
 
 /// Working sets measured for L1, L2, L3, DRAM. L1 and L2: half the cache. L2+: twice L2 (just
 /// past L2, inside L3 even where a virtual machine sees only a slice of a shared L3), at most
-/// half of L3. L3: a quarter of L3, when that is past L2+ (how much of L3 a program really
-/// gets). DRAM: four times L3, at least 64 MiB.
-///
-/// A virtual machine is shown its host's whole L3 (480 MiB on this project's 2-core Intel VM),
-/// and its quarter streams at memory speed there. Measuring L3 at 16 MiB instead (inside what a
-/// core gets) was tried and undone: at 16 MiB the pure stream kernels moved 3x between tables
-/// (stores 0.38 to 1.09 ns per 8 bytes) and stencil3d_torus (14 and 35 MiB) came out +26% to
-/// +58%, where from the figures interpolated between L2+ and the 120 MiB point it had been
-/// within 6% (docs/ACCURACY.md, 2026-12-01).
+/// half of L3. L3: a quarter of L3 (how much of L3 a program really gets), at most four times
+/// L2+, when that is past L2+: a virtual machine is shown its host's whole L3 (480 MiB on this
+/// project's 2-core Intel VM, whose quarter, 120 MiB, streamed at memory speed there; streams
+/// fell to memory speed between 32 and 64 MiB), while 16 MiB is inside the L3 a core gets on
+/// any current server. DRAM: four times L3, at least 64 MiB. With L3 at 16 MiB the pure stream
+/// kernels there move up to 3x between tables (stores 0.38 to 1.09 ns per 8 bytes): the
+/// kernels beside work cap them (predict::memory), without which stencil3d_torus came out
+/// +26% to +58%.
 pub fn working_sets(caches: &[CacheLevel]) -> Vec<(&'static str, u64)> {
     let l1 = data_cache_bytes(caches, 1);
     let l2 = data_cache_bytes(caches, 2);
     let l3 = data_cache_bytes(caches, 3);
     let near = (2 * l2).min(l3 / 2).max(l2 + l2 / 2);
     let mut v = vec![("L1", l1 / 2), ("L2", l2 / 2), ("L2+", near)];
-    if l3 / 4 > near {
-        v.push(("L3", l3 / 4));
+    let share = (l3 / 4).min(4 * near);
+    if share > near {
+        v.push(("L3", share));
     }
     v.push(("DRAM", (4 * l3).max(64 << 20)));
     v
@@ -120,6 +120,22 @@ pub fn working_sets(caches: &[CacheLevel]) -> Vec<(&'static str, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    fn cache(level: u32, size: u64) -> CacheLevel {
+        CacheLevel { level, kind: if level == 1 { "Data".into() } else { "Unified".into() }, size_bytes: size, sets: None, line_bytes: None }
+    }
+
+    /// This project's Intel VM (48 KiB L1, 2 MiB L2, /sys's L3 480 MiB): L3 at 16 MiB, not a
+    /// quarter of 480; a server's 32 MiB L3 keeps its quarter; a 2 MiB L3 has no L3 set.
+    #[test]
+    fn the_l3_working_set_stays_inside_what_a_core_gets() {
+        let vm = [cache(1, 48 << 10), cache(2, 2 << 20), cache(3, 480 << 20)];
+        assert_eq!(working_sets(&vm), [("L1", 24 << 10), ("L2", 1 << 20), ("L2+", 4 << 20), ("L3", 16 << 20), ("DRAM", 1920 << 20)]);
+        let server = [cache(1, 32 << 10), cache(2, 1 << 20), cache(3, 32 << 20)];
+        assert_eq!(working_sets(&server)[3], ("L3", 8 << 20));
+        let small = [cache(1, 32 << 10), cache(2, 512 << 10), cache(3, 2 << 20)];
+        assert_eq!(working_sets(&small).iter().map(|w| w.0).collect::<Vec<_>>(), ["L1", "L2", "L2+", "DRAM"]);
+    }
+
     #[test]
     fn sizes_parse() {
         assert_eq!(parse_size("48K"), Some(48 * 1024));
