@@ -91,10 +91,10 @@ impl Bounds {
     /// How well the core's time and the loads overlap is the host's: their smooth maximum
     /// with the slowest level's exponent (`memory::combine`, `memory::overlap_exponent`, from
     /// the MTC's overlap kernel). Measured at one rank: on this project's 2-core AMD EPYC VM
-    /// (9 runs) a row-major matrix multiply whose stores stay in L1 ran at its core time
-    /// however far its loads came from (an exponent of 0: the larger alone); on its 2-core
-    /// Intel Xeon (Sapphire Rapids) VM the same loop from a 2 MiB matrix ran 17% over its core
-    /// time, and the overlap kernel gives exponents of about 0.4 in L2 and just past it.
+    /// (9 runs, before the kernel existed) a row-major matrix multiply whose stores stay in L1
+    /// ran at its core time however far its loads came from, as an exponent of 0 says; on its
+    /// 2-core Intel Xeon (Sapphire Rapids) VM the same loop from a 2 MiB matrix ran 17% over
+    /// its core time, and the overlap kernel gave exponents of 0.4 to 0.6 in L2 and just past.
     pub fn block_ns(&self, b: &crate::model::analysis::Block, ops_ns: f64, env: &HashMap<String, f64>) -> f64 {
         let (loads, stores, q) = self.memory.block_time(&b.mem, env).map_or((0.0, 0.0, 0.0), |m| (m.ns - m.store_ns, m.store_ns, m.overlap));
         let core = ops_ns.max(self.chain_ns(b).map_or(0.0, |c| c.1));
