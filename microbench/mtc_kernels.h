@@ -11,7 +11,7 @@
     K(sqrt_tp) K(sqrt_lat) K(exp_tp) K(exp_lat) K(log_tp) K(log_lat) K(sincos_tp)            \
     K(sincos_lat) K(pow_tp) K(pow_lat) K(fabs_tp) K(fabs_lat) K(rand_tp)                     \
     K(mem_stream_load) K(mem_stream_store) K(mem_chase_lat) K(mem_chase_tp)                  \
-    K(mem_rand_store) K(mem_lcg_only) K(mem_stride_load) K(mem_first_touch) K(memcpy)         \
+    K(mem_rand_store) K(mem_lcg_only) K(mem_stride_load) K(mem_stride2k_load) K(mem_first_touch) K(memcpy)         \
     K(memset) K(mem_overlap) K(mem_overlap_store)                                            \
     K(alloc) K(print_call) K(print_int) K(print_fp) K(write)                                 \
     K(cal_dot) K(cal_axpy) K(cal_stencil1d) K(cal_stencil2d) K(cal_dartboard)                \

@@ -55,7 +55,17 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     let levels = sets.len();
     // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.
     let shared = if o2.host.cores > 1 { sets.iter().filter(|(l, _)| ["L2+", "L3", "DRAM"].contains(l)).count() } else { 0 };
-    assert_eq!(o2.memory.len(), 7 * levels + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load, overlap load/store), shared streams, first touch");
+    // The 2 KiB column walk up to just past L2 (cache-set conflicts show there).
+    let conflict = sets.iter().filter(|(l, _)| ["L1", "L2", "L2+"].contains(l)).count();
+    assert_eq!(o2.memory.len(), 7 * levels + conflict + 2 * shared + 1, "{levels} working sets x (stream/random x load/store, stride load, overlap load/store), 2 KiB stride loads at {conflict}, shared streams, first touch");
+    // The column walks are independent loads: in L1 (rows of 1536 bytes there: 16 rows of 4160
+    // do not fit) no slower than a random load's chase through the same lines, for the lines'
+    // latency does not add up.
+    let l1 = sets[0].0;
+    let walk = o2.memory_cost(l1, "stride", "load").unwrap().throughput.ns_per_op;
+    let chase = o2.memory_cost(l1, "random", "load").unwrap().latency.as_ref().unwrap().ns_per_op;
+    assert!(walk < chase, "L1: column walk {walk} ns, one chase {chase} ns");
+    assert!(o2.memory_cost(l1, "stride2k", "load").is_some());
     // The overlap kernel (a multiply-add per streamed element) at L1 is the core's time for its
     // body: at least the stream's there, and a few cycles at most; further out it does more
     // (the same work, the stream from further away): never under half its L1 time, a bound
@@ -78,9 +88,12 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
         let all = o2.memory_cost("DRAM", "stream_all_cores", "load").unwrap().throughput.ns_per_op;
         // Sharing the memory's bandwidth cannot make a core faster. The harness runs other
         // tests beside this one, so the single-core figure may itself have shared the memory
-        // (a CI run measured 0.41 ns alone, 0.34 ns with every core): a sanity bound, and the
-        // model never lets the shared figure undercut the single one (predict::memory).
-        assert!(all > 0.6 * alone && all < 20.0 * alone, "DRAM stream load alone {alone} ns, with every core streaming {all} ns");
+        // (a CI run measured 0.41 ns alone, 0.34 ns with every core; the development VM, on
+        // 2026-12-02, 2.6 to 3.4 ns alone and 1.3 to 1.9 with every core in four quick tables,
+        // before and after the 2 KiB column walk existed: its pure stream kernels are slow
+        // inside the MTC's rounds at times): a sanity bound, and the model never lets the
+        // shared figure undercut the single one (predict::memory).
+        assert!(all > 0.3 * alone && all < 20.0 * alone, "DRAM stream load alone {alone} ns, with every core streaming {all} ns");
     }
     let fit = o2.fit.as_ref().expect("fit present in a full-class table");
     assert!(fit.kernels.len() >= 10);

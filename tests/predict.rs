@@ -1829,3 +1829,36 @@ fn communicator_constructors_cost_what_the_platform_says() {
         assert!(close(added, 0.090, 0.01), "{extra:?}: the constructors added {added} s, expected 0.090 s");
     }
 }
+
+/// A loop whose schedule waits on a chain carried in a register (tests/fixtures/objcode/
+/// chains.c's dot product: the sum's double add, every iteration) costs that chain at the
+/// host's measured latency, whatever the CPU model of llvm-mca says it is: with the fixture
+/// table's double_add latency set to 6 ns and then 12 ns, the block takes 6 and 12 ns per
+/// iteration (its resources, at the fixture's costs, take less); the products' loop, which
+/// carries no value from one iteration to the next, does not move.
+#[test]
+fn a_register_chain_costs_the_hosts_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |latency: f64| -> serde_json::Value {
+        let mut t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(root().join(MACHINE)).unwrap()).unwrap();
+        for f in ["ns_per_op", "min_ns", "max_ns"] {
+            t["classes"]["double_add"]["latency"][f] = latency.into();
+        }
+        let table = dir.path().join(format!("latency{latency}.json"));
+        std::fs::write(&table, t.to_string()).unwrap();
+        let out = predict(&["tests/fixtures/objcode/chains.c", "-n", "1", "--platform", LOCALHOST, "--machine", table.to_str().unwrap(), "--json", "-", "--", "1000"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (six, twelve) = (run(6.0), run(12.0));
+    let notes = six["assumptions"].to_string();
+    if !notes.contains("scheduled by llvm-mca (core cycles") {
+        eprintln!("llvm-mca scheduled no loop here: {notes}");
+        return;
+    }
+    let dot = |p: &serde_json::Value| block_on_line(p, 15)["seconds"].as_f64().unwrap();
+    assert!(close(dot(&six), 1000.0 * 6e-9, 0.02), "{}", block_on_line(&six, 15));
+    assert!(close(dot(&twelve), 1000.0 * 12e-9, 0.02), "{}", block_on_line(&twelve, 15));
+    let products = |p: &serde_json::Value| block_on_line(p, 22)["seconds"].as_f64().unwrap();
+    assert!(close(products(&six), products(&twelve), 1e-9), "{} / {}", block_on_line(&six, 22), block_on_line(&twelve, 22));
+}

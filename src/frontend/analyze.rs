@@ -345,6 +345,7 @@ impl<'a> Analyzer<'a> {
             chains: Vec::new(),
             allocs: Vec::new(),
             opaque: Vec::new(),
+            resource_share: None,
             site: match kind {
                 _ if inherited.is_some() => inherited,
                 BlockKind::Branch => Some(body_site(&sp)),

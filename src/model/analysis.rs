@@ -160,6 +160,12 @@ pub struct Block {
     /// them, and the time measured replaces the one `call` op the analysis can give them.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub opaque: Vec<OpaqueCall>,
+    /// For a block costed in core cycles (`core_cycle`, llvm-mca's schedule of its machine
+    /// loop): the share of those cycles its resources alone bound (the block reciprocal
+    /// throughput over its cycles); the rest waits on a chain carried in registers, and loads
+    /// from beyond L1 go on meanwhile. Absent: 1 (resource-bound, or not costed in cycles).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub resource_share: Option<f64>,
 }
 
 impl Block {

@@ -37,6 +37,7 @@ use crate::model::analysis::{BlockKind, ProgramModel};
 use crate::model::expr::{Expr, Rat};
 use crate::model::ops::OpClass;
 
+pub mod chain;
 mod mca;
 
 /// The classes compiled code replaces.
@@ -107,6 +108,10 @@ pub struct CompiledOps {
     /// (llvm-mca's block reciprocal throughput over its cycles): what an SMT sibling's work
     /// slows down (`apply`'s `throughput_factor`).
     pub throughput_share: HashMap<String, f64>,
+    /// Per block costed in core cycles: the register dependencies of each machine loop body
+    /// whose cycles it took, with the source iterations one machine iteration makes (k): the
+    /// chains carried through registers, costed with this host's latencies in `apply`.
+    pub register_chains: HashMap<String, Vec<(f64, chain::RegGraph)>>,
     pub loops: Vec<MachineLoop>,
     /// Instructions decoded, and those placed in a block of the model.
     pub instructions: usize,
@@ -137,16 +142,24 @@ impl CanonicalIds {
 
 impl CompiledOps {
     /// The model with its blocks' instruction classes taken from the object code. With the
-    /// costs (ns per op), a block costed in core cycles keeps them only where they cost less
-    /// than its instructions' classes one by one (the measured throughputs bound a loop that
-    /// overlaps nothing; where llvm-mca's model says more, it is not this host's); without
-    /// costs (`analyze --compiled`), the instructions' classes.
+    /// costs (ns per op), a block costed in core cycles takes the longer of what its resources
+    /// take and what its chain carried in registers does:
+    /// - resources: llvm-mca's resource-bound part of the cycles (the block reciprocal
+    ///   throughput), or the instructions' classes one by one where they cost less (the
+    ///   measured throughputs bound a loop that overlaps nothing; where llvm-mca's model says
+    ///   more, it is not this host's);
+    /// - the chain: the longest register recurrence of the body with this host's `latency`
+    ///   (ns per op class: `chain`), else llvm-mca's whole schedule.
+    ///
+    /// A block bound by its resources at the host's throughputs takes its classes; any other
+    /// keeps core cycles, scaled to that time, with `Block::resource_share` saying how much of
+    /// it the resources take (the loads beyond L1 overlap only that part). Without costs
+    /// (`analyze --compiled`), the instructions' classes.
     ///
     /// `throughput_factor` is how much slower loop bodies bound by their resources run with
-    /// every core of the host busy (the costs are already multiplied by it): a block in core
-    /// cycles takes the larger of its cycles and its resource-bound cycles times the factor (a
-    /// chain-bound loop does not slow down when a sibling takes a share of the core).
-    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>, throughput_factor: f64) -> ProgramModel {
+    /// every core of the host busy (the costs are already multiplied by it; a chain is not
+    /// slowed by a sibling's work).
+    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>, latency: Option<&BTreeMap<OpClass, f64>>, throughput_factor: f64) -> ProgramModel {
         let mut m = model.clone();
         // Blocks are matched by place, their file's path canonical: a trace's model names the
         // files as the trace was taken (`/abs/stage/is.c`), the build costed here as given
@@ -155,25 +168,49 @@ impl CompiledOps {
         let blocks: HashMap<String, &BTreeMap<OpClass, f64>> = self.blocks.iter().map(|(k, v)| (canon.id(k), v)).collect();
         let alts: HashMap<String, &BTreeMap<OpClass, f64>> = self.classes_of_cycles.iter().map(|(k, v)| (canon.id(k), v)).collect();
         let shares: HashMap<String, f64> = self.throughput_share.iter().map(|(k, v)| (canon.id(k), *v)).collect();
+        let chains: HashMap<String, &Vec<(f64, chain::RegGraph)>> = self.register_chains.iter().map(|(k, v)| (canon.id(k), v)).collect();
         for b in &mut m.blocks {
             let library: f64 = LIBRARY_CLASSES.iter().filter_map(|c| b.ops.get(c)).filter_map(|e| e.eval_map(&HashMap::new()).ok()).sum();
             let key = canon.id(&b.id);
             let Some(ops) = blocks.get(&key) else { continue };
             b.ops.retain(|c, _| !INSTRUCTION_CLASSES.contains(c));
             let mut ops = (*ops).clone();
-            if let (Some(alt), Some(&cycles)) = (alts.get(&key), ops.get(&OpClass::CoreCycle)) {
-                let ns = |c: &OpClass, n: f64| n * costs.and_then(|t| t.get(c)).copied().unwrap_or(0.0);
-                if costs.is_none() || alt.iter().map(|(c, &n)| ns(c, n)).sum::<f64>() < ns(&OpClass::CoreCycle, cycles) {
+            let share = shares.get(&key).copied().unwrap_or(1.0).clamp(0.0, 1.0);
+            let f = throughput_factor.max(1.0);
+            b.resource_share = None;
+            if let (Some(alt), Some(&cycles), Some(costs)) = (alts.get(&key), ops.get(&OpClass::CoreCycle), costs) {
+                let ns = |c: &OpClass, n: f64| n * costs.get(c).copied().unwrap_or(0.0);
+                let (alt_ns, cycle_ns) = (alt.iter().map(|(c, &n)| ns(c, n)).sum::<f64>(), ns(&OpClass::CoreCycle, cycles));
+                // What the resources take: the CPU model's resource-bound cycles (slowed by
+                // a sibling, as the costs are), or the host's own throughputs where less.
+                let resources = (cycle_ns * share).min(alt_ns);
+                // What the chain carried in registers takes: with the host's latencies where
+                // the body's dependencies were read, else llvm-mca's whole schedule (a chain
+                // is not slowed by a sibling).
+                let host_chain = latency.and_then(|lat| {
+                    let per: Vec<f64> = chains.get(&key)?.iter().map(|(k, g)| g.longest(lat).map(|ns| ns / k.max(1.0))).collect::<Option<_>>()?;
+                    Some(per.iter().sum::<f64>())
+                });
+                let chain_ns = host_chain.unwrap_or(cycle_ns / f);
+                let core_ns = resources.max(chain_ns);
+                if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
+                    eprintln!("{key}: cycles {cycle_ns:.3} ns (resources {:.3}), classes {alt_ns:.3}, host chain {host_chain:?} -> {core_ns:.3}", cycle_ns * share);
+                }
+                if alt_ns <= cycle_ns * share && chain_ns <= alt_ns {
+                    // Bound by its resources at the host's throughputs: its classes.
                     ops.remove(&OpClass::CoreCycle);
                     for (&c, &n) in alt.iter() {
                         *ops.entry(c).or_default() += n;
                     }
+                } else if cycle_ns > 0.0 {
+                    ops.insert(OpClass::CoreCycle, cycles * core_ns / cycle_ns);
+                    b.resource_share = Some(resources / core_ns).filter(|&s| s < 1.0);
                 }
-            }
-            if let Some(c) = ops.get_mut(&OpClass::CoreCycle) {
-                let f = throughput_factor.max(1.0);
-                let share = shares.get(&key).copied().unwrap_or(1.0);
-                *c *= (share * f).max(1.0) / f;
+            } else if costs.is_none() && alts.contains_key(&key) {
+                ops.remove(&OpClass::CoreCycle);
+                for (&c, &n) in alts[&key].iter() {
+                    *ops.entry(c).or_default() += n;
+                }
             }
             for (&c, &n) in &ops {
                 let n = if c == OpClass::Call { (n - library).max(0.0) } else { n };
@@ -651,6 +688,7 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
     // directly in its body (executed once per iteration: no branch arm, no other function's
     // inlined code) and that calls nothing (llvm-mca does not see a callee).
     let mut bodies: Vec<(usize, String)> = Vec::new();
+    let mut graphs: HashMap<usize, chain::RegGraph> = HashMap::new();
     for (li, l) in loops.iter().enumerate() {
         let Some(s) = l.src.filter(|s| main.get(s) == Some(&li)) else { continue };
         let in_loop: Vec<(usize, &Insn)> = funcs[l.f].iter().enumerate().filter(|(_, i)| l.lo <= i.addr && i.addr < l.hi).collect();
@@ -661,6 +699,7 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
         });
         if straight && in_loop.iter().any(|&(k, _)| placements[l.f][k].is_some()) {
             bodies.push((li, gas_text(in_loop.iter().map(|(_, i)| &i.ins))));
+            graphs.insert(li, chain::RegGraph::of(in_loop.iter().map(|(_, i)| (&i.ins, i.ops.as_slice()))));
         }
     }
     let schedules: HashMap<usize, mca::Schedule> = if bodies.is_empty() {
@@ -734,6 +773,9 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
         if let Some(s) = schedules.get(m).filter(|s| s.cycles > 0.0) {
             let e = out.throughput_share.entry(model.blocks[*body].id.clone()).or_insert(0.0);
             *e = e.max(s.throughput_cycles / s.cycles);
+            if let Some(g) = graphs.remove(m) {
+                out.register_chains.entry(model.blocks[*body].id.clone()).or_default().push((loops[*m].k, g));
+            }
         }
     }
     out.loops = loops
