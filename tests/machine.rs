@@ -89,7 +89,7 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
         // Sharing the memory's bandwidth cannot make a core faster. The harness runs other
         // tests beside this one, so the single-core figure may itself have shared the memory
         // (a CI run measured 0.41 ns alone, 0.34 ns with every core; the development VM, on
-        // 2026-12-02, 2.6 to 3.4 ns alone and 1.3 to 1.9 with every core in four quick tables,
+        // 2026-12-02, 2.0 to 3.4 ns alone and 1.2 to 1.9 with every core in six quick tables,
         // before and after the 2 KiB column walk existed: its pure stream kernels are slow
         // inside the MTC's rounds at times): a sanity bound, and the model never lets the
         // shared figure undercut the single one (predict::memory).
