@@ -489,6 +489,20 @@ mod tests {
         assert_eq!((t.level.as_str(), t.overlap), ("DRAM", 0.6));
     }
 
+    /// The fixture machine table (tests/fixtures/machine/fixed.json).
+    fn fixture_table() -> MachineTable {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machine/fixed.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// An overlap-kernel figure of `ns` at `level`, shaped as the level's stream load entry.
+    fn add_overlap(t: &mut MachineTable, level: &str, ns: f64) {
+        let mut m = t.memory_cost(level, "stream", "load").unwrap().clone();
+        m.pattern = "overlap".into();
+        m.throughput.ns_per_op = ns;
+        t.memory.push(m);
+    }
+
     /// From a table (the fixture's, overlap figures added): the exponent per level from the
     /// kernel at L1 (the core, 1 ns) and at the level; at DRAM the overlap kernel (0.2 ns) ran
     /// faster than the table's stream loads (0.2713 ns): the stream costs 0.2 and nothing
@@ -496,20 +510,13 @@ mod tests {
     /// (0.2778); L1 keeps its own stream figure.
     #[test]
     fn the_overlap_kernel_sets_the_exponent_and_caps_a_disturbed_stream() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machine/fixed.json");
-        let mut t: MachineTable = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let add = |t: &mut MachineTable, level: &str, ns: f64| {
-            let mut m = t.memory_cost(level, "stream", "load").unwrap().clone();
-            m.pattern = "overlap".into();
-            m.throughput.ns_per_op = ns;
-            t.memory.push(m);
-        };
+        let mut t = fixture_table();
         let before = MemoryModel::from_table(&t, |m| m.ns_per_op);
         assert!(before.levels.iter().all(|l| l.overlap == 0.0), "no overlap figures: an exponent of 0");
         let l2: f64 = 0.07919564186404376;
-        add(&mut t, "L1", 1.0);
-        add(&mut t, "L2", (1.0 + l2 * l2).sqrt());
-        add(&mut t, "DRAM", 0.2);
+        add_overlap(&mut t, "L1", 1.0);
+        add_overlap(&mut t, "L2", (1.0 + l2 * l2).sqrt());
+        add_overlap(&mut t, "DRAM", 0.2);
         let mut store = t.memory_cost("DRAM", "stream", "store").unwrap().clone();
         store.pattern = "overlap".into();
         store.throughput.ns_per_op = 0.25;
@@ -527,22 +534,16 @@ mod tests {
     /// A disturbed stream (pure figure above the overlap kernel's) just above a level that was
     /// not: that level's exponent, and the stream it implies. The fixture's L3 stream set to 2 ns
     /// with an overlap kernel of 1.5 ns over the core's 1 ns, L2's exponent 1/2: the stream is
-    /// sqrt(1.5^2 - 1), the exponent 1/2. DRAM above the disturbed L3 is capped (0.2, 0).
+    /// sqrt(1.5^2 - 1), the exponent 1/2. DRAM (its overlap kernel 1.2 ns, its stream 2) above
+    /// the disturbed L3 is capped: (1.2, 0).
     #[test]
     fn a_disturbed_stream_takes_the_exponent_of_the_level_below() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/machine/fixed.json");
-        let mut t: MachineTable = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let add = |t: &mut MachineTable, level: &str, ns: f64| {
-            let mut m = t.memory_cost(level, "stream", "load").unwrap().clone();
-            m.pattern = "overlap".into();
-            m.throughput.ns_per_op = ns;
-            t.memory.push(m);
-        };
+        let mut t = fixture_table();
         let l2: f64 = 0.07919564186404376;
-        add(&mut t, "L1", 1.0);
-        add(&mut t, "L2", (1.0 + l2 * l2).sqrt());
-        add(&mut t, "L3", 1.5);
-        add(&mut t, "DRAM", 1.2);
+        add_overlap(&mut t, "L1", 1.0);
+        add_overlap(&mut t, "L2", (1.0 + l2 * l2).sqrt());
+        add_overlap(&mut t, "L3", 1.5);
+        add_overlap(&mut t, "DRAM", 1.2);
         for m in t.memory.iter_mut().filter(|m| m.pattern == "stream" && m.access == "load" && (m.level == "L3" || m.level == "DRAM")) {
             m.throughput.ns_per_op = 2.0;
         }
