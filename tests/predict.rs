@@ -366,6 +366,8 @@ fn trace_path_agrees_with_static_path() {
         LOCALHOST,
         "--trace-ranks",
         "2",
+        "--top",
+        "1000",
     ];
     tr.extend(args);
     let t = json(&tr);
@@ -375,7 +377,21 @@ fn trace_path_agrees_with_static_path() {
         s["predicted_s"].as_f64().unwrap(),
         t["predicted_s"].as_f64().unwrap(),
     );
-    assert!(close(pt, ps, 1e-6), "trace path {pt} s, static path {ps} s");
+    // A trace times the calls it cannot see (strtol here) where one takes longer than the
+    // timing itself: on a loaded machine a cold first call can, and then the trace path is
+    // longer by at most those calls' seconds (over all ranks). Nothing else may differ.
+    let timed: f64 = t["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["timed_calls"]["seconds"].as_f64())
+        .sum();
+    assert!(
+        pt >= ps * (1.0 - 1e-6) && pt <= ps * (1.0 + 1e-6) + timed,
+        "trace path {pt} s, static path {ps} s, timed calls {timed} s; the trace's blocks {} and assumptions {}",
+        t["blocks"],
+        t["assumptions"]
+    );
     assert_eq!(s["messages"], t["messages"]);
 }
 
