@@ -930,6 +930,19 @@ static void write_stats(int complete)
         if (n > 0 && write(fd, text, (size_t)n) < 0)
             n_write_errors++;
     }
+    /* The hooked loops that were entered: entries, and those whose exit a predictor misses
+     * (the last entry finished here, as the next entry's hook would). */
+    for (unsigned j = 0; j < __mpicast_nloops; j++) {
+        unsigned k = __mpicast_loops[j];
+        const unsigned long long *e = &__mpicast_le[4 * (unsigned long long)k];
+        if (e[0] == 0)
+            continue;
+        unsigned long long d = __mpicast_bc[k] - e[1];
+        unsigned long long misses = e[3] + ((e[0] > 1 && d != e[2]) || d > 32);
+        n = snprintf(text, sizeof text, "loop.%u=%llu %llu\n", k, e[0], misses);
+        if (n > 0 && write(fd, text, (size_t)n) < 0)
+            n_write_errors++;
+    }
     close(fd);
 }
 

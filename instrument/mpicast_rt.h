@@ -26,6 +26,13 @@
  * `call_clock_ns=` (what one timing costs itself: the median of 1,001 timings of nothing on the
  * arrays' last slot, __mpicast_ncalls, one more than the calls).
  *
+ * Counted loops get `__MPICAST_LE(K)` before them (the prologue's macro), once per entry:
+ * four words per loop in __mpicast_le[4K..4K+3] hold its entries, its counter at the last
+ * entry, the last entry's trip, and the entries whose trip differed from the one before (the
+ * first has none) or exceeded 32 (exits a branch predictor misses). The generated file lists the hooked loops
+ * (__mpicast_loops, __mpicast_nloops); the runtime finishes the last entry and writes
+ * `loop.K=ENTRIES MISSES`.
+ *
  * The runtime interposes MPI through PMPI: at every MPI call that the replay understands it
  * writes the counters that changed since the previous call as one `compute blocks` line, then
  * the call itself (traces/FORMAT.md). Environment:
@@ -49,6 +56,9 @@ extern unsigned int __mpicast_seen[], __mpicast_reused[];
 extern const unsigned int __mpicast_nprobes;
 extern unsigned long long __mpicast_cn[], __mpicast_ctn[], __mpicast_cns[];
 extern const unsigned int __mpicast_ncalls;
+extern unsigned long long __mpicast_le[];
+extern const unsigned int __mpicast_loops[];
+extern const unsigned int __mpicast_nloops;
 struct __mpicast_ct {
     unsigned int k;
     unsigned long long t0;

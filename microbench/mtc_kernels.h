@@ -7,7 +7,7 @@
     K(float_div_tp) K(float_div_lat) K(double_add_tp) K(double_add_lat)                      \
     K(double_mul_tp) K(double_mul_lat) K(double_div_tp) K(double_div_lat)                    \
     K(fp_cmp_tp) K(fp_cmp_lat) K(int_to_fp_tp) K(fp_to_int_tp) K(conv_roundtrip_lat)         \
-    K(branch_tp) K(call_tp) K(call_lat)                                                      \
+    K(branch_tp) K(branch_miss) K(branch_pred) K(call_tp) K(call_lat)                        \
     K(sqrt_tp) K(sqrt_lat) K(exp_tp) K(exp_lat) K(log_tp) K(log_lat) K(sincos_tp)            \
     K(sincos_lat) K(pow_tp) K(pow_lat) K(fabs_tp) K(fabs_lat) K(rand_tp)                     \
     K(mem_stream_load) K(mem_stream_store) K(mem_chase_lat) K(mem_chase_tp)                  \

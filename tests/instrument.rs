@@ -26,16 +26,17 @@ fn is_cpp(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "cpp")
 }
 
-/// The counter table, the address probes' arrays and the timed calls' functions the trace
+/// The counter table, the address probes' and loop hooks' arrays and the timed calls' functions the trace
 /// runtime would define, for a copy built without it.
 fn counter_table(n: usize, probes: usize) -> String {
     format!(
         "\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\nunsigned long long __mpicast_bc[{}];\n\
-         unsigned long long __mpicast_hi[{p}], __mpicast_nlo[{p}], __mpicast_lines[64 * {p}];\n\
+         unsigned long long __mpicast_hi[{p}], __mpicast_nlo[{p}], __mpicast_lines[64 * {p}], __mpicast_le[4 * {}];\n\
          unsigned int __mpicast_seen[{p}], __mpicast_reused[{p}];\n\
          #ifdef __MPICAST_CALLS\nunsigned long long __mpicast_call_begin(unsigned int k) {{ return k + 1; }}\n\
          void __mpicast_call_end(struct __mpicast_ct *t) {{ (void)t; }}\n#endif\n\
          #ifdef __cplusplus\n}}\n#endif\n",
+        n.max(1),
         n.max(1),
         p = probes.max(1)
     )
@@ -50,7 +51,7 @@ fn instrument(src: &Path, dir: &Path) -> (PathBuf, usize, Vec<(u32, String)>) {
     let name = src.display().to_string();
     let text = std::fs::read(src).unwrap();
     let texts: HashMap<String, Vec<u8>> = [(name.clone(), text.clone())].into_iter().collect();
-    let plan = rewrite::plan(&model, &texts, &blocks_to_count(&model, true), None, true);
+    let plan = rewrite::plan(&model, &texts, &blocks_to_count(&model, true), None, true, true);
     let mut out = rewrite::apply(&plan, &name, &text).unwrap_or(text);
     out.extend_from_slice(counter_table(model.blocks.len(), plan.probes.len()).as_bytes());
     let copy = dir.join(src.file_name().unwrap());

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use mpicast::model::analysis::{CountStatus, ProgramModel};
+use mpicast::model::analysis::{BlockKind, CountStatus, ProgramModel};
 use mpicast::model::read_artifact;
 use mpicast::model::trace::{Compute, Peer, Tag, TraceAction, TraceMeta};
 use mpicast::trace::TraceReader;
@@ -1167,25 +1167,31 @@ fn calls_into_libraries_are_timed_and_charged() {
     // strlen's 40 calls take far less than 1% of the run: left to its call op.
     assert!(meta.calls.iter().all(|c| c.func != "strlen"), "{:?}", meta.calls);
     // The prediction charges the naps: at least 20 x 2 ms on each rank.
+    let p = predicted_from(&t, "library_calls.c", "20");
+    let predicted = p["predicted_s"].as_f64().unwrap();
+    assert!(predicted >= 0.04 && predicted < 0.05 + 1.5 * 20.0 * nap.ns * 1e-9, "predicted {predicted} s with naps of {} ns", nap.ns);
+    // With --time-blocks the bursts hold the calls' time: nothing is timed apart.
+    let timed = trace_ok(&s, &fixture("library_calls.c"), 1, &["--time-blocks"], &["2"]);
+    assert!(timed.meta().calls.is_empty(), "{:?}", timed.meta().calls);
+}
+
+/// `mpicast predict -n 2` of a trace fixture from its 2-rank trace (fixture table, localhost,
+/// every block listed), as JSON.
+fn predicted_from(t: &Traced, name: &str, arg: &str) -> serde_json::Value {
     let out = Command::new(exe())
-        .args(["predict", "-n", "2", "--machine"])
+        .args(["predict", "-n", "2", "--top", "1000", "--machine"])
         .arg(fixed_machine())
         .arg("--platform")
         .arg(platform("localhost"))
         .arg("--trace")
         .arg(&t.dir)
         .args(["--json", "-"])
-        .arg(fixture("library_calls.c"))
-        .args(["--", "20"])
+        .arg(fixture(name))
+        .args(["--", arg])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let predicted = p["predicted_s"].as_f64().unwrap();
-    assert!(predicted >= 0.04 && predicted < 0.05 + 1.5 * 20.0 * nap.ns * 1e-9, "predicted {predicted} s with naps of {} ns", nap.ns);
-    // With --time-blocks the bursts hold the calls' time: nothing is timed apart.
-    let timed = trace_ok(&s, &fixture("library_calls.c"), 1, &["--time-blocks"], &["2"]);
-    assert!(timed.meta().calls.is_empty(), "{:?}", timed.meta().calls);
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Polls that find nothing are charged: 20,000 failed MPI_Test on rank 0 (exactly: its peer
@@ -1226,4 +1232,39 @@ fn a_communicator_counting_down_is_one_run() {
     let TraceAction::CommDef { ranks, .. } = &b else { panic!("a communicator") };
     assert_eq!(ranks.to_vec(), vec![3, 2, 1, 0, 5, 6, 7]);
     assert_eq!(format_action(&b), "comm 1 3-0,5-7");
+}
+
+/// Missed loop exits: the trace runtime's loop hook counts, on each of 2 ranks, the entries
+/// whose trip differs from the one before (exactly the changes the program counts itself; the
+/// first entry has none before it) and every entry of 100 trips; the analysis counts the loops
+/// it can (100 trips: every entry; 8: none; a trip that follows the outer variable: every
+/// entry), and its count stands where it has one; the prediction charges each missed exit one
+/// `branch_miss` (8 ns in the fixture table) in the block the loop is in.
+#[test]
+fn missed_loop_exits_are_counted_and_charged() {
+    let s = Scratch::new("mpicast-trace-test");
+    let n = 1000u64;
+    let t = trace_ok(&s, &fixture("loop_exits.c"), 2, &["--all-blocks"], &["1000"]);
+    let changes: u64 = t.value("changes").parse().unwrap();
+    let model = t.analysis();
+    let meta = t.meta();
+    let at = |line: u32| model.blocks.iter().position(|b| b.kind == BlockKind::Loop && b.line_start == line).unwrap_or_else(|| panic!("no loop at line {line}"));
+    let exits = |line: u32| meta.loop_exits.iter().find(|l| l.block as usize == at(line)).map(|l| (l.entries, l.misses));
+    assert_eq!(exits(39), Some((2 * n, 2 * changes)), "drawn trips: {:?}", meta.loop_exits);
+    assert_eq!(exits(42), Some((2 * n, 2 * n)), "100 trips: {:?}", meta.loop_exits);
+    assert_eq!((exits(30), exits(33), exits(36)), (Some((100, 100)), Some((100, 0)), Some((100, 98))), "{:?}", meta.loop_exits);
+    let rule = |line: u32| model.blocks[at(line)].exit_misses.as_ref().map(|e| e.eval_map(&Default::default()).unwrap());
+    assert_eq!((rule(30), rule(33), rule(36)), (Some(1.0), Some(0.0), Some(1.0)));
+    assert_eq!((rule(39), rule(42)), (None, None), "data decides these trips");
+
+    let p = predicted_from(&t, "loop_exits.c", "1000");
+    // The outer loops (their iterations run the inner loops' entries), both ranks together.
+    let miss_s = |line: u64| {
+        p["blocks"].as_array().unwrap().iter().find(|b| b["kind"] == "loop" && b["line_start"] == line).map_or(0.0, |b| b["op_seconds"]["branch_miss"].as_f64().unwrap_or(0.0))
+    };
+    let ns = 8e-9;
+    for (line, misses) in [(29, 2.0 * 50.0), (32, 0.0), (35, 2.0 * 50.0), (38, 2.0 * changes as f64), (41, 2.0 * n as f64)] {
+        let want = misses * ns;
+        assert!((miss_s(line) - want).abs() <= 1e-3 * want + 1e-15, "outer loop at line {line}: {} s of missed exits, {want} s expected", miss_s(line));
+    }
 }

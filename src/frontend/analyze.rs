@@ -346,6 +346,8 @@ impl<'a> Analyzer<'a> {
             allocs: Vec::new(),
             opaque: Vec::new(),
             resource_share: None,
+            entry_site: None,
+            exit_misses: None,
             site: match kind {
                 _ if inherited.is_some() => inherited,
                 BlockKind::Branch => Some(body_site(&sp)),
@@ -542,11 +544,14 @@ impl<'a> Analyzer<'a> {
                     self.expr_ops(u, &mut ops, false);
                 }
                 let lid = self.block_id(*span, BlockKind::Loop);
+                let exit_misses = static_exit_misses(&trip, ctx);
                 self.push_block(lid.clone(), Some(parent), BlockKind::Loop, *span, &loop_ctx, Some(trip), ops);
                 if let Some(b) = self.model.blocks.last_mut() {
                     let bs = body.span();
                     b.body_bytes = Some([bs.byte_start, bs.byte_end]);
                     b.site = Some(body_site(&bs));
+                    b.entry_site = Some(entry_site(span));
+                    b.exit_misses = exit_misses;
                     if inner_ctx.loops.len() > ctx.loops.len() {
                         if let Some((v, lo, hi)) = inner_ctx.loops.last().and_then(|l| l.var.clone()) {
                             b.induction = Some(Box::new(Induction { var: v, lo, hi }));
@@ -585,6 +590,7 @@ impl<'a> Analyzer<'a> {
                     let bs = body.span();
                     b.body_bytes = Some([bs.byte_start, bs.byte_end]);
                     b.site = Some(body_site(&bs));
+                    b.entry_site = Some(entry_site(span));
                 }
                 let mut inner = Segment::default();
                 self.stmt(body, &lid, &inner_ctx, &mut inner);
@@ -1659,6 +1665,32 @@ fn nonzero(x: u32) -> Option<u32> {
 }
 
 const IN_MACRO: &str = "it starts inside a statement macro's expansion, where nothing can be inserted";
+
+/// Where a statement before a loop goes: before the loop and the `#pragma` lines attached to
+/// it, enclosed in braces with it where the loop is a body or arm without them.
+fn entry_site(sp: &Span) -> Site {
+    let p = &sp.place;
+    Site {
+        at: p.lead,
+        at_line: nonzero(p.lead_line),
+        blocked: p.in_macro.then(|| IN_MACRO.to_string()),
+        ..Site::default()
+    }
+}
+
+/// Exits a predictor misses per entry of a loop counted statically: every entry where the trip
+/// follows an enclosing loop's variable (it changes from one entry to the next: counted as
+/// one, as the variable is not bound where the enclosing block is costed), else the entries
+/// whose trip is longer than the predictor foresees.
+fn static_exit_misses(trip: &Count, ctx: &Ctx) -> Option<Expr> {
+    let e = trip.expr.as_ref().filter(|_| trip.status != CountStatus::NeedsTrace)?;
+    let varies = ctx.loops.iter().filter_map(|l| l.var.as_ref()).any(|(v, _, _)| e.mentions(v));
+    Some(if varies {
+        Expr::int(1)
+    } else {
+        Expr::ifpos(e.clone().sub(Expr::int(i128::from(crate::model::analysis::PREDICTED_TRIP))), Expr::int(1), Expr::int(0))
+    })
+}
 
 /// Where a loop body's or a branch arm's statement takes a trace point.
 fn body_site(sp: &Span) -> Site {

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::model::analysis::{Block, ProgramModel};
+use crate::model::analysis::{BlockKind, ProgramModel, Site};
 
 /// Declares the counters and the address probes at the top of an instrumented file
 /// (mpicast_rt.h says the same); `#line 1` keeps the compiler's line numbers those of the
@@ -26,8 +26,15 @@ use crate::model::analysis::{Block, ProgramModel};
 /// ends with its scope (a cleanup), in C++ a comma expression whose temporary timer ends with
 /// the full expression (a reference the call returns stays one). The types are defined once
 /// per translation unit (an instrumented file may include another).
+///
+/// `__MPICAST_LE(K)`, before counted loop K, runs once per entry: the loop's counter has
+/// advanced by the previous entry's trip since the last one, and an entry whose trip differs
+/// from the one before it (the first has none before it), or exceeds 32 (`PREDICTED_TRIP`),
+/// counts a missed exit. Four words
+/// per loop in `__mpicast_le`: entries, the counter at the last entry, the last trip, misses
+/// (the runtime finishes the last entry when it writes the statistics).
 pub const PROLOGUE: &str = "#ifdef __cplusplus\nextern \"C\" {\n#endif\nextern unsigned long long __mpicast_bc[];\n\
-extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[];\nextern unsigned int __mpicast_seen[], __mpicast_reused[];\n\
+extern unsigned long long __mpicast_hi[], __mpicast_nlo[], __mpicast_lines[], __mpicast_le[];\nextern unsigned int __mpicast_seen[], __mpicast_reused[];\n\
 #ifndef __MPICAST_CALLS\n#define __MPICAST_CALLS\nstruct __mpicast_ct { unsigned int k; unsigned long long t0; };\n\
 extern unsigned long long __mpicast_call_begin(unsigned int);\nextern void __mpicast_call_end(struct __mpicast_ct *);\n\
 #ifdef __cplusplus\n}\nstruct __mpicast_ctimer { struct __mpicast_ct t; __mpicast_ctimer(unsigned int k) { t.k = k; t.t0 = __mpicast_call_begin(k); } \
@@ -42,7 +49,10 @@ extern unsigned long long __mpicast_call_begin(unsigned int);\nextern void __mpi
     if (~__mpicast_a > __mpicast_nlo[k]) __mpicast_nlo[k] = ~__mpicast_a; \\\n\
     unsigned long long *__mpicast_l = &__mpicast_lines[64ULL * (k) + ((__mpicast_a >> 6) & 63)]; \\\n\
     if (*__mpicast_l == (__mpicast_a >> 6) + 1) __mpicast_reused[k]++; else *__mpicast_l = (__mpicast_a >> 6) + 1; } \\\n\
-  __mpicast_p; }))\n#line 1\n";
+  __mpicast_p; }))\n\
+#define __MPICAST_LE(k) { unsigned long long *__mpicast_e = &__mpicast_le[4 * (k)]; if (__mpicast_e[0]) { \\\n\
+  unsigned long long __mpicast_d = __mpicast_bc[k] - __mpicast_e[1]; __mpicast_e[3] += (__mpicast_e[0] > 1 && __mpicast_d != __mpicast_e[2]) || __mpicast_d > 32; \\\n\
+  __mpicast_e[2] = __mpicast_d; } __mpicast_e[0]++; __mpicast_e[1] = __mpicast_bc[k]; }\n#line 1\n";
 
 /// One insertion. At equal offsets: the ends of address probes and timed calls (innermost
 /// first), closing braces, then opening braces (outermost first), the sampling check,
@@ -295,6 +305,8 @@ pub struct Plan {
     pub counted: Vec<u32>,
     /// Blocks that should have had one: (index, reason).
     pub skipped: Vec<(u32, String)>,
+    /// Counted loops that also got an entry hook (`__MPICAST_LE`): their exits are measured.
+    pub loops: Vec<u32>,
     /// Address probes, by id: the irregular references (`h[key[i]]`) whose range of
     /// addresses the run measures.
     pub probes: Vec<Probe>,
@@ -319,7 +331,8 @@ pub struct Probe {
 
 /// Places a counter in each block of `want` (indices into `model.blocks`) and, with `sample`
 /// = (loop index, K), a check that leaves that loop after K iterations; with `probes`, an
-/// address probe on each irregular reference of a counted block. `texts` holds each
+/// address probe on each irregular reference of a counted block; with `loops`, an entry hook
+/// before each counted loop (`__MPICAST_LE`). `texts` holds each
 /// analysed file's bytes by the name the analysis uses. The offsets come from the analysis'
 /// sites (the syntax tree); the lexer only confirms each one is inside a function body.
 pub fn plan(
@@ -328,6 +341,7 @@ pub fn plan(
     want: &[u32],
     sample: Option<(u32, u64)>,
     probes: bool,
+    loops: bool,
 ) -> Plan {
     let mut plan = Plan::default();
     let mut lexed: HashMap<&str, Lexed> = HashMap::new();
@@ -366,7 +380,7 @@ pub fn plan(
             .entry(b.file.as_str())
             .or_insert_with(|| Lexed::new(text));
         let file_slots = slots.get(b.file.as_str()).map(Vec::as_slice).unwrap_or(&[]);
-        let (at, line, need) = match place(b, text, lx, file_slots) {
+        let (at, line, need) = match place(b.site.as_ref(), text, lx, file_slots) {
             Ok(p) => p,
             Err(reason) => {
                 plan.skipped.push((index, reason));
@@ -385,6 +399,14 @@ pub fn plan(
             )
         } else {
             plan.counted.push(index);
+            // A counted loop's entries: each one's trip is its counter's advance since the
+            // previous entry (the hook before the loop).
+            let entry = (loops && b.kind == BlockKind::Loop).then_some(b.entry_site.as_ref()).flatten();
+            if let Some(Ok((at, line, need))) = entry.map(|site| place(Some(site), text, lx, file_slots)) {
+                wraps.entry(b.file.clone()).or_default().extend(need);
+                plan.loops.push(index);
+                code.push((b.file.clone(), Edit { offset: at, rank: COUNTER, key: index as i64, line, text: format!("__MPICAST_LE({index}) ") }));
+            }
             (COUNTER, index as i64, format!("__mpicast_bc[{index}]++; "))
         };
         code.push((
@@ -428,6 +450,7 @@ pub fn plan(
         }
     }
     plan.counted.sort_unstable();
+    plan.loops.sort_unstable();
     plan
 }
 
@@ -519,12 +542,12 @@ fn constant_context(text: &[u8], at: usize) -> bool {
 /// Where a block's statement goes: the offset, the line to restore after it when the offset
 /// starts a preprocessor line, and the bodies/arms to enclose in braces.
 fn place(
-    b: &Block,
+    site: Option<&Site>,
     text: &[u8],
     lx: &Lexed,
     slots: &[Slot],
 ) -> Result<(usize, Option<u32>, Vec<Slot>), String> {
-    let site = b.site.as_ref().ok_or(
+    let site = site.ok_or(
         "the analysis gives no insertion point for it (an analysis from an older mpicast)",
     )?;
     if let Some(why) = &site.blocked {

@@ -214,6 +214,9 @@ fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
             chain: true,
         },
         Branch => same(key("branch_tp", 0), UNROLL, empty.clone()),
+        // One inner loop per iteration whose trip differs from the previous one's in
+        // `trip_changes()` of them; the twin that the predictor learns taken off.
+        BranchMiss => same(key("branch_miss", 0), trip_changes(), Some(key("branch_pred", 0))),
         Rand => same(key("rand_tp", 0), UNROLL, empty.clone()),
         LoopIter => same(key("empty", 0), 1.0, None),
         MemcpyByte => same(key("memcpy", 0), BYTES_PER_CALL, empty.clone()),
@@ -244,6 +247,21 @@ fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
         // int_add latency kernel is its measure.
         CoreCycle => pair("int_add", true),
     }
+}
+
+/// The share of the branch_miss kernel's inner loops whose trip differs from the previous
+/// one's: its table of trips remade (microbench/mtc_ctrl.c, `mtc_trips_init`).
+fn trip_changes() -> f64 {
+    let (mut s, mut prev, mut changed) = (12345u32, 0u32, 0u32);
+    for i in 0..65536u32 {
+        s = s.wrapping_mul(1664525).wrapping_add(1013904223);
+        let t = 4 + (s >> 29);
+        if i > 0 && t != prev {
+            changed += 1;
+        }
+        prev = t;
+    }
+    f64::from(changed) / 65536.0
 }
 
 /// 8-byte words in a 4 KiB page.

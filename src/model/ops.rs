@@ -62,6 +62,7 @@ op_classes! {
     Store => "store": "store to an array element (a[i] = ...)",
     PtrDeref => "ptr_deref": "pointer dereference read (*p, p->f)",
     Branch => "branch": "conditional branch (if, ?:, &&, ||)",
+    BranchMiss => "branch_miss": "a loop exit the branch predictor misses (the pipeline refilled): a trip count unlike the previous entry's, or longer than the predictor's history",
     LoopIter => "loop_iter": "one loop iteration's overhead (test, increment, jump)",
     Call => "call": "function call and return",
     Sqrt => "sqrt": "sqrt, sqrtf",

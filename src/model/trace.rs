@@ -650,6 +650,10 @@ pub struct TraceMeta {
     /// from this trace charges per call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<TimedCall>,
+    /// The counted loops' entries and the exits a branch predictor missed in them (the ranks
+    /// together): a prediction from this trace charges `branch_miss` per entry at their rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loop_exits: Vec<LoopExits>,
     /// Every rank reached MPI_Finalize.
     pub complete: bool,
     pub rank_traces: Vec<RankTrace>,
@@ -689,6 +693,16 @@ pub struct Sampling {
     pub trip_count: u64,
     /// Iterations that ran.
     pub sampled_iterations: u64,
+}
+
+/// A counted loop in the traced run (the ranks together): its entries, and those whose trip
+/// differed from the entry before or exceeded `PREDICTED_TRIP` (a missed exit each).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoopExits {
+    /// The loop's index in the analysis.
+    pub block: u32,
+    pub entries: u64,
+    pub misses: u64,
 }
 
 /// A call into code the analysis does not see, timed in the traced run (the ranks together).

@@ -1080,14 +1080,36 @@ fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options
             "{ranks} ranks at once on a host: loop bodies {tp:.2}x and dependent chains {lat:.2}x slower than alone (bench machine's co-run kernels, every core busy)"
         ));
     }
-    match &opts.compiled {
+    let mut m = match &opts.compiled {
         Some(c) => {
             o.assumptions.push(c.summary());
             // The chains' latencies as measured, slowed as co-running chains are.
             let latency: BTreeMap<OpClass, f64> = opts.machine.classes.iter().map(|(c, m)| (*c, m.latency.ns_per_op * lat.max(1.0))).collect();
-            (c.apply(model, Some(&costs.nominal), Some(&latency), tp), o)
+            c.apply(model, Some(&costs.nominal), Some(&latency), tp)
         }
-        None => (model.clone(), o),
+        None => model.clone(),
+    };
+    exits_to_parents(&mut m);
+    (m, o)
+}
+
+/// Each loop's missed exits (per entry) as `branch_miss` ops of the block it is in, which runs
+/// once per entry: the arm, the enclosing loop's iteration, or the function.
+fn exits_to_parents(model: &mut ProgramModel) {
+    let index: HashMap<&str, usize> = model.blocks.iter().enumerate().map(|(i, b)| (b.id.as_str(), i)).collect();
+    let adds: Vec<(usize, Expr)> = model
+        .blocks
+        .iter()
+        .filter(|b| b.kind == crate::model::analysis::BlockKind::Loop)
+        .filter_map(|b| Some((*index.get(b.parent.as_deref()?)?, b.exit_misses.clone().filter(|e| !e.is_zero())?)))
+        .collect();
+    for (p, e) in adds {
+        let ops = &mut model.blocks[p].ops;
+        let sum = match ops.get(&OpClass::BranchMiss) {
+            Some(old) => old.clone().add(e),
+            None => e,
+        };
+        ops.insert(OpClass::BranchMiss, sum);
     }
 }
 
@@ -1229,6 +1251,7 @@ fn predict_set_from(
         out: out.path(),
         pack,
         ranks: out_ranks,
+        formula_size: scale.filter(|req| req.mode == crate::scale::Mode::Weak && ranks != opts.ranks).map(|_| ranks),
         factor: opts.what_if.compute_factor(),
         counter_s,
         measured,
@@ -1357,6 +1380,10 @@ struct Costing<'a> {
     pack: Option<crate::trace::pack::SharedPack>,
     /// Ranks of the costed traces.
     ranks: u32,
+    /// Weak scaling from K traced ranks: every rank computes as a traced one did, so its
+    /// blocks' formulas (a loop's trip, hence its missed exits; a reference's footprint) read
+    /// size K and rank r mod K.
+    formula_size: Option<u32>,
     /// The what-if compute factor.
     factor: f64,
     /// Seconds one counter increment cost the traced run.
@@ -1377,9 +1404,13 @@ impl Costing<'_> {
         use crate::model::trace::Compute;
         let (model, ranks, factor, measured, counter_s) = (self.model, self.ranks, self.factor, self.measured, self.counter_s);
         let mut env = self.base_env.clone();
-        env.insert("rank".into(), r as f64);
-        env.insert("size".into(), ranks as f64);
-        if let Some((dims, coords)) = grid_of(model, &env, r) {
+        let (fr, fs) = match self.formula_size {
+            Some(k) if k > 0 => (r % k, k),
+            _ => (r, ranks),
+        };
+        env.insert("rank".into(), fr as f64);
+        env.insert("size".into(), fs as f64);
+        if let Some((dims, coords)) = grid_of(model, &env, fr) {
             grid_env(&mut env, &dims, &coords);
         }
         let c = self.costs;

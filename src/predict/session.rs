@@ -515,7 +515,7 @@ fn static_checked(
     let mut big = at(opts.ranks);
     big.arm_rates = found.arm_rates.clone().map(std::sync::Arc::new);
     big.loop_trips = found.loop_trips.clone().map(std::sync::Arc::new);
-    let mut p = super::predict_static(model, &big).ok()?;
+    let mut p = super::predict_static(&with_exits(model, set), &big).ok()?;
     if let Some(r) = &found.arm_rates {
         p.assumptions.insert(
             0,
@@ -537,13 +537,33 @@ fn static_checked(
 }
 
 /// `model` (an analysis of the traced program, as the static path uses it) with the trace's
-/// measured footprints (`trace::set::measured_footprints`), matched by block (ids with their
-/// files canonical: the trace may name the sources another way) and by the reference's array
-/// and access: a static prediction that stands in for the trace costs the irregular
-/// references as the trace does.
+/// measured footprints (`trace::set::measured_footprints`), timed calls and loop exits,
+/// matched by block (ids with their files canonical: the trace may name the sources another
+/// way) and, for footprints, by the reference's array and access: a static prediction that
+/// stands in for the trace costs the irregular references as the trace does.
 fn with_footprints(model: &ProgramModel, set: &crate::trace::set::TraceSet) -> ProgramModel {
     let mut out = model.clone();
-    let Some(meta) = &set.meta else { return out };
+    let Some(moved) = moved_meta(model, set) else { return out };
+    crate::trace::set::measured_footprints(&mut out, &moved);
+    crate::trace::set::measured_calls(&mut out, &moved);
+    crate::trace::set::measured_exits(&mut out, &moved);
+    out
+}
+
+/// `model` with the trace's missed loop exits per entry: at another number of ranks, the
+/// rate of a loop whose trips the data decides is the traced one.
+fn with_exits(model: &ProgramModel, set: &crate::trace::set::TraceSet) -> ProgramModel {
+    let mut out = model.clone();
+    if let Some(moved) = moved_meta(model, set) {
+        crate::trace::set::measured_exits(&mut out, &moved);
+    }
+    out
+}
+
+/// The trace's meta with its block indices those of `model` (what matches no block of it left
+/// out).
+fn moved_meta(model: &ProgramModel, set: &crate::trace::set::TraceSet) -> Option<crate::model::trace::TraceMeta> {
+    let meta = set.meta.as_ref()?;
     let mut canon = crate::objcode::CanonicalIds::default();
     let index: HashMap<String, usize> = model.blocks.iter().enumerate().map(|(i, b)| (canon.id(&b.id), i)).collect();
     let mut moved = meta.clone();
@@ -554,15 +574,16 @@ fn with_footprints(model: &ProgramModel, set: &crate::trace::set::TraceSet) -> P
         f.block = i as u32;
         same
     });
-    moved.calls.retain_mut(|c| {
-        let Some(traced) = set.model.blocks.get(c.block as usize) else { return false };
+    // A traced block's index, as this model's (false: it has no such block).
+    let mut remap = |b: &mut u32| {
+        let Some(traced) = set.model.blocks.get(*b as usize) else { return false };
         let Some(&i) = index.get(&canon.id(&traced.id)) else { return false };
-        c.block = i as u32;
+        *b = i as u32;
         true
-    });
-    crate::trace::set::measured_footprints(&mut out, &moved);
-    crate::trace::set::measured_calls(&mut out, &moved);
-    out
+    };
+    moved.calls.retain_mut(|c| remap(&mut c.block));
+    moved.loop_exits.retain_mut(|l| remap(&mut l.block));
+    Some(moved)
 }
 
 /// What the static path at the trace's K ranks shows against the trace (`static_checked`).

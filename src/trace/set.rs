@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::model::analysis::ProgramModel;
+use crate::model::expr::{Expr, Rat};
 use crate::model::trace::TraceMeta;
 
 use super::fold::Item;
@@ -40,6 +41,7 @@ impl TraceSet {
         if let Some(m) = &meta {
             measured_footprints(&mut model, m);
             measured_calls(&mut model, m);
+            measured_exits(&mut model, m);
         }
         let ranks = super::discover(dir)?;
         Ok(TraceSet { dir: dir.to_path_buf(), model, meta, ranks, traces: OnceCell::new() })
@@ -71,7 +73,6 @@ impl TraceSet {
 /// update in E for a range of E elements (`send_counts[owner(key)]++` at one rank: every one).
 pub fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
     use crate::model::analysis::{Chain, MemAccess};
-    use crate::model::expr::{Expr, Rat};
     use crate::model::ops::OpClass;
     for f in &meta.footprints {
         let Some(b) = model.blocks.get_mut(f.block as usize) else { continue };
@@ -97,6 +98,17 @@ pub fn measured_footprints(model: &mut ProgramModel, meta: &TraceMeta) {
 /// Tables of more elements than this hold no update behind another often enough to matter
 /// (the chain's share, 1/E, is then below 2%).
 const UPDATE_CHAIN_ELEMENTS: u64 = 64;
+
+/// The counted loops' missed exits per entry, as the traced run measured them, where the
+/// analysis has no figure of its own (a trip it could not count): a trip it counted keeps its
+/// formula, at any number of ranks, as the static path gives it.
+pub fn measured_exits(model: &mut ProgramModel, meta: &TraceMeta) {
+    for l in meta.loop_exits.iter().filter(|l| l.entries > 0) {
+        let Some(b) = model.blocks.get_mut(l.block as usize).filter(|b| b.exit_misses.is_none()) else { continue };
+        let share = (l.misses.min(l.entries) as f64 / l.entries as f64 * 4096.0).round() as i128;
+        b.exit_misses = Some(Expr::rat(Rat::new(share, 4096)));
+    }
+}
 
 /// The calls into code the analysis does not see, as the traced run timed them: each costs
 /// its measured mean per execution of its block, where the analysis has one `call` op. A call
