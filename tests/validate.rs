@@ -287,7 +287,8 @@ fn a_start_up_measured_under_load_is_not_recorded() {
 
 /// On this host's own platform with its own machine table, a prediction's interval covers what
 /// runs here measured against earlier predictions of its mode, which `mpicast validate` records:
-/// below 5 records the table's spread alone, from 5 on their 5th to 95th percentile.
+/// below 5 records the table's spread alone, from 5 on their 5th to 95th percentile; while the
+/// table has fewer than 5, those of the host's earlier tables.
 #[test]
 fn validated_runs_widen_this_hosts_intervals() {
     let dir = tempfile::tempdir().unwrap();
@@ -322,15 +323,22 @@ fn validated_runs_widen_this_hosts_intervals() {
     assert!(first["calibration"].get("ratio").is_none());
     let t = first["predicted_s"].as_f64().unwrap();
     let [lo, hi] = [first["interval_s"][0].as_f64().unwrap(), first["interval_s"][1].as_f64().unwrap()];
-    // Five validated static predictions: runs measured 1.1 to 1.5 times the predicted time.
-    let records: Vec<serde_json::Value> = [1.1, 1.2, 1.3, 1.4, 1.5]
-        .iter()
-        .map(|r| serde_json::json!({"table": created, "mode": "static", "ratio": r, "program": "pi_dartboard", "ranks": 1, "recorded_unix_s": 0}))
-        .collect();
+    let record = |table: u64, r: f64| serde_json::json!({"table": table, "mode": "static", "ratio": r, "program": "pi_dartboard", "ranks": 1, "recorded_unix_s": 0});
     std::fs::create_dir_all(cache.join("calibration")).unwrap();
     let store = cache.join(format!("calibration/{table_host}.json"));
-    std::fs::write(&store, serde_json::json!({"schema": "mpicast/calibration", "version": 1, "records": records}).to_string()).unwrap();
+    let write = |records: &[serde_json::Value]| std::fs::write(&store, serde_json::json!({"schema": "mpicast/calibration", "version": 1, "records": records}).to_string()).unwrap();
+    // Five validations with an earlier table (2.0 to 2.4 times): they stand in for this one's.
+    let mut records: Vec<serde_json::Value> = [2.0, 2.1, 2.2, 2.3, 2.4].iter().map(|&r| record(created - 3600, r)).collect();
+    write(&records);
+    let earlier = predict();
+    assert_eq!((earlier["calibration"]["validations"].as_u64(), earlier["calibration"]["earlier_tables"].as_u64()), (Some(0), Some(5)), "{}", earlier["calibration"]);
+    assert!((earlier["calibration"]["ratio"][1].as_f64().unwrap() - 2.38).abs() < 1e-9, "{}", earlier["calibration"]);
+    // Five validated static predictions with this table: runs measured 1.1 to 1.5 times the
+    // predicted time; they replace the earlier table's.
+    records.extend([1.1, 1.2, 1.3, 1.4, 1.5].iter().map(|&r| record(created, r)));
+    write(&records);
     let second = predict();
+    assert!(second["calibration"].get("earlier_tables").is_none(), "{}", second["calibration"]);
     assert_eq!(second["calibration"]["validations"], 5);
     let r = &second["calibration"]["ratio"];
     assert!((r[0].as_f64().unwrap() - 1.12).abs() < 1e-9 && (r[1].as_f64().unwrap() - 1.48).abs() < 1e-9, "{r}");
@@ -345,7 +353,7 @@ fn validated_runs_widen_this_hosts_intervals() {
     let ratio = point["measured"]["median_s"].as_f64().unwrap() / point["predictions"][0]["predicted_s"].as_f64().unwrap();
     let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
     let recs = kept["records"].as_array().unwrap();
-    assert_eq!(recs.len(), 6);
-    assert_eq!(recs[5]["mode"], "static");
-    assert!((recs[5]["ratio"].as_f64().unwrap() / ratio - 1.0).abs() < 1e-9, "{} vs {ratio}", recs[5]);
+    assert_eq!(recs.len(), 11);
+    assert_eq!(recs[10]["mode"], "static");
+    assert!((recs[10]["ratio"].as_f64().unwrap() / ratio - 1.0).abs() < 1e-9, "{} vs {ratio}", recs[10]);
 }

@@ -97,6 +97,10 @@ pub struct Calibration {
     /// validations (the interval is then the table's spread alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<[f64; 2]>,
+    /// With fewer than 5 validations of this table: `ratio` is of this many records of the
+    /// mode with the host's earlier tables (the newest 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_tables: Option<u32>,
 }
 
 impl Calibration {

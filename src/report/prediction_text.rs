@@ -88,6 +88,14 @@ pub fn prediction(p: &Prediction) -> String {
     );
     if let Some(c) = &p.calibration {
         let _ = match c.ratio {
+            Some([lo, hi]) if c.earlier_tables.is_some() => writeln!(
+                o,
+                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (5th to 95th percentile of the newest {} validated with this host's earlier machine tables: {} of the {} of this table's own that replace them) and the table's spread",
+                c.mode,
+                c.earlier_tables.unwrap_or(0),
+                c.validations,
+                crate::model::prediction::Calibration::MIN_VALIDATIONS
+            ),
             Some([lo, hi]) => writeln!(
                 o,
                 "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (5th to 95th percentile of {} validated with this machine table) and the table's spread",
