@@ -1139,3 +1139,25 @@ fn the_analytic_replay_reports_a_deadlock() {
     let msg = format!("{e:#}");
     assert!(msg.contains("deadlock") && msg.contains("rank 1 in `recv`") && msg.contains("a message from rank 0"), "{msg}");
 }
+
+/// A rank's own block of an alltoallv is a local copy: charged at `copy_ns_per_byte` by its size
+/// (the step that holds it), in SimGrid's replay and the analytic one alike; nothing without
+/// the steps. Two ranks: each copies 4 MB to itself (0.1 ns per byte: 0.4 ms) and sends 1 byte.
+#[test]
+fn an_alltoallv_copies_a_ranks_own_block() {
+    let a2a = |me: usize| {
+        let mut send = vec![1u64, 1];
+        send[me] = 4_000_000;
+        A::Alltoallv { send: send.clone(), recv: send, comm: 0 }
+    };
+    let ranks = || vec![vec![a2a(0)], vec![a2a(1)]];
+    for analytic in [false, true] {
+        let steps = vec![[1e6, 0.01], [1e12, 0.1]];
+        let with = try_replay(ranks(), &two_hosts(), &UNIT, ReplayOptions { copy_ns_per_byte: steps, analytic, ..ReplayOptions::default() }).unwrap();
+        let without = try_replay(ranks(), &two_hosts(), &UNIT, ReplayOptions { analytic, ..ReplayOptions::default() }).unwrap();
+        for r in 0..2 {
+            exact(with.ranks[r].compute_s - without.ranks[r].compute_s, 4e-4, &format!("rank {r}'s copy (analytic: {analytic})"));
+        }
+        assert!(with.makespan_s >= without.makespan_s + 4e-4 * 0.999, "analytic {analytic}: {} against {}", with.makespan_s, without.makespan_s);
+    }
+}

@@ -408,6 +408,11 @@ pub struct ReplayOptions {
     pub eager_threshold_bytes: u64,
     /// Reduction arithmetic: flops charged per byte reduced (default 1/8: one flop per double).
     pub reduce_flops_per_byte: f64,
+    /// What a collective's copy of a rank's own block costs (an alltoall's or allgather's
+    /// block to itself, a memcpy in MPI): `[bytes, ns per byte]` steps, each up to its bytes
+    /// (the last beyond), ascending; empty: nothing charged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copy_ns_per_byte: Vec<[f64; 2]>,
     /// Seconds per execution of a block id, for `compute blocks` actions.
     #[serde(default)]
     pub block_seconds: Vec<(u32, f64)>,
@@ -455,11 +460,32 @@ fn yes() -> bool {
     true
 }
 
+/// Seconds a collective's local copy of `bytes` takes at `steps` (`ReplayOptions::copy_ns_per_byte`).
+pub fn copy_seconds(steps: &[[f64; 2]], bytes: u64) -> f64 {
+    let b = bytes as f64;
+    let ns = steps.iter().find(|s| b <= s[0]).or(steps.last()).map_or(0.0, |s| s[1]);
+    b * ns * 1e-9
+}
+
+#[cfg(test)]
+mod copy_tests {
+    #[test]
+    fn a_copy_costs_the_step_that_holds_it() {
+        let steps = [[1e3, 0.5], [1e6, 0.1]];
+        assert_eq!(super::copy_seconds(&steps, 1000), 1000.0 * 0.5e-9);
+        assert!((super::copy_seconds(&steps, 2000) - 2000.0 * 0.1e-9).abs() < 1e-18);
+        // Beyond the last step: the last one's figure.
+        assert!((super::copy_seconds(&steps, 10_000_000) - 1e-3).abs() < 1e-15);
+        assert_eq!(super::copy_seconds(&[], 1000), 0.0);
+    }
+}
+
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
             eager_threshold_bytes: 65536,
             reduce_flops_per_byte: 0.125,
+            copy_ns_per_byte: Vec::new(),
             block_seconds: Vec::new(),
             timeline: false,
             link_usage: true,

@@ -253,6 +253,15 @@ impl MemoryModel {
     /// longer fit there (35 MB reused past a 32 MiB L3 come from memory: interpolating from
     /// the L3 figure at 8 MiB to the memory one at 128 MiB costed them at half the memory's);
     /// past the largest, its figures. The name is the first measured level at or above `bytes`.
+    /// What a local copy costs per byte by its size (`ReplayOptions::copy_ns_per_byte`): a
+    /// copy of B bytes streams B in and B out, from the level that holds 2B, at its stream
+    /// figures (ns per 8 bytes each way), as the host's ranks share them. At 1 rank here, an
+    /// MPI_Alltoallv of 4 and 8 MiB to itself took 0.42-0.47 and 0.84-0.98 ms (about 0.1 ns per
+    /// byte), which its simulation had charged nothing.
+    pub fn copy_steps(&self) -> Vec<[f64; 2]> {
+        self.levels.iter().map(|l| [l.ws / 2.0, (l.stream_load + l.stream_store) / 8.0]).collect()
+    }
+
     pub fn level_for(&self, bytes: f64) -> Option<Level> {
         let first = self.levels.first()?;
         if bytes <= first.ws {

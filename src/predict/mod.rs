@@ -1618,6 +1618,7 @@ fn finish(
         .unwrap_or(65536);
     let options = ReplayOptions {
         eager_threshold_bytes: eager,
+        copy_ns_per_byte: costs.bounds.memory.copy_steps(),
         timeline: opts.timeline,
         no_fold: opts.no_fold,
         analytic: opts.analytic,

@@ -429,6 +429,7 @@ enum Step {
     Recv(u32, i32),
     SendRecv(u32, u64, u32, i32),
     Reduce(u64),
+    Copy(u64),
 }
 
 impl PointToPoint for Recorder {
@@ -449,6 +450,9 @@ impl PointToPoint for Recorder {
     }
     fn reduce(&mut self, bytes: u64) {
         self.steps.push(Step::Reduce(bytes));
+    }
+    fn copy(&mut self, bytes: u64) {
+        self.steps.push(Step::Copy(bytes));
     }
 }
 
@@ -858,6 +862,7 @@ impl Sim {
                     Step::Recv(from, tag) => Step::Recv(c.world_rank(from), tag),
                     Step::SendRecv(to, bytes, from, tag) => Step::SendRecv(c.world_rank(to), bytes, c.world_rank(from), tag),
                     Step::Reduce(bytes) => Step::Reduce(bytes),
+                    Step::Copy(bytes) => Step::Copy(bytes),
                 }));
             }
         }
@@ -895,6 +900,12 @@ impl Sim {
                 m.push_back(Micro::WaitTemps);
             }
             Step::Reduce(bytes) => m.push_back(Micro::Compute(bytes as f64 * self.opts.reduce_flops_per_byte)),
+            Step::Copy(bytes) => {
+                let s = crate::model::trace::copy_seconds(&self.opts.copy_ns_per_byte, bytes);
+                if s > 0.0 {
+                    m.push_back(Micro::Compute(s * rank.speed));
+                }
+            }
         }
         true
     }

@@ -10,7 +10,7 @@
 //! | allgather | recursive doubling when p is a power of two and p x bytes < 50,000 B, ring otherwise |
 //! | allgatherv | ring |
 //! | alltoall | Bruck below 200 B per block when p > 12, pairwise exchange otherwise |
-//! | alltoallv | pairwise exchange |
+//! | alltoallv | pairwise exchange (the rank's own block a local copy first) |
 //! | gather, scatter | binomial tree |
 //! | gatherv, scatterv | linear (root talks to each rank) |
 //! | reduce_scatter | binomial reduce of the whole vector to rank 0, then linear scatterv |
@@ -54,6 +54,8 @@ pub(crate) trait PointToPoint {
     fn sendrecv(&mut self, to: u32, bytes: u64, from: u32, tag: i32);
     /// The reduction arithmetic that combines `bytes` of received data with the rank's own.
     fn reduce(&mut self, bytes: u64);
+    /// The rank's own block copied from its send buffer to its receive buffer (a memcpy).
+    fn copy(&mut self, _bytes: u64) {}
 }
 
 /// The transport with the tag of the collective being played.
@@ -80,6 +82,11 @@ impl<P: PointToPoint> C<'_, P> {
     }
     fn reduce(&mut self, bytes: u64) {
         self.p.reduce(bytes);
+    }
+    fn copy(&mut self, bytes: u64) {
+        if bytes > 0 {
+            self.p.copy(bytes);
+        }
     }
 }
 
@@ -449,6 +456,8 @@ fn alltoall_bruck<P: PointToPoint>(x: &mut C<P>, bytes: u64) {
 
 fn alltoallv_pairwise<P: PointToPoint>(x: &mut C<P>, send: &[u64], _recv: &[u64]) {
     let (n, me) = (x.n(), x.me());
+    // Step 0: the block to itself, a local copy.
+    x.copy(send.get(me as usize).copied().unwrap_or(0));
     for step in 1..n {
         let to = (me + step) % n;
         let from = (me + n - step) % n;

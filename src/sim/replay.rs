@@ -204,6 +204,8 @@ pub(crate) struct Req {
 pub(crate) struct Opts {
     pub eager_threshold: u64,
     pub reduce_flops_per_byte: f64,
+    /// `ReplayOptions::copy_ns_per_byte`.
+    pub copy_ns_per_byte: Vec<[f64; 2]>,
     /// SimGrid's timing precision (`precision/timing`, 1e-9 s unless `--cfg` sets it): the
     /// shortest compute done by sleeping.
     pub min_sleep_s: f64,
@@ -230,6 +232,7 @@ impl Opts {
         Ok(Opts {
             eager_threshold: job.options.eager_threshold_bytes,
             reduce_flops_per_byte: job.options.reduce_flops_per_byte,
+            copy_ns_per_byte: job.options.copy_ns_per_byte.clone(),
             min_sleep_s: job
                 .cfg
                 .iter()
@@ -1080,6 +1083,10 @@ impl PointToPoint for CollTraffic<'_> {
     }
     fn reduce(&mut self, bytes: u64) {
         self.rank.reduce_compute(bytes);
+    }
+    fn copy(&mut self, bytes: u64) {
+        let s = crate::model::trace::copy_seconds(&self.rank.opts.copy_ns_per_byte, bytes);
+        self.rank.flops(s * self.rank.speed);
     }
 }
 
