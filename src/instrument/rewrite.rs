@@ -629,6 +629,17 @@ pub fn edited_files(plan: &Plan) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The loop hook (the prologue's macro) and the runtime's finish of the last entry write
+    /// the longest foreseen trip as a literal: it must be the analysis' `PREDICTED_TRIP`, or the
+    /// static and traced counts of the same loop would disagree.
+    #[test]
+    fn the_loop_hook_and_the_runtime_use_the_predicted_trip() {
+        let t = crate::model::analysis::PREDICTED_TRIP;
+        assert!(PROLOGUE.contains(&format!("__mpicast_d > {t};")), "the prologue's __MPICAST_LE");
+        let rt = include_str!("../../instrument/mpicast_rt.c");
+        assert!(rt.contains(&format!("d > {t})")), "instrument/mpicast_rt.c's write_stats");
+    }
+
     #[test]
     fn lexer_skips_comments_strings_and_preprocessor() {
         let src = b"#define X {\n/* { */ int a = '{'; // (\nchar *s = \"(}\"; int n = 1'000; f(a);";
