@@ -309,7 +309,7 @@ fn shared_streams(
     let mut out = measure::Results::default();
     let empty = key("empty", 0);
     if let Some(j) = results.jobs.get(&empty) {
-        out.jobs.insert(empty.clone(), measure::Job { iters: j.iters, per_iter: j.per_iter.clone() });
+        out.jobs.insert(empty.clone(), measure::Job { iters: j.iters, per_iter: j.per_iter.clone(), probe: j.probe.clone() });
     }
     let mut costs = Vec::new();
     for &(level, ws) in working_sets.iter().filter(|(l, _)| SHARED_LEVELS.contains(l)) {
@@ -317,7 +317,7 @@ fn shared_streams(
             let k = key(kernel, ws);
             let Some(iters) = results.jobs.get(&k).map(|j| j.iters) else { continue };
             let per_iter = with_companions(&mut companions, driver, kernel, iters, ws, SHARED_SAMPLES)?;
-            out.jobs.insert(k.clone(), measure::Job { iters, per_iter });
+            out.jobs.insert(k.clone(), measure::Job { iters, per_iter, probe: Vec::new() });
             costs.push(MemoryCost {
                 level: level.into(),
                 working_set_bytes: ws,
@@ -377,12 +377,22 @@ fn co_run(exe: &Path, driver: &mut driver::Driver, results: &measure::Results, k
             // main measurement and this one (a shared VM's) moves both sides alike. (Against the
             // main measurement's time alone, two tables measured a minute apart had factors of
             // 1.73 and 1.00, and their 2-rank predictions differed by 40-100%.)
-            let (mut alone, mut busy) = (Vec::new(), Vec::new());
-            for _ in 0..CO_RUN_SAMPLES {
-                alone.push(driver.run(name, job.iters, 0)?.wall_ns / job.iters as f64);
-                busy.extend(with_companions(&mut companions, driver, name, job.iters, 0, 1)?.iter().map(|s| s.wall_ns));
+            // Each side keeps the samples whose probe ran in the measurement's regime (a turn
+            // that met the other regime would give a ratio of the regimes, 0.5 to 2 on the AMD
+            // VM, not of the cores), with more turns, up to three times as many, where needed.
+            let (mut alone, mut busy) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+            let mut turns = 0;
+            while turns < CO_RUN_SAMPLES || (turns < 3 * CO_RUN_SAMPLES && (alone.0.len() < CO_RUN_SAMPLES || busy.0.len() < CO_RUN_SAMPLES)) {
+                let ok = results.in_regime(driver)?;
+                let a = driver.run(name, job.iters, 0)?.wall_ns / job.iters as f64;
+                if ok { alone.0.push(a) } else { alone.1.push(a) }
+                let ok = results.in_regime(driver)?;
+                let b = with_companions(&mut companions, driver, name, job.iters, 0, 1)?[0].wall_ns;
+                if ok { busy.0.push(b) } else { busy.1.push(b) }
+                turns += 1;
             }
-            let (alone, all) = (measure::median(&alone), measure::median(&busy));
+            let kept = |(good, other): (Vec<f64>, Vec<f64>)| if good.is_empty() { other } else { good };
+            let (alone, all) = (measure::median(&kept(alone)), measure::median(&kept(busy)));
             if alone > 0.0 && all.is_finite() {
                 out.push(CoRunKernel { name: name.to_string(), alone_ns: alone, all_cores_ns: all });
             }
@@ -654,6 +664,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         fit,
         load,
         co_run: corun,
+        regime: results.regime.clone(),
         created_unix_s,
         created_utc,
         mpicast_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -180,6 +180,24 @@ pub fn table(t: &MachineTable) -> String {
             c.latency_factor
         );
     }
+    if let Some(r) = &t.regime {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "regime    costs taken where the probe ({}) ran {} per iteration (+-{:.0}%): {:.0}% of the samples; the probe ranged {}..{}{}",
+            r.probe_kernel,
+            ns(r.probe_ns),
+            (r.band - 1.0) * 100.0,
+            r.share * 100.0,
+            ns(r.probe_min_ns),
+            ns(r.probe_max_ns),
+            match (r.extra_samples, r.kernels_short) {
+                (0, 0) => String::new(),
+                (e, 0) => format!("; {e} more samples taken"),
+                (e, k) => format!("; {e} more samples taken, {k} kernels still short of 3"),
+            }
+        );
+    }
     if let Some(f) = fitted {
         let _ = writeln!(s);
         let _ = writeln!(

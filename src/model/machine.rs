@@ -34,6 +34,39 @@ pub struct MachineTable {
     /// core): how much slower a core computes when all of them do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_run: Option<CoRun>,
+    /// The regime the host spent most of the measurement in, which every cost is taken in
+    /// (absent in older tables and where the probe kernel did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime: Option<Regime>,
+}
+
+/// A shared host computes at more than one speed (a core whose sibling runs another tenant's
+/// work); a probe timed before every sample tells them apart (src/machine/measure.rs).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Regime {
+    /// The probe: a calibration kernel, about a millisecond before every sample.
+    pub probe_kernel: String,
+    /// The probe's ns per iteration at the centre of the dominant regime.
+    pub probe_ns: f64,
+    /// A sample is in the regime when its probe ran within this factor of `probe_ns`.
+    pub band: f64,
+    /// Share of the samples of the rounds whose probe fell in the regime.
+    pub share: f64,
+    /// The probe's fastest and slowest runs: far apart when the host changed regime.
+    pub probe_min_ns: f64,
+    pub probe_max_ns: f64,
+    /// Samples taken beyond the rounds so that every kernel had 3 in the regime.
+    pub extra_samples: u32,
+    /// Kernels that still had fewer (their costs use every sample in the regime, or every
+    /// sample where none was).
+    pub kernels_short: u32,
+}
+
+impl Regime {
+    /// Whether a probe of `probe_ns` per iteration ran in this regime.
+    pub fn contains(&self, probe_ns: f64) -> bool {
+        probe_ns >= self.probe_ns / self.band && probe_ns <= self.probe_ns * self.band
+    }
 }
 
 /// Compute with every core busy: each calibration kernel timed on the wall clock alone and with
