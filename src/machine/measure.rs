@@ -33,6 +33,8 @@ pub const FLOOR_NS: f64 = 0.005;
 pub const PROBE_KERNEL: &str = "cal_axpy";
 /// Wall time of one probe run.
 const PROBE_MS: f64 = 1.0;
+/// The same in nanoseconds.
+pub const PROBE_NS: f64 = PROBE_MS * 1e6;
 /// A sample belongs to the dominant regime when its probe ran within this factor of the
 /// regime's centre (either way). On the AMD VM the slow regime's probes spread over about
 /// +-12% (10th to 90th percentile) and the fast regime's lay 2x below it.
