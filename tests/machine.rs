@@ -53,6 +53,13 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     // some of the samples lie in it.
     let r = o2.regime.as_ref().expect("a table measured with the probe records its regime");
     assert_eq!(r.probe_kernel, "cal_axpy");
+    // With llvm-mca installed (scripts/setup.sh), the calibration kernels' loops are scheduled:
+    // cal_axpy's body (two loads, a multiply-add and a store) is resource-bound, and takes more
+    // than 1 cycle and less than 100 in llvm-mca's schedule.
+    let c = o2.core_resources.as_ref().expect("llvm-mca schedules the calibration kernels");
+    let axpy = c.kernels.iter().find(|k| k.name == "cal_axpy").expect("cal_axpy's loop is scheduled");
+    assert!(axpy.resource_bound && axpy.cycles > 1.0 && axpy.cycles < 100.0, "{axpy:?}");
+    assert!(c.factor > 0.0 && c.factor.is_finite(), "{c:?}");
     assert!(r.probe_min_ns <= r.probe_ns && r.probe_ns <= r.probe_max_ns && r.share > 0.0 && r.share <= 1.0, "{r:?}");
     // mpicc builds the kernels into an MPI process: a communicator made and freed is measured
     // too (about 2.3 us on the development VM).

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Some(exe) => {
                 let c = crate::objcode::compiled_ops(&model, &exe)?;
                 eprintln!("mpicast: {}", c.summary());
-                model = c.apply(&model, None, None, 1.0);
+                model = c.apply(&model, None, None, 1.0, 1.0);
             }
             None => eprintln!("mpicast: --compiled: a --build command is not rebuilt with -g; ops from the source"),
         }

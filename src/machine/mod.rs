@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 
 use crate::model::machine::{
-    BenchSettings, CalibrationKernel, ClassCost, CompilerInfo, FitResult, MemoryCost, TimerInfo,
+    BenchSettings, CalibrationKernel, CoreResourceKernel, CoreResources, ClassCost, CompilerInfo, FitResult, MemoryCost, TimerInfo,
 };
 pub use crate::model::machine::{MachineTable, Variant};
 use crate::model::ops::OpClass;
@@ -648,6 +648,7 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
     };
     let empty_loop_ns = results.measure(&key("empty", 0), 1.0, None).ns_per_op;
     let (created_unix_s, created_utc) = now_utc();
+    let core_resources = fit.as_ref().and_then(|f| core_resources(&exe, f, &table_classes, &decls));
     Ok(MachineTable {
         host,
         compiler: CompilerInfo {
@@ -670,11 +671,45 @@ pub fn measure(opts: &Options) -> Result<MachineTable> {
         load,
         co_run: corun,
         regime: results.regime.clone(),
+        core_resources,
         created_unix_s,
         created_utc,
         mpicast_version: env!("CARGO_PKG_VERSION").to_string(),
         duration_s: clock.seconds(),
     })
+}
+
+/// A kernel whose resources bound at least this share of llvm-mca's cycles is resource-bound.
+const RESOURCE_BOUND: f64 = 0.8;
+/// Resource-bound kernels the factor needs.
+const MIN_RESOURCE_KERNELS: usize = 3;
+
+/// The calibration kernels' innermost loops (one body per iteration where not vectorised) as
+/// llvm-mca schedules them, against their measured times (`CoreResources`). None without
+/// llvm-mca, or with fewer than 3 resource-bound kernels.
+fn core_resources(exe: &Path, fit: &FitResult, classes: &BTreeMap<OpClass, ClassCost>, decls: &[fit::CalDecl]) -> Option<CoreResources> {
+    let cycle = classes.get(&OpClass::IntAdd).map(|c| c.latency.ns_per_op)?;
+    let symbols: Vec<String> = decls.iter().map(|d| format!("k_{}", d.name)).collect();
+    let loops = crate::objcode::function_loops(exe, &symbols.iter().map(String::as_str).collect::<Vec<_>>()).ok()?;
+    let kernels: Vec<CoreResourceKernel> = loops
+        .iter()
+        .filter(|l| !l.vector)
+        .filter_map(|l| {
+            let name = l.function.strip_prefix("k_")?;
+            let measured_ns = fit.kernels.iter().find(|k| k.name == name)?.measured.ns_per_op;
+            let s = l.schedule;
+            Some(CoreResourceKernel {
+                name: name.to_string(),
+                cycles: s.cycles,
+                throughput_cycles: s.throughput_cycles,
+                measured_ns,
+                scheduled_ns: s.cycles * cycle,
+                resource_bound: s.cycles > 0.0 && s.throughput_cycles >= RESOURCE_BOUND * s.cycles,
+            })
+        })
+        .collect();
+    let ratios: Vec<f64> = kernels.iter().filter(|k| k.resource_bound && k.scheduled_ns > 0.0).map(|k| k.measured_ns / k.scheduled_ns).collect();
+    (ratios.len() >= MIN_RESOURCE_KERNELS).then(|| CoreResources { factor: measure::median(&ratios), kernels })
 }
 
 /// Fits the table again from its own kernel measurements when its fit breaks the fit's bounds

@@ -198,6 +198,17 @@ pub fn table(t: &MachineTable) -> String {
             }
         );
     }
+    if let Some(c) = &t.core_resources {
+        let bound: Vec<String> = c.kernels.iter().filter(|k| k.resource_bound).map(|k| format!("{} {:.2}", k.name, k.measured_ns / k.scheduled_ns)).collect();
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "llvm-mca  resource-bound bodies took {:.2}x its schedule (median of {}: {})",
+            c.factor,
+            bound.len(),
+            bound.join(", ")
+        );
+    }
     if let Some(f) = fitted {
         let _ = writeln!(s);
         let _ = writeln!(

@@ -38,6 +38,35 @@ pub struct MachineTable {
     /// (absent in older tables and where the probe kernel did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regime: Option<Regime>,
+    /// How long llvm-mca's cycles take on this host where a loop body is bound by the core's
+    /// resources (absent in older tables, without llvm-mca, or with too few such kernels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_resources: Option<CoreResources>,
+}
+
+/// The calibration kernels' loop bodies as llvm-mca schedules them against their measured
+/// times: llvm-mca's CPU model runs a body on the whole core, and a core shared with a
+/// sibling's work (a VM's) runs a resource-bound body slower, a dependent chain not.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CoreResources {
+    /// Median measured / scheduled time over the resource-bound kernels: what one of
+    /// llvm-mca's resource-bound cycles takes, in `core_cycle`s.
+    pub factor: f64,
+    pub kernels: Vec<CoreResourceKernel>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CoreResourceKernel {
+    pub name: String,
+    /// llvm-mca's cycles per iteration of the kernel's innermost loop (one body), and the part
+    /// its resources alone bound.
+    pub cycles: f64,
+    pub throughput_cycles: f64,
+    /// The body's measured ns (the fit's median) and cycles x core_cycle.
+    pub measured_ns: f64,
+    pub scheduled_ns: f64,
+    /// Counted in the factor: resources bound it (throughput_cycles at least 0.8 of cycles).
+    pub resource_bound: bool,
 }
 
 /// A shared host computes at more than one speed (a core whose sibling runs another tenant's

@@ -38,7 +38,7 @@ use crate::model::expr::{Expr, Rat};
 use crate::model::ops::OpClass;
 
 pub mod chain;
-mod mca;
+pub mod mca;
 
 /// The classes compiled code replaces.
 pub const INSTRUCTION_CLASSES: &[OpClass] = &[
@@ -159,7 +159,10 @@ impl CompiledOps {
     /// `throughput_factor` is how much slower loop bodies bound by their resources run with
     /// every core of the host busy (the costs are already multiplied by it; a chain is not
     /// slowed by a sibling's work).
-    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>, latency: Option<&BTreeMap<OpClass, f64>>, throughput_factor: f64) -> ProgramModel {
+    ///
+    /// `resource_factor` is how much longer than llvm-mca's schedule a resource-bound body
+    /// takes on this host (the machine table's `core_resources`; 1 without one).
+    pub fn apply(&self, model: &ProgramModel, costs: Option<&BTreeMap<OpClass, f64>>, latency: Option<&BTreeMap<OpClass, f64>>, throughput_factor: f64, resource_factor: f64) -> ProgramModel {
         let mut m = model.clone();
         // Blocks are matched by place, their file's path canonical: a trace's model names the
         // files as the trace was taken (`/abs/stage/is.c`), the build costed here as given
@@ -183,7 +186,7 @@ impl CompiledOps {
                 let (alt_ns, cycle_ns) = (alt.iter().map(|(c, &n)| ns(c, n)).sum::<f64>(), ns(&OpClass::CoreCycle, cycles));
                 // What the resources take: the CPU model's resource-bound cycles (slowed by
                 // a sibling, as the costs are), or the host's own throughputs where less.
-                let resources = (cycle_ns * share).min(alt_ns);
+                let resources = (cycle_ns * share * resource_factor).min(alt_ns);
                 // What the chain carried in registers takes: with the host's latencies where
                 // the body's dependencies were read, else llvm-mca's whole schedule (a chain
                 // is not slowed by a sibling).
@@ -196,7 +199,7 @@ impl CompiledOps {
                 if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
                     eprintln!("{key}: cycles {cycle_ns:.3} ns (resources {:.3}), classes {alt_ns:.3}, host chain {host_chain:?} -> {core_ns:.3}", cycle_ns * share);
                 }
-                if alt_ns <= cycle_ns * share && chain_ns <= alt_ns {
+                if alt_ns <= cycle_ns * share * resource_factor && chain_ns <= alt_ns {
                     // Bound by its resources at the host's throughputs: its classes.
                     ops.remove(&OpClass::CoreCycle);
                     for (&c, &n) in alt.iter() {
@@ -807,6 +810,78 @@ fn source_elems(model: &ProgramModel, blocks: &Blocks, l: usize) -> (f64, f64, f
         stores += get(Store);
     }
     (fp, mem, stores)
+}
+
+/// The innermost machine loop of a named function, as llvm-mca schedules it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionLoop {
+    pub function: String,
+    pub schedule: mca::Schedule,
+    /// Instructions in the loop.
+    pub instructions: usize,
+    /// Some of them work on packed lanes (a vectorised body).
+    pub vector: bool,
+}
+
+/// For each function of `exe` named in `names` (its symbol), the innermost loop closed by a
+/// backward branch that calls nothing, scheduled by llvm-mca; functions without one, or that
+/// llvm-mca could not read, are left out. Needs no debug information: the MTC's own
+/// calibration kernels (bench machine) are read this way.
+pub fn function_loops(exe: &Path, names: &[&str]) -> Result<Vec<FunctionLoop>> {
+    let data = std::fs::read(exe).with_context(|| format!("{}: cannot read", exe.display()))?;
+    let file = object::File::parse(&*data).with_context(|| format!("{}: not an object file", exe.display()))?;
+    if file.architecture() != object::Architecture::X86_64 {
+        bail!("{}: compiled costing reads x86-64 code only", exe.display());
+    }
+    let text = file.section_by_name(".text").context("no .text section")?;
+    let (tlo, tdata) = (text.address(), text.data()?);
+    let mut info = InstructionInfoFactory::new();
+    let mut found: Vec<(String, String, usize, bool)> = Vec::new();
+    for sym in file.symbols().filter(|s| s.kind() == SymbolKind::Text && s.size() > 0) {
+        let Ok(name) = sym.name() else { continue };
+        if !names.contains(&name) || sym.address() < tlo || sym.address() + sym.size() > tlo + tdata.len() as u64 {
+            continue;
+        }
+        let (lo, size) = (sym.address(), sym.size());
+        let bytes = &tdata[(lo - tlo) as usize..(lo - tlo + size) as usize];
+        let mut dec = Decoder::with_ip(64, bytes, lo, DecoderOptions::NONE);
+        let mut insns: Vec<Instruction> = Vec::new();
+        let mut ins = Instruction::default();
+        while dec.can_decode() {
+            dec.decode_out(&mut ins);
+            if !ins.is_invalid() {
+                insns.push(ins);
+            }
+        }
+        // Backward branches: loops [target, end of the branch).
+        let loops: Vec<(u64, u64)> = insns
+            .iter()
+            .filter(|i| matches!(i.flow_control(), FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch))
+            .filter_map(|i| {
+                let t = i.near_branch_target();
+                (t <= i.ip() && t >= lo).then_some((t, i.next_ip()))
+            })
+            .collect();
+        let body = |l: &(u64, u64)| insns.iter().filter(|i| l.0 <= i.ip() && i.ip() < l.1).collect::<Vec<_>>();
+        let innermost = loops
+            .iter()
+            .filter(|l| !loops.iter().any(|o| o != *l && l.0 <= o.0 && o.1 <= l.1))
+            .filter(|l| body(l).iter().all(|i| i.flow_control() != FlowControl::Call && i.flow_control() != FlowControl::IndirectCall))
+            .min_by_key(|l| l.1 - l.0);
+        let Some(l) = innermost else { continue };
+        let b = body(l);
+        let vector = b.iter().any(|i| classify(i, &mut info).3);
+        found.push((name.to_string(), gas_text(b.iter().copied()), b.len(), vector));
+    }
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let schedules = mca::cycles_per_iteration(&found.iter().map(|f| f.1.as_str()).collect::<Vec<_>>())?;
+    Ok(found
+        .into_iter()
+        .zip(schedules)
+        .filter_map(|((function, _, instructions, vector), s)| s.map(|schedule| FunctionLoop { function, schedule, instructions, vector }))
+        .collect())
 }
 
 /// A loop body as AT&T assembly, one instruction a line (what llvm-mca reads).

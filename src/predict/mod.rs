@@ -1070,6 +1070,9 @@ pub fn attribute(
 /// The static path end to end: skeletons, replay, attribution.
 /// The model with compiled-code ops when the options carry them, and the options with the
 /// assumption that says so.
+/// The range a table's `core_resources.factor` is taken in.
+const RESOURCE_FACTOR: (f64, f64) = (0.5, 3.0);
+
 fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options) {
     let mut o = opts.clone();
     let ranks = ranks_per_host(opts);
@@ -1085,7 +1088,13 @@ fn with_compiled(model: &ProgramModel, opts: &Options) -> (ProgramModel, Options
             o.assumptions.push(c.summary());
             // The chains' latencies as measured, slowed as co-running chains are.
             let latency: BTreeMap<OpClass, f64> = opts.machine.classes.iter().map(|(c, m)| (*c, m.latency.ns_per_op * lat.max(1.0))).collect();
-            c.apply(model, Some(&costs.nominal), Some(&latency), tp)
+            // Resource-bound bodies at what the calibration kernels' bodies took against
+            // llvm-mca's schedule of them on this host.
+            let r = opts.machine.core_resources.as_ref().map_or(1.0, |c| c.factor.clamp(RESOURCE_FACTOR.0, RESOURCE_FACTOR.1));
+            if r != 1.0 {
+                o.assumptions.push(format!("resource-bound loop bodies at {r:.2}x llvm-mca's schedule (the calibration kernels' measured times against it on this host)"));
+            }
+            c.apply(model, Some(&costs.nominal), Some(&latency), tp, r)
         }
         None => model.clone(),
     };
