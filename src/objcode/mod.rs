@@ -956,4 +956,47 @@ mod tests {
         assert_eq!(classes(&[0x66, 0x0F, 0x2F, 0xC1]), [(OpClass::FpCmp, 1.0)], "comisd xmm0, xmm1");
         assert_eq!(classes(&[0xF2, 0x0F, 0x58, 0xC1]), [(OpClass::DoubleAdd, 1.0)], "addsd xmm0, xmm1");
     }
+
+    /// One loop body of 10 cycles (0.35 ns each: 3.5 ns) whose instructions are 4 double adds
+    /// at 1 ns: what `apply` charges it for a resource share and a resource factor.
+    fn applied(share: f64, resource_factor: f64) -> (BTreeMap<OpClass, f64>, Option<f64>) {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("body.c");
+        std::fs::write(&src, "void f(double *a, int n) {\n  for (int i = 0; i < n; i++)\n    a[i] += 1.0;\n}\n").unwrap();
+        let model = crate::frontend::analyze(&[src], &crate::frontend::Options::default());
+        let id = model.blocks.iter().find(|b| b.kind == crate::model::analysis::BlockKind::Loop).expect("the loop's block").id.clone();
+        let mut c = CompiledOps::default();
+        c.blocks.insert(id.clone(), BTreeMap::from([(OpClass::CoreCycle, 10.0)]));
+        c.classes_of_cycles.insert(id.clone(), BTreeMap::from([(OpClass::DoubleAdd, 4.0)]));
+        c.throughput_share.insert(id.clone(), share);
+        let costs = BTreeMap::from([(OpClass::CoreCycle, 0.35), (OpClass::DoubleAdd, 1.0)]);
+        let out = c.apply(&model, Some(&costs), None, 1.0, resource_factor);
+        let b = out.blocks.iter().find(|b| b.id == id).unwrap();
+        let none = HashMap::new();
+        let ops = b.ops.iter().filter(|(c, _)| INSTRUCTION_CLASSES.contains(c)).map(|(c, e)| (*c, e.eval_map(&none).unwrap())).collect();
+        (ops, b.resource_share)
+    }
+
+    /// The resource factor stretches llvm-mca's resource-bound cycles: past the classes' own
+    /// 4 ns the body is bound by its resources at the host's throughputs and takes its classes;
+    /// short of them it keeps its cycles, the resources taking their stretched share.
+    #[test]
+    fn the_resource_factor_stretches_the_resource_bound_cycles() {
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-3;
+        // Factor 1: resources 3.5 ns (under the classes' 4), chain 3.5: the cycles stay.
+        let (ops, share) = applied(1.0, 1.0);
+        assert!(near(ops[&OpClass::CoreCycle], 10.0) && !ops.contains_key(&OpClass::DoubleAdd), "{ops:?}");
+        assert_eq!(share, None, "resources take the whole 3.5 ns");
+        // Factor 2: 7 ns of resources, more than the classes: the classes (4 ns).
+        let (ops, _) = applied(1.0, 2.0);
+        assert!(near(ops[&OpClass::DoubleAdd], 4.0) && !ops.contains_key(&OpClass::CoreCycle), "{ops:?}");
+        // Half the cycles resource-bound, factor 1.5: 2.625 ns of resources under the 3.5 ns
+        // chain: 10 cycles, 0.75 of them the resources'.
+        let (ops, share) = applied(0.5, 1.5);
+        assert!(near(ops[&OpClass::CoreCycle], 10.0), "{ops:?}");
+        assert!(share.is_some_and(|s| near(s, 0.75)), "{share:?}");
+        // Factor 3 on that half: 5.25 ns of resources, the classes' 4 ns bound it.
+        let (ops, _) = applied(0.5, 3.0);
+        assert!(near(ops[&OpClass::DoubleAdd], 4.0), "{ops:?}");
+    }
 }
