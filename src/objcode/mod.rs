@@ -415,7 +415,12 @@ fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
             let k = rows.partition_point(|r| r.0 <= addr);
             let block = k.checked_sub(1).map(|k| &rows[k]).filter(|r| addr < r.1).and_then(|r| r.2.as_ref().and_then(|f| blocks.place(f, r.3, r.4)));
             let (ops, fp_elems, mem_elems, packed) = classify(&ins, &mut info);
-            let store_elems = if ops.iter().any(|o| o.0 == OpClass::Store) { mem_elems } else { 0.0 };
+            // What a stored element of the source is: not a call's return address, a push, or
+            // a spill to a stack slot (a scalar the compiler keeps in memory, `sx` of NAS EP
+            // whose address MPI_Allreduce takes, is none of the source's stores either).
+            let stack_slot = ins.memory_index() == iced_x86::Register::None && matches!(ins.memory_base(), iced_x86::Register::RSP | iced_x86::Register::RBP);
+            let spill = stack_slot || matches!(ins.flow_control(), FlowControl::Call | FlowControl::IndirectCall) || ins.mnemonic() == iced_x86::Mnemonic::Push;
+            let store_elems = if ops.iter().any(|o| o.0 == OpClass::Store) && !spill { mem_elems } else { 0.0 };
             let back_to = match ins.flow_control() {
                 FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch => {
                     let t = ins.near_branch_target();
@@ -433,6 +438,43 @@ fn decode(exe: &Path, blocks: &mut Blocks) -> Result<Vec<Vec<Insn>>> {
     }
     Ok(out)
 }
+
+/// A function's machine loops from its backward branches (target, address and end of the
+/// branch, whether it is unconditional):
+/// - a jump back from code laid out after a loop into its body is no loop: a cold path (the
+///   `else` of a conditional expression, a library call's fallback) returning to where it left;
+/// - two loops that overlap without one holding the other are one loop with two latches, as an
+///   `if` without an `else` in a loop's body often compiles (NAS EP: the rejected sample jumps
+///   back to a copy of the loop's increment laid out before its head, the accepted one to the
+///   end), and become their union;
+/// - nested and disjoint loops stay apart.
+fn merged_loops(edges: Vec<(u64, u64, u64, bool)>) -> Vec<(u64, u64)> {
+    let returns = |&(t, at, _, jump): &(u64, u64, u64, bool)| jump && edges.iter().any(|&(t2, _, e2, _)| t2 <= t && t < e2 && e2 <= at);
+    let mut ranges: Vec<(u64, u64)> = edges.iter().filter(|e| !returns(e)).map(|&(t, _, end, _)| (t, end)).collect();
+    loop {
+        let mut merged = false;
+        'pairs: for a in 0..ranges.len() {
+            for b in 0..ranges.len() {
+                let (x, y) = (ranges[a], ranges[b]);
+                if x.0 < y.0 && y.0 < x.1 && x.1 < y.1 {
+                    ranges[a] = (x.0, y.1);
+                    ranges.swap_remove(b);
+                    merged = true;
+                    break 'pairs;
+                }
+            }
+        }
+        if !merged {
+            break;
+        }
+    }
+    ranges.sort_unstable();
+    ranges.dedup();
+    ranges
+}
+
+/// Bitwise floating-point ops the compiler applies to a scalar with a 16-byte constant mask.
+const SIGN_MASK_OPS: &[&str] = &["andpd", "andps", "andnpd", "andnps", "xorpd", "xorps", "orpd", "orps", "vandpd", "vandps", "vandnpd", "vandnps", "vxorpd", "vxorps", "vorpd", "vorps"];
 
 /// An instruction's op classes, floating-point lanes, memory elements and whether it is packed.
 fn classify(ins: &Instruction, info: &mut InstructionInfoFactory) -> (Vec<(OpClass, f64)>, f64, f64, bool) {
@@ -454,7 +496,9 @@ fn classify(ins: &Instruction, info: &mut InstructionInfoFactory) -> (Vec<(OpCla
             _ => continue,
         }
         mem_elems += elems;
-        packed |= elems > 1.0 && sz.size() >= 16;
+        // A sign mask (`andpd .LC0(%rip), %xmm0` for fabs, `xorpd` for a negation) is read
+        // whole for one scalar lane: no vector.
+        packed |= elems > 1.0 && sz.size() >= 16 && !SIGN_MASK_OPS.contains(&name.as_str());
     }
     match ins.flow_control() {
         FlowControl::ConditionalBranch => ops.push((Branch, 1.0)),
@@ -551,11 +595,8 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
     }
     let mut loops: Vec<ML> = Vec::new();
     for (f, insns) in funcs.iter().enumerate() {
-        for i in insns {
-            if let Some(t) = i.back_to {
-                loops.push(ML { f, lo: t, hi: i.end, src: None, k: 1.0, vector: false, n: 0 });
-            }
-        }
+        let edges = insns.iter().filter_map(|i| i.back_to.map(|t| (t, i.addr, i.end, i.ins.flow_control() == FlowControl::UnconditionalBranch))).collect();
+        loops.extend(merged_loops(edges).into_iter().map(|(lo, hi)| ML { f, lo, hi, src: None, k: 1.0, vector: false, n: 0 }));
     }
     // The innermost machine loop of each instruction.
     let ranges: Vec<(usize, u64, u64)> = loops.iter().map(|l| (l.f, l.lo, l.hi)).collect();
@@ -616,6 +657,9 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
             None => 1.0,
         };
         let l = &mut loops[li];
+        if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
+            eprintln!("machine loop {:x}..{:x}: source {:?}, k {k}, vector {vector}", l.lo, l.hi, src.map(|s| &model.blocks[s].id));
+        }
         l.src = src;
         l.k = k;
         l.vector = vector;
@@ -741,7 +785,7 @@ pub fn compiled_ops(model: &ProgramModel, exe: &Path) -> Result<CompiledOps> {
         for (i, p) in insns.iter().zip(&placements[f]) {
             let Some((target, w, m)) = *p else { continue };
             if std::env::var_os("MPICAST_OBJCODE_DEBUG").is_some() {
-                eprintln!("{:x} -> {} w {} {:?}", i.addr, model.blocks[target].id, w, i.ops);
+                eprintln!("{:x} -> {} w {} {:?} (its line's block {:?})", i.addr, model.blocks[target].id, w, i.ops, i.block.map(|b| &model.blocks[b].id));
             }
             match m.and_then(|m| cycles.get(&m).map(|c| (c, dest[&m]))) {
                 Some((c, (body, n))) => {
@@ -955,6 +999,22 @@ mod tests {
         assert_eq!(classes(&[0x0F, 0x5F, 0xC1]), [(OpClass::FloatAdd, 1.0)], "maxps xmm0, xmm1");
         assert_eq!(classes(&[0x66, 0x0F, 0x2F, 0xC1]), [(OpClass::FpCmp, 1.0)], "comisd xmm0, xmm1");
         assert_eq!(classes(&[0xF2, 0x0F, 0x58, 0xC1]), [(OpClass::DoubleAdd, 1.0)], "addsd xmm0, xmm1");
+    }
+
+    /// EP's loop: latches at 0x11df (to 0x11a0) and 0x1297 (to 0x11ad) are one loop; the cold
+    /// `else` at 0x1330 jumping back to 0x1266, and a fallback at 0x13c5 to 0x1240, are none; an
+    /// inner loop and a loop after it stay apart.
+    #[test]
+    fn machine_loops_merge_latches_and_drop_cold_returns() {
+        let edges = vec![
+            (0x11a0, 0x11df, 0x11e1, false),
+            (0x1200, 0x1220, 0x1222, false),
+            (0x11ad, 0x1297, 0x129d, false),
+            (0x1266, 0x1334, 0x1339, true),
+            (0x1240, 0x13c5, 0x13ca, true),
+            (0x1400, 0x1440, 0x1442, false),
+        ];
+        assert_eq!(merged_loops(edges), [(0x11a0, 0x129d), (0x1200, 0x1222), (0x1400, 0x1442)]);
     }
 
     /// One loop body of 10 cycles (0.35 ns each: 3.5 ns) whose instructions are 4 double adds
