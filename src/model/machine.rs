@@ -75,7 +75,7 @@ pub struct CoreResourceKernel {
 pub struct Regime {
     /// The probe: a calibration kernel, about a millisecond before every sample.
     pub probe_kernel: String,
-    /// The probe's ns per iteration at the centre of the dominant regime.
+    /// The probe's median ns per iteration over the measurement: the host's typical speed.
     pub probe_ns: f64,
     /// A sample is in the regime when its probe ran within this factor of `probe_ns`.
     pub band: f64,
