@@ -93,12 +93,12 @@ pub struct Calibration {
     pub table_created_unix_s: u64,
     /// Validated predictions of this mode with this table.
     pub validations: u32,
-    /// The 5th and 95th percentiles of measured over predicted time; absent below 5
-    /// validations (the interval is then the table's spread alone).
+    /// The 5th and 95th percentiles of measured over predicted time, each record over its
+    /// table's median, times this table's median (1 below 5 validations); absent where no
+    /// table of the host has 5 (the interval is then the table's spread alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<[f64; 2]>,
-    /// With fewer than 5 validations of this table: `ratio` is of this many records of the
-    /// mode with the host's earlier tables (the newest 100).
+    /// How many of the newest 100 records that made `ratio` are of the host's earlier tables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earlier_tables: Option<u32>,
 }

@@ -88,18 +88,19 @@ pub fn prediction(p: &Prediction) -> String {
     );
     if let Some(c) = &p.calibration {
         let _ = match c.ratio {
-            Some([lo, hi]) if c.earlier_tables.is_some() => writeln!(
-                o,
-                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (5th to 95th percentile of the newest {} validated with this host's earlier machine tables: {} of the {} of this table's own that replace them) and the table's spread",
-                c.mode,
-                c.earlier_tables.unwrap_or(0),
-                c.validations,
-                crate::model::prediction::Calibration::MIN_VALIDATIONS
-            ),
             Some([lo, hi]) => writeln!(
                 o,
-                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (5th to 95th percentile of {} validated with this machine table) and the table's spread",
-                c.mode, c.validations
+                "interval:        runs here measured {lo:.2}x to {hi:.2}x of {} predictions (5th to 95th percentile of the newest validated on this host{}, each over its table's median, about {}) and the table's spread",
+                c.mode,
+                match c.earlier_tables {
+                    Some(n) => format!(", {n} of them with earlier machine tables"),
+                    None => String::new(),
+                },
+                if c.validations as usize >= crate::model::prediction::Calibration::MIN_VALIDATIONS {
+                    format!("this table's median of its {}", c.validations)
+                } else {
+                    format!("the prediction: {} of the {} of this table's own that set it", c.validations, crate::model::prediction::Calibration::MIN_VALIDATIONS)
+                }
             ),
             None => writeln!(
                 o,
