@@ -268,13 +268,19 @@ fn sample_medians(v: &[Sample]) -> (f64, Option<f64>, Option<f64>) {
 }
 
 impl Results {
-    /// The samples of `job` that count: those taken in the regime, where there is one and the
-    /// job has any there, each brought to the regime's centre (`to_centre`); every sample
-    /// otherwise.
+    /// The samples of `job` that count, where there is a regime: every sample brought to the
+    /// host's typical speed along the kernel's own slope (`to_centre`), where there are enough
+    /// for a slope; else those taken within the band, or every one where none was. Not only
+    /// those within the band: on the Intel VM, where 13-29% of the samples fell within +-15%
+    /// of the probe's median, three tables measured back to back had costs from 3 to 5 samples
+    /// each, L2 overlap loads 0.44 to 0.60 ns and the resource factor 0.87 to 1.03.
     pub fn counted(&self, job: &Job) -> Vec<Sample> {
         let Some(r) = &self.regime else { return job.per_iter.clone() };
         if job.probe.len() != job.per_iter.len() {
             return job.per_iter.clone();
+        }
+        if job.per_iter.len() >= MIN_FOR_SLOPE {
+            return to_centre(&job.per_iter, &job.probe, r.probe_ns);
         }
         let (v, p): (Vec<Sample>, Vec<f64>) = job.per_iter.iter().zip(&job.probe).filter(|(_, &p)| r.contains(p)).map(|(s, &p)| (*s, p)).unzip();
         if v.is_empty() {
@@ -405,7 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn costs_are_the_median_of_the_samples_in_the_regime() {
+    fn costs_are_every_sample_brought_to_the_typical_speed() {
         let mut r = Results::default();
         // Kernel samples: 10 ns in the slow regime (probe 1.7), 6 ns in the fast (probe 0.75).
         let job = Job {
@@ -426,9 +432,13 @@ mod tests {
             extra_samples: 0,
             kernels_short: 0,
         });
+        // All seven count, the fast ones brought to the slow speed along the kernel's slope.
         let m = r.measure(&key("k", 0), 1.0, None);
-        assert_eq!((m.ns_per_op, m.samples), (10.0, 3));
-        // A job none of whose samples fell in the regime keeps all of them.
+        assert!((m.ns_per_op - 10.0).abs() < 0.2 && m.samples == 7, "{m:?}");
+        // With too few for a slope: those in the band, or all where none was.
+        r.jobs.insert(key("few", 0), Job { iters: 1, per_iter: vec![s(10.0), s(6.0), s(6.1)], probe: vec![1.7, 0.75, 0.76] });
+        let m = r.measure(&key("few", 0), 1.0, None);
+        assert_eq!((m.ns_per_op, m.samples), (10.0, 1));
         r.jobs.insert(key("f", 0), Job { iters: 1, per_iter: vec![s(6.0), s(6.2), s(6.4)], probe: vec![0.75; 3] });
         assert_eq!(r.measure(&key("f", 0), 1.0, None).ns_per_op, 6.2);
     }
