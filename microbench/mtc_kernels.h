@@ -21,7 +21,7 @@
 
 /* Kernels that call MPI: only in a driver built with an MPI compiler wrapper (mtc_io.c). */
 #ifdef MTC_WITH_MPI
-#define MTC_MPI_KERNELS(K) K(comm_create)
+#define MTC_MPI_KERNELS(K) K(comm_create) K(comm_null)
 #else
 #define MTC_MPI_KERNELS(K)
 #endif

@@ -65,6 +65,9 @@ fn quick_table_is_valid_and_sane_and_o0_costs_more_than_o2() {
     // too (about 2.3 us on the development VM).
     let cc = &o2.classes[&OpClass::CommCreate].throughput;
     assert!(cc.ns_per_op > 100.0 && cc.ns_per_op < 1e6, "comm_create: {cc:?}");
+    // A split into no communicator (MPI_UNDEFINED) does less: 0.9-1.2 us against 2.8-3.4 us.
+    let cn = &o2.classes[&OpClass::CommNull].throughput;
+    assert!(cn.ns_per_op > 10.0 && cn.ns_per_op < cc.ns_per_op, "comm_null: {cn:?} against comm_create {cc:?}");
     let sets = mpicast::machine::sysinfo::working_sets(&o2.host.caches);
     let levels = sets.len();
     // The levels the cores share (past L2) again with every core streaming, on 2 cores or more.

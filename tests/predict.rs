@@ -1814,6 +1814,32 @@ fn communicator_constructors_cost_their_process_and_synchronise_their_parent() {
     }
 }
 
+/// A split whose colour is the constant MPI_UNDEFINED makes no communicator: it costs its
+/// process the comm_null op (tests/fixtures/predict/comm_undefined.c: n splits, every other one
+/// with MPI_UNDEFINED; the fixture table gives comm_create 2 us and comm_null 0.5 us), in the
+/// static path and from a traced run's counts alike. MPICH's ctxsplit was charged a
+/// comm_create for each: +108% at 1 rank.
+#[test]
+fn a_split_into_no_communicator_costs_the_comm_null_op() {
+    let machine = "tests/fixtures/machine/fixed_mpi.json";
+    for extra in [&[][..], &["--trace-ranks", "1"][..]] {
+        let mut a = vec!["tests/fixtures/predict/comm_undefined.c", "-n", "1", "--platform", LOCALHOST, "--machine", machine, "--json", "-"];
+        a.extend(extra);
+        a.extend(["--", "1000"]);
+        let out = predict(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let made = block_on_line(&p, 15);
+        let none = block_on_line(&p, 18);
+        assert!(close(made["op_seconds"]["comm_create"].as_f64().unwrap(), 500.0 * 2e-6, 1e-6), "{extra:?}: {made}");
+        assert!(made["op_seconds"].get("comm_null").is_none(), "{extra:?}: {made}");
+        assert!(close(none["op_seconds"]["comm_null"].as_f64().unwrap(), 500.0 * 0.5e-6, 1e-6), "{extra:?}: {none}");
+        assert!(none["op_seconds"].get("comm_create").is_none(), "{extra:?}: {none}");
+        let c = p["ranks_detail"][0]["compute_s"].as_f64().unwrap();
+        assert!(close(c, 500.0 * 2.5e-6, 2e-3), "{extra:?}: compute {c} s");
+    }
+}
+
 /// `platform` with the constructors' own work `costs` (platform::CTOR_PROP) in its zone.
 fn with_ctor_costs(scratch: &Scratch, platform: &str, costs: &str) -> std::path::PathBuf {
     let text = std::fs::read_to_string(root().join(platform)).unwrap();

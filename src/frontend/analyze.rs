@@ -1179,7 +1179,8 @@ impl<'a> Analyzer<'a> {
         }
         let user_defined = self.globals.functions.contains_key(func);
         if mpi::makes_comm(func) && !user_defined {
-            add_op(ops, OpClass::CommCreate, Expr::int(1));
+            let colour = args.get(1).map(cexpr_text);
+            add_op(ops, mpi::ctor_op(func, colour.as_deref()), Expr::int(1));
             return CType::int();
         }
         match func {
@@ -1417,7 +1418,8 @@ impl<'a> Analyzer<'a> {
         // A constructor's own work is an op of its block (MPI_Comm_split, MPI_Cart_create).
         let mut ops = Ops::new();
         if mpi::makes_comm(name) {
-            add_op(&mut ops, OpClass::CommCreate, Expr::int(1));
+            let colour = args.get(1).map(cexpr_text);
+            add_op(&mut ops, mpi::ctor_op(name, colour.as_deref()), Expr::int(1));
         }
         self.push_block(id.clone(), Some(parent), BlockKind::Comm, sp, ctx, None, ops);
         let sig = mpi::comm_signature(name);

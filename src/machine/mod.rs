@@ -230,6 +230,8 @@ fn class_plan(c: OpClass, l1_ws: u64) -> ClassPlan {
         WriteByte => same(key("write", 0), BYTES_PER_CALL, empty.clone()),
         // A communicator made and freed per iteration.
         CommCreate => same(key("comm_create", 0), 1.0, empty.clone()),
+        // A split that makes no communicator per iteration.
+        CommNull => same(key("comm_null", 0), 1.0, empty.clone()),
         Load => ClassPlan {
             tp: (key("mem_stream_load", l1_ws), UNROLL),
             lat: (key("mem_chase_lat", l1_ws), UNROLL),

@@ -81,6 +81,7 @@ op_classes! {
     WriteByte => "write_byte": "one byte written with fwrite or write (stdio buffering and the write to the file)",
     ;
     CommCreate => "comm_create": "one communicator made and freed (MPI_Comm_split, MPI_Comm_dup, MPI_Cart_create and the other constructors): the calling process's own work",
+    CommNull => "comm_null": "one MPI_Comm_split or MPI_Comm_split_type whose colour is MPI_UNDEFINED (no communicator made): the calling process's own work",
     ;
     CoreCycle => "core_cycle": "one cycle of the core as llvm-mca schedules a machine loop's instructions (ports, dispatch, dependencies); costs the int_add latency kernel's figure",
 }
