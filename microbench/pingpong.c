@@ -24,7 +24,8 @@
  * The constructors (split into the world, into one rank each, MPI_UNDEFINED, a duplicate of
  * the world) are timed beside what a simulation replays of them: their collectives called
  * blocking (`ref_gather`: an allgather of 8 bytes; `ref_reduce`: three allreduces of one int)
- * and a duplicate of MPI_COMM_SELF (`self`, the machine table's comm_create). What a constructor
+ * and a duplicate of MPI_COMM_SELF (`self`, the machine table's comm_create; `self_null`, a split
+ * of MPI_COMM_SELF with MPI_UNDEFINED, its comm_null). What a constructor
  * takes beyond them is its own work over a communicator of several ranks: OpenMPI agrees on a
  * context id through nonblocking collectives and selects collective modules for it.
  *
@@ -320,9 +321,9 @@ int main(int argc, char **argv) {
 
     /* Communicator constructors: a fixed count of calls sized from a probe, as the collectives. */
     {
-        const char *cnames[] = {"ref_gather", "ref_reduce", "self", "split", "split", "split", "dup"};
-        int members[] = {0, 0, 1, nranks, 1, 0, nranks};
-        for (int c = 0; c < 7; c++) {
+        const char *cnames[] = {"ref_gather", "ref_reduce", "self", "split", "split", "split", "dup", "self_null"};
+        int members[] = {0, 0, 1, nranks, 1, 0, nranks, 0};
+        for (int c = 0; c < 8; c++) {
             long reps = 20;
             for (int phase = 0; phase < 2; phase++) {
                 MPI_Barrier(MPI_COMM_WORLD);
@@ -340,6 +341,7 @@ int main(int argc, char **argv) {
                     case 3: MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &nc); break;
                     case 4: MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &nc); break;
                     case 5: MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, rank, &nc); break;
+                    case 7: MPI_Comm_split(MPI_COMM_SELF, MPI_UNDEFINED, 0, &nc); break;
                     default: MPI_Comm_dup(MPI_COMM_WORLD, &nc);
                     }
                     if (nc != MPI_COMM_NULL) MPI_Comm_free(&nc);

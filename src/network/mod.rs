@@ -90,11 +90,16 @@ impl NetworkTable {
             return platform::CtorCosts::default();
         };
         let (gather, reduce) = simulated.unwrap_or((gather, reduce));
+        // A split with MPI_UNDEFINED is charged comm_null where its colour is the constant
+        // (the front end's `mpi::ctor_op`): its own work is taken beyond that one's measure
+        // (`self_null`, absent from tables measured before it).
+        let null_own = of("self_null").unwrap_or(own);
         let entries = self
             .constructors
             .iter()
             .filter_map(|c| {
                 let kind = CtorKind::parse(&c.name)?;
+                let own = if kind == CtorKind::Split && c.members == 0 { null_own } else { own };
                 let simulated = reduce + own + if kind == CtorKind::Split { gather } else { 0.0 };
                 Some((kind, c.members, (c.mean_s - simulated).max(0.0)))
             })
@@ -405,6 +410,13 @@ mod tests {
         assert!(near(c.seconds(Dup, 2), 5.8e-6 - 1.2e-6 - 2e-6), "{}", c.render());
         // As MPI ran the collectives when no replay says otherwise.
         assert!(near(t.ctor_costs(None).seconds(Split, 2), 5.6e-6 - 5e-7 - 1.5e-6 - 2e-6));
+        // With a split of MPI_COMM_SELF into no communicator measured (comm_null's 0.5 us), the
+        // split with MPI_UNDEFINED is taken beyond it, the others as before.
+        let mut with_null = t.clone();
+        with_null.constructors.push(crate::model::network::CtorPoint { name: "self_null".into(), members: 0, reps: 1000, mean_s: 5.0e-7 });
+        let n = with_null.ctor_costs(Some((4e-7, 1.2e-6)));
+        assert!(near(n.seconds(Split, 0), 3.0e-6 - 4e-7 - 1.2e-6 - 5e-7), "{}", n.render());
+        assert!(near(n.seconds(Split, 2), c.seconds(Split, 2)) && near(n.seconds(Dup, 2), c.seconds(Dup, 2)), "{}", n.render());
         let mut old = t.clone();
         old.constructors.clear();
         assert!(old.ctor_costs(None).is_empty());
