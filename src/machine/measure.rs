@@ -12,8 +12,9 @@
 //! to back fitted rand at 7.0, 8.2 and 8.7 ns. So a short probe (the same loop body, about a
 //! millisecond) runs before every sample; the median of the probe times over the whole
 //! measurement is the host's typical speed, and every kernel's cost is the median of its
-//! samples taken within [`REGIME_BAND`] of it, each brought to it along the kernel's own slope
-//! (`to_centre`), with more samples taken where too few were. The median, not the densest band:
+//! samples, each brought to it along the kernel's own slope (`to_centre`, `Results::counted`),
+//! with more samples taken where fewer than 3 fell within [`REGIME_BAND`] of it. The median,
+//! not the densest band:
 //! on the 2-core Intel Xeon VM of 2026-12-02 the probe (an L1 loop of 1,024 multiply-adds) ran
 //! 330 to 944 ns per body over 10 s (10th, 50th and 90th percentiles 341, 477 and 672), moving
 //! between speeds every second or so, and the densest band sat at its fast end (453 ns, 31% of

@@ -94,7 +94,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// The newest records whose spread makes a band.
-const EARLIER: usize = 100;
+const POOL: usize = 100;
 
 /// The calibration of a prediction of `mode` made with the table created at `table`.
 ///
@@ -103,7 +103,7 @@ const EARLIER: usize = 100;
 /// within a few percent) and how far one program's runs land from its prediction around that
 /// (the model's own error and the runs' noise). Only the second carries from one table to the
 /// next. So each table's ratios (where it has MIN_RECORDS of the mode) are taken over their
-/// own median, the newest EARLIER of those from this table and the host's others make the
+/// own median, the newest POOL of those from this table and the host's others make the
 /// spread, and the band is that spread's 5th and 95th percentiles about this table's median
 /// ratio where it has MIN_RECORDS, about 1 (the prediction) where it has fewer. Replayed over
 /// the 148 records of two `make accuracy` passes on the Intel VM (2026-12-02), the second
@@ -111,22 +111,20 @@ const EARLIER: usize = 100;
 /// were (the first table's bias with them) and of the table's own first 5 to 8 (a narrow band).
 pub fn for_mode(records: &[Record], table: u64, mode: &str) -> Calibration {
     let usable: Vec<&Record> = records.iter().filter(|x| x.mode == mode && x.ratio.is_finite() && x.ratio > 0.0).collect();
-    let median_of = |t: u64| {
-        let v: Vec<f64> = usable.iter().filter(|x| x.table == t).map(|x| x.ratio).collect();
-        (v.len() >= MIN_RECORDS).then(|| crate::machine::measure::median(&v))
-    };
-    let mut medians = std::collections::BTreeMap::new();
+    let mut by_table: std::collections::BTreeMap<u64, Vec<f64>> = std::collections::BTreeMap::new();
     for x in &usable {
-        medians.entry(x.table).or_insert_with(|| median_of(x.table));
+        by_table.entry(x.table).or_default().push(x.ratio);
     }
-    let mut pooled: Vec<&Record> = usable.iter().copied().filter(|x| medians[&x.table].is_some()).collect();
+    // The median ratio of each table with MIN_RECORDS of the mode.
+    let medians: std::collections::BTreeMap<u64, f64> = by_table.iter().filter(|(_, v)| v.len() >= MIN_RECORDS).map(|(&t, v)| (t, crate::machine::measure::median(v))).collect();
+    let mut pooled: Vec<&Record> = usable.iter().copied().filter(|x| medians.contains_key(&x.table)).collect();
     pooled.sort_by_key(|x| std::cmp::Reverse(x.recorded_unix_s));
-    pooled.truncate(EARLIER);
-    let mut spread: Vec<f64> = pooled.iter().map(|x| x.ratio / medians[&x.table].unwrap_or(1.0)).collect();
+    pooled.truncate(POOL);
+    let mut spread: Vec<f64> = pooled.iter().map(|x| x.ratio / medians[&x.table]).collect();
     spread.sort_by(f64::total_cmp);
-    let own = usable.iter().filter(|x| x.table == table).count();
+    let own = by_table.get(&table).map_or(0, Vec::len);
     let earlier = pooled.iter().filter(|x| x.table != table).count() as u32;
-    let centre = medians.get(&table).copied().flatten().unwrap_or(1.0);
+    let centre = medians.get(&table).copied().unwrap_or(1.0);
     let ratio = (spread.len() >= MIN_RECORDS).then(|| [centre * quantile(&spread, LOW_Q), centre * quantile(&spread, HIGH_Q)]);
     Calibration {
         mode: mode.to_string(),
