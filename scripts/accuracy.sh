@@ -12,7 +12,7 @@
 # local rows is over twice its target (the emulated rows are reported, not gated).
 #
 # Environment: MPICAST (binary; default ${CARGO_TARGET_DIR:-target}/release/mpicast), RUNS (3),
-# EXAMPLES (names, default all six), SIZES (all | first: one size per example), RANKS (1,2,4),
+# EXAMPLES (names, default all six), SIZES (all | first: one size per example), RANKS (1,2,4; empty: no local rows),
 # MODES (static,trace,measured,scaled), OPS (source or compiled: predict's --ops), SCENARIOS ("lan xdsl"; empty: no emulated network),
 # OUT (docs/ACCURACY.md), ACCURACY_DIR (where the JSON goes; ${CARGO_TARGET_DIR:-target}/accuracy).
 set -uo pipefail
@@ -28,7 +28,7 @@ if ! command -v perl >/dev/null 2>&1 || ! perl -MJSON::PP -e 1 2>/dev/null; then
   exit 2
 fi
 runs=${RUNS:-3}
-ranks=${RANKS:-1,2,4}
+ranks=${RANKS-1,2,4}
 modes=${MODES:-static,trace,measured,scaled}
 ops=${OPS:-compiled}
 sizes=${SIZES:-all}
@@ -88,6 +88,8 @@ for ex in "${examples[@]}"; do
   if [ "$sizes" = first ]; then list=("${list[0]}"); fi
   for a in "${list[@]}"; do configs+=("$ex|$a"); done
 done
+# RANKS empty: the emulated networks only.
+if [ -z "$ranks" ]; then configs=(); fi
 k=0
 for c in "${configs[@]}"; do
   k=$((k + 1))

@@ -200,23 +200,28 @@ fn ping_pong_under_default_smpi_factors() {
 
 #[test]
 fn eager_sends_do_not_wait_for_the_receiver_rendezvous_sends_do() {
-    // The receiver computes 1 s before receiving.
-    for (bytes, sender_done) in [(1_000u64, 0.0), (1_000_000, 1.0 + L + 1e6 / B)] {
-        let r = replay(
-            vec![vec![send(1, bytes)], vec![secs(1.0), recv(0, bytes)]],
-            &two_hosts(),
-            &UNIT,
-        );
-        exact(
-            r.ranks[0].finish_s,
-            sender_done,
-            &format!("sender of {bytes} B"),
-        );
-        exact(
-            r.ranks[1].finish_s,
-            1.0 + L + bytes as f64 / B,
-            &format!("receiver of {bytes} B"),
-        );
+    for analytic in [false, true] {
+        let opts = ReplayOptions { analytic, ..ReplayOptions::default() };
+        let run = |ranks| try_replay(ranks, &two_hosts(), &UNIT, opts.clone()).unwrap();
+        // The receiver computes 1 s before receiving. An eager message is on the wire from its
+        // send (MPI's eager protocol) and waits, received, for its receive: the receiver goes on
+        // at 1 s. A rendezvous one starts when the receive is posted.
+        for (bytes, sender_done, receiver_done) in [(1_000u64, 0.0, 1.0), (1_000_000, 1.0 + L + 1e6 / B, 1.0 + L + 1e6 / B)] {
+            let r = run(vec![vec![send(1, bytes)], vec![secs(1.0), recv(0, bytes)]]);
+            exact(r.ranks[0].finish_s, sender_done, &format!("sender of {bytes} B (analytic {analytic})"));
+            exact(r.ranks[1].finish_s, receiver_done, &format!("receiver of {bytes} B (analytic {analytic})"));
+        }
+        // A receive posted while the eager message is in flight waits for the rest of it.
+        let r = run(vec![vec![send(1, 1000)], vec![secs(L / 2.0), recv(0, 1000)]]);
+        exact(r.ranks[1].finish_s, L + 1000.0 / B, &format!("receive posted mid-flight (analytic {analytic})"));
+        // Two ranks that each send, then receive after 1 ms of work: both messages cross during
+        // the work, and neither rank waits (with the transfer started at the receive, each would
+        // take 1 ms + L + S/B).
+        let r = run(vec![
+            vec![send(1, 1000), secs(1e-3), recv(1, 1000)],
+            vec![send(0, 1000), secs(1e-3), recv(0, 1000)],
+        ]);
+        exact(r.makespan_s, 1e-3, &format!("crossing eager messages (analytic {analytic})"));
     }
     // The threshold is an option: 1 kB becomes rendezvous with a 512-byte threshold.
     let opts = ReplayOptions {
@@ -638,6 +643,9 @@ fn cross_check(name: &str, ranks: Vec<Vec<A>>, smpi_cfg: &[&str]) -> (f64, f64) 
         idx.to_str().unwrap(),
     ]);
     cmd.args(["--log=root.thresh:warning", "--log=smpi_replay.thresh:info"]);
+    // Our replay starts an eager message's transfer at its send; SMPI does so for messages
+    // below this (its default, 0, starts every transfer at the receive).
+    cmd.arg("--cfg=smpi/async-small-thresh:65536");
     for c in smpi_cfg {
         cmd.arg(format!("--cfg={c}"));
     }
@@ -895,9 +903,9 @@ fn block_counts_need_a_block_table() {
 fn asynchronous_receives_take_what_was_sent_and_never_wait() {
     let arecv = |from| A::Arecv { from, bytes: Some(1000), tag: Tag::Value(0), comm: 0 };
     // Rank 0 sends at t=1. Rank 1's first asynchronous receive (t=0) finds nothing and does not
-    // wait; the second (t=2) takes the message.
+    // wait; the second (t=2) takes the message, there since 1 + L + S/B.
     let r = replay(vec![vec![secs(1.0), send(1, 1000)], vec![arecv(0), secs(2.0), arecv(0)]], &two_hosts(), &UNIT);
-    exact(r.ranks[1].finish_s, 2.0 + L + 1000.0 / B, "second asynchronous receive");
+    exact(r.ranks[1].finish_s, 2.0, "second asynchronous receive");
     exact(r.ranks[1].wait_s, 0.0, "no waiting");
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     // Nothing sent before the only asynchronous receive: rank 1 is done at once and the message
@@ -905,10 +913,12 @@ fn asynchronous_receives_take_what_was_sent_and_never_wait() {
     let r = replay(vec![vec![secs(1.0), send(1, 1000)], vec![arecv(0)]], &two_hosts(), &UNIT);
     exact(r.ranks[1].finish_s, 0.0, "nothing to take");
     assert!(r.warnings.iter().any(|w| w.contains("asynchronous receivers were never taken")), "{:?}", r.warnings);
-    // Two messages sent before it: one asynchronous receive takes both.
+    // Two messages sent before it: one asynchronous receive takes both, there since
+    // L + 2 S/B.
     let r = replay(vec![vec![send(1, 1000), send(1, 1000)], vec![secs(1.0), arecv(0)]], &two_hosts(), &UNIT);
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-    assert!(r.ranks[1].finish_s >= 1.0 + L + 1000.0 / B, "{}", r.ranks[1].finish_s);
+    exact(r.ranks[1].finish_s, 1.0, "both taken");
+    assert_eq!(r.messages, 2);
 }
 
 /// Steady-state folding of a loop nested in the folded one: each iteration of the main loop runs
@@ -1042,7 +1052,8 @@ fn makespans_within(name: &str, ranks: Vec<Vec<A>>, rel: f64) -> Option<(ReplayR
 /// Where no two transfers share a link the analytic replay times what SimGrid does: the ping-pong
 /// at four sizes (eager and rendezvous, default SMPI factors), a ring of isend/irecv, the
 /// collectives' algorithms at 8 ranks (one rank per host of the cluster), a master and its
-/// workers; within 1% of the makespan, each rank's end within 1% too, the same message count.
+/// workers; within 1% of the makespan (2% for the gather), each rank's end within that too, the
+/// same message count.
 #[test]
 fn the_analytic_replay_times_what_simgrid_does_without_contention() {
     let cases: Vec<(&str, Vec<Vec<A>>)> = vec![
@@ -1058,9 +1069,12 @@ fn the_analytic_replay_times_what_simgrid_does_without_contention() {
         ("master-worker", master_worker(7, 4)),
     ];
     for (name, ranks) in cases {
-        let Some((sg, an)) = makespans_within(name, ranks, 0.01) else { continue };
+        // A gather's children send at once, eager, and their messages cross the parents' links
+        // together: the analytic replay's sharing is an approximation there.
+        let rel = if name.starts_with("gather") { 0.02 } else { 0.01 };
+        let Some((sg, an)) = makespans_within(name, ranks, rel) else { continue };
         for (a, s) in an.ranks.iter().zip(&sg.ranks) {
-            assert!((a.finish_s - s.finish_s).abs() <= 0.01 * s.finish_s, "{name}: rank {} ends at {} s, SimGrid {} s", a.rank, a.finish_s, s.finish_s);
+            assert!((a.finish_s - s.finish_s).abs() <= rel * s.finish_s, "{name}: rank {} ends at {} s, SimGrid {} s", a.rank, a.finish_s, s.finish_s);
             assert_eq!((a.messages_sent, a.bytes_sent), (s.messages_sent, s.bytes_sent), "{name}: rank {}", a.rank);
         }
         assert_eq!(an.messages, sg.messages, "{name}");
@@ -1070,17 +1084,18 @@ fn the_analytic_replay_times_what_simgrid_does_without_contention() {
 }
 
 /// The formula itself, with unit factors: a message of S bytes takes L + S/B once both sides
-/// are there. Rank 0 sends, computes 0.5 s, then receives the echo. Eager (1 kB): rank 0 goes on
-/// at once, rank 1 has the message at L + S/B and its echo leaves at once, but the transfer
-/// starts when rank 0 posts its receive, at 0.5 s. Rendezvous (1 MB): rank 0's send ends at
-/// L + S/B, and rank 1's echo waits for rank 0's receive, at L + S/B + 0.5 s.
+/// are there, an eager one from its send. Rank 0 sends, computes 0.5 s, then receives the echo.
+/// Eager (1 kB): rank 0 goes on at once, rank 1 has the message at L + S/B and its echo leaves
+/// at once, there at 2 (L + S/B), before rank 0 posts its receive at 0.5 s. Rendezvous (1 MB):
+/// rank 0's send ends at L + S/B, and rank 1's echo waits for rank 0's receive, at
+/// L + S/B + 0.5 s.
 #[test]
 fn the_analytic_ping_pong_is_latency_plus_size_over_bandwidth() {
     for bytes in [1_000u64, 1_000_000] {
         let ranks = vec![vec![send(1, bytes), secs(0.5), recv(1, bytes)], vec![recv(0, bytes), send(0, bytes)]];
         let r = try_replay(ranks, &two_hosts(), &UNIT, ReplayOptions { analytic: true, ..ReplayOptions::default() }).unwrap();
         let one = L + bytes as f64 / B;
-        let (end, echo) = if bytes < 65536 { (0.5 + one, one) } else { (0.5 + 2.0 * one, 0.5 + 2.0 * one) };
+        let (end, echo) = if bytes < 65536 { (0.5, one) } else { (0.5 + 2.0 * one, 0.5 + 2.0 * one) };
         exact(r.makespan_s, end, &format!("ping-pong of {bytes} B"));
         exact(r.ranks[1].finish_s, echo, &format!("the echo's end, {bytes} B"));
         assert_eq!(r.messages, 2);

@@ -10,7 +10,8 @@
 //!
 //! A message of `s` bytes (1 for an empty one) on a route of latency L and bottleneck bandwidth B
 //! takes SMPI's `lat_factor(s) L + s / (bw_factor(s) B)` (bounded by TCP-gamma / 2L where the
-//! configuration sets one), from the moment both sides are there. That is SimGrid's time where
+//! configuration sets one), from the moment both sides are there; an eager message from its
+//! send (the receive takes over its transfer, as in the SimGrid replay). That is SimGrid's time where
 //! no other transfer shares a link. Where transfers meet, each shared link (not fat pipes)
 //! accounts the bytes given to it, and a transfer's end, an event of its own, moves for the
 //! transfers given to its links after it (`Sim::transfer_event`): SimGrid's bandwidth sharing,
@@ -88,6 +89,9 @@ struct Envelope {
     /// A rendezvous send's operation (completes with the transfer); None for an eager one,
     /// complete when posted.
     op: Option<u32>,
+    /// An eager message's transfer, under way since the send (its receive operation, which the
+    /// receive takes over): MPI's eager protocol puts the data on the wire at once.
+    arrival: Option<u32>,
 }
 
 /// Messages that arrived before their receive, in arrival order: a short list while few wait (a
@@ -950,8 +954,7 @@ impl Sim {
                 self.async_pairs.insert((r, from));
                 let mut any = false;
                 while let Some(e) = self.inbox[ri].unexpected.take(Some(from), tag, ctx) {
-                    let op = self.new_op(Op { done: f64::NAN, matched: f64::NAN, recv: true, bytes: e.bytes, waiter: NONE, peer: Some(from), tag, ctx });
-                    self.matched(e.src, r, e.bytes, e.op, op);
+                    let op = self.take_envelope(e, r, Some(from), tag, ctx);
                     self.ranks[ri].temps.push(op);
                     any = true;
                 }
@@ -1107,17 +1110,42 @@ impl Sim {
                 let p = q.remove(i).expect("index from position");
                 self.matched(r, to, bytes, send_op, p.op);
             }
-            None => self.inbox[to as usize].unexpected.push(Envelope { src: r, tag, ctx, bytes, op: send_op }),
+            None => {
+                let arrival = eager.then(|| {
+                    let a = self.new_op(Op { done: f64::NAN, matched: f64::NAN, recv: true, bytes, waiter: NONE, peer: Some(r), tag: Some(tag), ctx });
+                    self.start_transfer(r, to, bytes, None, a);
+                    a
+                });
+                self.inbox[to as usize].unexpected.push(Envelope { src: r, tag, ctx, bytes, op: send_op, arrival });
+            }
         }
         op
     }
 
-    fn post_recv(&mut self, r: u32, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> u32 {
-        let op = self.new_op(Op { done: f64::NAN, matched: f64::NAN, recv: true, bytes: 0, waiter: NONE, peer: from, tag, ctx });
-        match self.inbox[r as usize].unexpected.take(from, tag, ctx) {
-            Some(e) => self.matched(e.src, r, e.bytes, e.op, op),
-            None => self.inbox[r as usize].posted.push_back(PostedRecv { src: from, tag, ctx, op }),
+    /// The receive operation for message `e`, which arrived before its receive: the eager
+    /// transfer's own (under way or over) from now on matched, else a new one matched now.
+    fn take_envelope(&mut self, e: Envelope, to: u32, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> u32 {
+        match e.arrival {
+            Some(a) => {
+                let o = &mut self.ops[a as usize];
+                o.matched = self.now;
+                (o.peer, o.tag) = (from, tag);
+                a
+            }
+            None => {
+                let op = self.new_op(Op { done: f64::NAN, matched: f64::NAN, recv: true, bytes: e.bytes, waiter: NONE, peer: from, tag, ctx });
+                self.matched(e.src, to, e.bytes, e.op, op);
+                op
+            }
         }
+    }
+
+    fn post_recv(&mut self, r: u32, from: Option<u32>, tag: Option<i32>, ctx: Ctx) -> u32 {
+        if let Some(e) = self.inbox[r as usize].unexpected.take(from, tag, ctx) {
+            return self.take_envelope(e, r, from, tag, ctx);
+        }
+        let op = self.new_op(Op { done: f64::NAN, matched: f64::NAN, recv: true, bytes: 0, waiter: NONE, peer: from, tag, ctx });
+        self.inbox[r as usize].posted.push_back(PostedRecv { src: from, tag, ctx, op });
         op
     }
 
@@ -1125,7 +1153,6 @@ impl Sim {
     /// a rendezvous send, and wakes whoever waits for them.
     fn matched(&mut self, from: u32, to: u32, bytes: u64, send_op: Option<u32>, recv_op: u32) {
         let now = self.now;
-        let mut t = self.net.transfer(self.rank_host[from as usize], self.rank_host[to as usize], bytes, now);
         {
             let o = &mut self.ops[recv_op as usize];
             o.matched = now;
@@ -1134,6 +1161,13 @@ impl Sim {
         if let Some(s) = send_op {
             self.ops[s as usize].matched = now;
         }
+        self.start_transfer(from, to, bytes, send_op, recv_op);
+    }
+
+    /// Times a transfer from now whose end completes `recv_op` (and a rendezvous `send_op`).
+    fn start_transfer(&mut self, from: u32, to: u32, bytes: u64, send_op: Option<u32>, recv_op: u32) {
+        let now = self.now;
+        let mut t = self.net.transfer(self.rank_host[from as usize], self.rank_host[to as usize], bytes, now);
         (t.recv, t.send) = (recv_op, send_op);
         let end = t.end;
         let id = match self.free_transfers.pop() {

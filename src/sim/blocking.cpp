@@ -34,3 +34,10 @@ extern "C" void mpicast_execute(double flops)
       [&exec, host, flops] { exec->set_flops_amount(flops)->set_host(host)->vetoable_start(); });
   exec->wait();
 }
+
+// The actor a mailbox's sends are for from the start (s4u's permanent receiver; null: none): a
+// send to it is transferred at once, whether or not a receive is posted (MPI's eager protocol).
+extern "C" void mpicast_mailbox_set_receiver(sg_mailbox_t mailbox, sg_actor_t actor)
+{
+  mailbox->set_receiver(simgrid::s4u::ActorPtr(actor));
+}

@@ -143,7 +143,7 @@ impl Engine {
         name: &str,
         host: Host,
         body: impl FnOnce() + 'static,
-    ) -> Result<(), SimError> {
+    ) -> Result<Actor, SimError> {
         spawn_actor(name, host, Box::new(body))
     }
 
@@ -186,7 +186,11 @@ pub fn set_actor_stack_kib(kib: usize) {
     ACTOR_STACK_KIB.store(kib.max(16), std::sync::atomic::Ordering::Relaxed);
 }
 
-fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<(), SimError> {
+/// An actor, kept by SimGrid until the simulation ends (its spawn takes a reference).
+#[derive(Clone, Copy, Debug)]
+pub struct Actor(ffi::sg_actor_t);
+
+fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<Actor, SimError> {
     let cname = CString::new(name).map_err(|_| SimError::BadName(name.to_string()))?;
     let data = Box::into_raw(Box::new(body)) as *mut c_void;
     // SAFETY: host is a live host of the loaded platform; data is a leaked Box<ActorBody> that the
@@ -196,8 +200,11 @@ fn spawn_actor(name: &str, host: Host, body: ActorBody) -> Result<(), SimError> 
         ffi::sg_actor_set_stacksize(actor, ACTOR_STACK_KIB.load(std::sync::atomic::Ordering::Relaxed) as _);
         ffi::sg_actor_set_data(actor, data);
         ffi::sg_actor_start_(actor, Some(actor_trampoline), 0, ptr::null());
+        // Held until the process ends: a mailbox may name the actor as its receiver after the
+        // actor finished.
+        ffi::sg_actor_ref(actor);
+        Ok(Actor(actor))
     }
-    Ok(())
 }
 
 /// A host of the loaded platform.
@@ -379,6 +386,14 @@ impl Mailbox {
             let c = ffi::sg_mailbox_put_init(self.0, bare_payload(), bytes as i64);
             ffi::sg_comm_detach(c, None);
         }
+    }
+
+    /// Makes `actor` the receiver of every send to this mailbox from the moment it is posted
+    /// (s4u's permanent receiver: the transfer starts at once, and a receive posted later takes
+    /// it, finished or under way); None: sends wait for their receive again.
+    pub fn set_receiver(&self, actor: Option<Actor>) {
+        // SAFETY: called from an actor; the actor is alive (spawn holds a reference) or null.
+        unsafe { ffi::mpicast_mailbox_set_receiver(self.0, actor.map_or(ptr::null_mut(), |a| a.0)) }
     }
 
     /// Receives a bare send, blocking until it is over: one simcall where starting a receive

@@ -12,9 +12,10 @@
 include!(concat!(env!("OUT_DIR"), "/simgrid_bindings.rs"));
 
 // src/sim/blocking.cpp (compiled by build.rs): a blocking receive or send in one simcall, an
-// execution in two.
+// execution in two, a mailbox's permanent receiver.
 extern "C-unwind" {
     pub fn mpicast_mailbox_recv(mailbox: sg_mailbox_t) -> *mut ::std::os::raw::c_void;
     pub fn mpicast_mailbox_send(mailbox: sg_mailbox_t, payload: *mut ::std::os::raw::c_void, bytes: u64);
     pub fn mpicast_execute(flops: f64);
+    pub fn mpicast_mailbox_set_receiver(mailbox: sg_mailbox_t, actor: sg_actor_t);
 }
