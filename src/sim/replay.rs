@@ -16,11 +16,12 @@
 //! receive is posted goes through a mailbox whose permanent receiver (s4u's `set_receiver`) is
 //! the destination rank, taken from that rank's own pool, and the receive takes it, over or
 //! under way. (SMPI's default, `smpi/async-small-thresh` 0, starts it at the receive: on the
-//! emulated xDSL line, 20 ms one way, obstacle3d's halo exchange and allreduce then took 76 ms
+//! emulated xDSL line, 20 ms one way, obstacle3d's halo exchange and allreduce then took 74 ms
 //! an iteration in the replay and 54 ms in the runs.) From the threshold on, the sender blocks
-//! until the transfer completes, started when the receive is posted (rendezvous). Eager sends are not SimGrid-detached (3.32 keeps detached comms in one
-//! global list scanned linearly at each completion); the sender keeps the handle and waits it,
-//! without blocking, once the receiver has the message.
+//! until the transfer completes, started when the receive is posted (rendezvous). Eager sends
+//! are not SimGrid-detached (3.32 keeps detached comms in one global list scanned linearly at
+//! each completion); the sender keeps the handle and waits it, without blocking, once the
+//! receiver has the message.
 //!
 //! Collectives are point-to-point algorithms on a separate context per communicator (user
 //! messages never match them), see [`coll`](super::coll).
